@@ -1,0 +1,298 @@
+"""Batch scoring: a run against judgments → an :class:`Evaluation`.
+
+``run`` maps query id → ranked doc ids (best first); ``qrels`` maps query id → {doc id: grade}.
+The metric conventions are those of :mod:`pytest_retrieval.metrics`; on top of them, batch
+evaluation decides which queries count:
+
+* The judged queries (the keys of ``qrels``) are the queries. A judged query missing from the run
+  is scored as an empty ranking (never silently dropped) and counted in ``missing_from_run``.
+* A run query without judgments is ignored and counted in ``without_judgments``.
+* A query with no relevant document (none reaches ``min_grade``: an empty judgment mapping, or
+  only grades below it) follows the ``no_relevant`` convention for **every** metric: ``"skip"``
+  (default; the value is ``None`` and the query is left out of the means, counted in
+  ``skipped_no_relevant``), ``"zero"`` (every metric scores 0.0, trec_eval's behaviour) or
+  ``"one"`` (every metric scores 1.0: the no-answer query is treated as always right).
+* Means are macro averages (every query weighs the same) over the queries with a value.
+  :attr:`Evaluation.micro` holds micro averages where they are defined (recall, precision).
+
+Speed: all cutoffs of a query come from the ranks of its relevant hits, which are few; the ranking
+is not walked again per metric or per cutoff.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .metrics import Gain, MetricSpec, check_gain, check_min_grade
+
+__all__ = ["Evaluation", "NoRelevant", "evaluate"]
+
+NoRelevant = Literal["skip", "zero", "one"]
+_NO_RELEVANT_VALUES: dict[str, float | None] = {"skip": None, "zero": 0.0, "one": 1.0}
+
+_DISCOUNTS: list[float] = [0.0]  # _DISCOUNTS[rank] = 1 / log2(rank + 1), grown on demand
+
+
+def _discounts(upto: int) -> list[float]:
+    if len(_DISCOUNTS) <= upto:
+        _DISCOUNTS.extend(1.0 / math.log2(rank + 1) for rank in range(len(_DISCOUNTS), upto + 1))
+    return _DISCOUNTS
+
+
+def _mean(values: Iterable[float | None]) -> tuple[float | None, int]:
+    total = 0.0
+    n = 0
+    for value in values:
+        if value is not None:
+            total += value
+            n += 1
+    return (total / n if n else None), n
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Per-query metric values and their means.
+
+    ``columns[metric][i]`` is the value of ``metric`` (canonical spelling) for ``query_ids[i]``,
+    ``None`` where undefined (a skipped zero-relevant query).
+    """
+
+    metrics: tuple[MetricSpec, ...]
+    query_ids: tuple[str, ...]
+    columns: Mapping[str, Sequence[float | None]]
+    skipped_no_relevant: tuple[str, ...]
+    missing_from_run: tuple[str, ...]
+    without_judgments: tuple[str, ...]
+    gain: Gain = "exponential"
+    min_grade: int = 1
+    no_relevant: NoRelevant = "skip"
+    _relevant_counts: Sequence[int] = field(default=(), repr=False)
+    _hit_counts: Mapping[str, Sequence[int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def means(self) -> dict[str, float | None]:
+        """Macro mean of each metric over the queries that have a value (``None`` if none)."""
+        return {name: _mean(values)[0] for name, values in self.columns.items()}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many queries each mean averages."""
+        return {name: _mean(values)[1] for name, values in self.columns.items()}
+
+    @property
+    def evaluated(self) -> int:
+        """Judged queries that count in the means (all of them but the skipped zero-relevant)."""
+        return len(self.query_ids) - len(self.skipped_no_relevant)
+
+    @property
+    def micro(self) -> dict[str, float | None]:
+        """Micro averages where defined: recall@K = Σ hits / Σ |relevant|, precision@K =
+        Σ hits / (K · queries), over the queries counted in the means."""
+        out: dict[str, float | None] = {}
+        skipped = set(self.skipped_no_relevant)
+        keep = [i for i, qid in enumerate(self.query_ids) if qid not in skipped]
+        for spec in self.metrics:
+            if spec.name not in ("recall", "precision") or spec.k is None:
+                continue
+            hits = self._hit_counts[str(spec)]
+            total_hits = sum(hits[i] for i in keep)
+            if spec.name == "recall":
+                denominator = sum(self._relevant_counts[i] for i in keep)
+            else:
+                denominator = spec.k * len(keep)
+            out[str(spec)] = total_hits / denominator if denominator else None
+        return out
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float | None]]:
+        """``{query id: {metric: value}}`` (built on demand from the columns)."""
+        names = list(self.columns)
+        return {
+            qid: {name: self.columns[name][i] for name in names}
+            for i, qid in enumerate(self.query_ids)
+        }
+
+    def value(self, query_id: str, metric: str | MetricSpec) -> float | None:
+        """The value of one metric for one query."""
+        return self.columns[str(MetricSpec.parse(metric))][self.query_ids.index(query_id)]
+
+    def restrict(self, query_ids: Iterable[str]) -> Evaluation:
+        """The same evaluation over a subset of its queries (a slice or a split)."""
+        wanted = set(query_ids)
+        rows = [i for i, qid in enumerate(self.query_ids) if qid in wanted]
+        return Evaluation(
+            metrics=self.metrics,
+            query_ids=tuple(self.query_ids[i] for i in rows),
+            columns={name: [values[i] for i in rows] for name, values in self.columns.items()},
+            skipped_no_relevant=tuple(q for q in self.skipped_no_relevant if q in wanted),
+            missing_from_run=tuple(q for q in self.missing_from_run if q in wanted),
+            without_judgments=(),
+            gain=self.gain,
+            min_grade=self.min_grade,
+            no_relevant=self.no_relevant,
+            _relevant_counts=[self._relevant_counts[i] for i in rows],
+            _hit_counts={name: [hits[i] for i in rows] for name, hits in self._hit_counts.items()},
+        )
+
+
+# Metric kinds, as small ints so the per-query loop compares cheaply.
+_RECALL, _PRECISION, _HIT, _NDCG, _MAP, _MRR, _RPREC = range(7)
+_KIND = {
+    "recall": _RECALL,
+    "precision": _PRECISION,
+    "hit_rate": _HIT,
+    "ndcg": _NDCG,
+    "map": _MAP,
+    "mrr": _MRR,
+    "r_precision": _RPREC,
+}
+
+
+def _check_no_relevant(value: object) -> NoRelevant:
+    if value == "skip":
+        return "skip"
+    if value == "zero":
+        return "zero"
+    if value == "one":
+        return "one"
+    raise ValueError(f"no_relevant must be 'skip', 'zero' or 'one', got {value!r}")
+
+
+def evaluate(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    metrics: Iterable[str | MetricSpec],
+    *,
+    gain: Gain = "exponential",
+    min_grade: int = 1,
+    no_relevant: NoRelevant = "skip",
+) -> Evaluation:
+    """Score ``run`` against ``qrels`` on ``metrics``; see the module docstring for conventions.
+
+    Doc ids are compared as given (strings); a ranking's duplicate id counts at its first rank.
+    """
+    specs = tuple(dict.fromkeys(MetricSpec.parse(m) for m in metrics))
+    if not specs:
+        raise ValueError("evaluate() needs at least one metric, e.g. ['recall@10', 'mrr']")
+    gain = check_gain(gain)
+    min_grade = check_min_grade(min_grade)
+    no_relevant = _check_no_relevant(no_relevant)
+    constant = _NO_RELEVANT_VALUES[no_relevant]
+
+    plan = [(_KIND[s.name], s.k) for s in specs]
+    # Depth: how much of each ranking matters. Metrics without a cutoff need all of it.
+    needs_all = any(k is None and kind != _RPREC for kind, k in plan)
+    depth = None if needs_all else max((k for _kind, k in plan if k is not None), default=0)
+    need_ndcg = any(kind == _NDCG for kind, _k in plan)
+    exponential = gain == "exponential"
+    count_kinds = (_RECALL, _PRECISION)
+
+    names = [str(s) for s in specs]
+    columns: list[list[float | None]] = [[] for _ in specs]
+    hit_columns: dict[str, list[int]] = {
+        name: [] for name, (kind, _k) in zip(names, plan) if kind in count_kinds
+    }
+    relevant_counts: list[int] = []
+    query_ids: list[str] = []
+    skipped: list[str] = []
+    missing: list[str] = []
+    empty: Sequence[str] = ()
+
+    for qid, judgments in qrels.items():
+        query_ids.append(qid)
+        ranking = run.get(qid)
+        if ranking is None:
+            missing.append(qid)
+            ranking = empty
+        elif isinstance(ranking, str) or (ranking and not isinstance(ranking[0], str)):
+            raise TypeError(
+                f"run[{qid!r}] must be a sequence of doc id strings, "
+                f"got {type(ranking).__name__} starting with {ranking[:1]!r}"
+            )
+        positive = {doc: grade for doc, grade in judgments.items() if grade > 0}
+        n_relevant = sum(1 for grade in positive.values() if grade >= min_grade)
+        relevant_counts.append(n_relevant)
+        if n_relevant == 0:
+            if constant is None:
+                skipped.append(qid)
+            for column in columns:
+                column.append(constant)
+            for hits_column in hit_columns.values():
+                hits_column.append(0)
+            continue
+        if depth is not None and len(ranking) > depth:
+            ranking = ranking[:depth]
+
+        # Ranks (1-based, first occurrence) of the judged positive docs present in the ranking.
+        found = positive.keys() & set(ranking) if len(positive) > 64 else positive
+        hits: list[tuple[int, int]] = []
+        index = ranking.index
+        for doc in found:
+            try:
+                hits.append((index(doc) + 1, positive[doc]))
+            except ValueError:
+                continue
+        hits.sort()
+        if min_grade == 1:
+            branks = [rank for rank, _grade in hits]
+        else:
+            branks = [rank for rank, grade in hits if grade >= min_grade]
+        n_bhits = len(branks)
+        ap_prefix: list[float] = [0.0]
+        for count, rank in enumerate(branks, start=1):
+            ap_prefix.append(ap_prefix[-1] + count / rank)
+        if need_ndcg:
+            discounts = _discounts(max(len(positive), hits[-1][0] if hits else 0))
+            dcg_prefix = [0.0]
+            for rank, grade in hits:
+                gained = (2.0**grade - 1.0) if exponential else float(grade)
+                dcg_prefix.append(dcg_prefix[-1] + gained * discounts[rank])
+            ideal_prefix = [0.0]
+            for rank, grade in enumerate(sorted(positive.values(), reverse=True), start=1):
+                gained = (2.0**grade - 1.0) if exponential else float(grade)
+                ideal_prefix.append(ideal_prefix[-1] + gained * discounts[rank])
+            hit_ranks = [rank for rank, _grade in hits]
+
+        for column, name, (kind, k) in zip(columns, names, plan):
+            if kind == _RECALL or kind == _PRECISION:
+                assert k is not None
+                count = bisect_right(branks, k)
+                hit_columns[name].append(count)
+                column.append(count / n_relevant if kind == _RECALL else count / k)
+            elif kind == _HIT:
+                assert k is not None
+                column.append(1.0 if n_bhits and branks[0] <= k else 0.0)
+            elif kind == _MRR:
+                column.append(
+                    1.0 / branks[0] if n_bhits and (k is None or branks[0] <= k) else 0.0
+                )
+            elif kind == _MAP:
+                count = n_bhits if k is None else bisect_right(branks, k)
+                column.append(ap_prefix[count] / n_relevant)
+            elif kind == _RPREC:
+                column.append(bisect_right(branks, n_relevant) / n_relevant)
+            else:  # _NDCG
+                if k is None:
+                    column.append(dcg_prefix[-1] / ideal_prefix[-1])
+                else:
+                    count = bisect_right(hit_ranks, k)
+                    column.append(dcg_prefix[count] / ideal_prefix[min(k, len(positive))])
+
+    without = tuple(qid for qid in run if qid not in qrels)
+    return Evaluation(
+        metrics=specs,
+        query_ids=tuple(query_ids),
+        columns=dict(zip(names, columns)),
+        skipped_no_relevant=tuple(skipped),
+        missing_from_run=tuple(missing),
+        without_judgments=without,
+        gain=gain,
+        min_grade=min_grade,
+        no_relevant=no_relevant,
+        _relevant_counts=relevant_counts,
+        _hit_counts=hit_columns,
+    )

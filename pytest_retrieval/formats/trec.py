@@ -1,0 +1,198 @@
+"""TREC qrels and run files, read the way trec_eval reads them.
+
+qrels: ``qid iter docid grade`` separated by white space. ``iter`` is ignored. A line whose first
+field is ``#`` is a comment; a ``#`` anywhere else is part of the doc id. Grades are integers; a
+negative grade (trec_eval's "in the pool, not judged") is kept as is and counts as non-relevant.
+
+run: ``qid Q0 docid rank score tag [ignored...]``. The rank column is ignored: the order comes
+from the scores, descending, ties broken by doc id descending compared as plain strings (so "9"
+before "10"), exactly as trec_eval does. ``keep_file_order=True`` keeps the file's line order
+instead. The same doc id twice for one query is an error naming both lines, as in trec_eval.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+
+from ..errors import Problem, RunFileError
+
+__all__ = ["read_qrels", "read_qrels_records", "read_run", "write_run"]
+
+_QRELS_FIELDS = "qid iter docid grade"
+_RUN_FIELDS = "qid Q0 docid rank score tag"
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number, fields) for every non-blank, non-comment line of a text file."""
+    name = os.fspath(path)
+    try:
+        handle = open(name, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
+        raise RunFileError(
+            Problem("file not found", fix="check the path", source=name)
+        ) from None
+    except IsADirectoryError:
+        raise RunFileError(
+            Problem("is a directory, expected a file", fix="name the file itself", source=name)
+        ) from None
+    except OSError as exc:
+        raise RunFileError(Problem(f"cannot be read: {exc.strerror}", source=name)) from None
+    with handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                fields = line.split()
+                if not fields or fields[0] == "#":
+                    continue
+                yield number, fields
+        except UnicodeDecodeError as exc:
+            raise RunFileError(
+                Problem(
+                    f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                    fix="save the file as UTF-8",
+                    source=name,
+                )
+            ) from None
+
+
+def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str, int]]:
+    """Read a TREC qrels file into ``(line number, query id, doc id, grade)`` records.
+
+    Every malformed line is reported in one :class:`~pytest_retrieval.errors.RunFileError`
+    naming the file and line. A (query, doc) pair judged twice is an error as well, because
+    trec_eval would silently keep one of the two grades.
+    """
+    name = os.fspath(path)
+    records: list[tuple[int, str, str, int]] = []
+    problems: list[Problem] = []
+    first_line: dict[tuple[str, str], int] = {}
+    for number, fields in _lines(path):
+        if len(fields) != 4:
+            problems.append(
+                Problem(
+                    f"expected 4 fields ({_QRELS_FIELDS}), found {len(fields)}",
+                    fix="separate the fields with spaces or tabs; comment lines start with '# '",
+                    source=name,
+                    line=number,
+                )
+            )
+            continue
+        qid, _iteration, doc, grade_text = fields
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            problems.append(
+                Problem(
+                    f"grade {grade_text!r} is not an integer",
+                    fix="use an integer grade such as 0, 1 or 2",
+                    source=name,
+                    line=number,
+                    query_id=qid,
+                )
+            )
+            continue
+        key = (qid, doc)
+        if key in first_line:
+            problems.append(
+                Problem(
+                    f"doc {doc!r} is judged twice (first on line {first_line[key]})",
+                    fix="keep one judgment per query and document",
+                    source=name,
+                    line=number,
+                    query_id=qid,
+                )
+            )
+            continue
+        first_line[key] = number
+        records.append((number, qid, doc, grade))
+    if problems:
+        raise RunFileError(problems, title=f"{name}: cannot read qrels ({len(problems)} problems)")
+    return records
+
+
+def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
+    """Read a TREC qrels file into ``{query id: {doc id: grade}}`` (file order kept)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for _number, qid, doc, grade in read_qrels_records(path):
+        qrels.setdefault(qid, {})[doc] = grade
+    return qrels
+
+
+def read_run(
+    path: str | os.PathLike[str], *, keep_file_order: bool = False
+) -> dict[str, list[str]]:
+    """Read a TREC run file into ``{query id: [doc id, ...]}`` ranked best first.
+
+    Order: score descending, ties broken by doc id descending as plain strings (trec_eval's
+    ``strcmp``), the rank column ignored; or the file's line order with ``keep_file_order``.
+    Fields after the tag are ignored. A doc id listed twice for one query is an error naming
+    both lines.
+    """
+    name = os.fspath(path)
+    rows: dict[str, list[tuple[float, str]]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    problems: list[Problem] = []
+    for number, fields in _lines(path):
+        if len(fields) < 6:
+            problems.append(
+                Problem(
+                    f"expected at least 6 fields ({_RUN_FIELDS}), found {len(fields)}",
+                    fix="write one ranked document per line",
+                    source=name,
+                    line=number,
+                )
+            )
+            continue
+        qid, doc, score_text = fields[0], fields[2], fields[4]
+        try:
+            score = float(score_text)
+        except ValueError:
+            score = math.nan
+        if math.isnan(score):
+            problems.append(
+                Problem(
+                    f"score {score_text!r} is not a number",
+                    fix="the fifth field must be the document's score",
+                    source=name,
+                    line=number,
+                    query_id=qid,
+                )
+            )
+            continue
+        key = (qid, doc)
+        if key in first_line:
+            problems.append(
+                Problem(
+                    f"doc {doc!r} is listed twice for this query (lines {first_line[key]} "
+                    f"and {number})",
+                    fix="a run lists each document at most once per query",
+                    source=name,
+                    line=number,
+                    query_id=qid,
+                )
+            )
+            continue
+        first_line[key] = number
+        rows.setdefault(qid, []).append((score, doc))
+    if problems:
+        raise RunFileError(problems, title=f"{name}: cannot read run ({len(problems)} problems)")
+    if keep_file_order:
+        return {qid: [doc for _score, doc in docs] for qid, docs in rows.items()}
+    run: dict[str, list[str]] = {}
+    for qid, docs in rows.items():
+        # Python compares str by code point, which for UTF-8 text orders like C's strcmp on the
+        # encoded bytes, so "9" > "10" here just as in trec_eval.
+        docs.sort(reverse=True)
+        run[qid] = [doc for _score, doc in docs]
+    return run
+
+
+def write_run(
+    run: dict[str, list[str]], path: str | os.PathLike[str], *, tag: str = "pytest-retrieval"
+) -> None:
+    """Write a run as a TREC run file (scores descending from the list length)."""
+    with open(path, "w", encoding="utf-8") as out:
+        for qid, docs in run.items():
+            for rank, doc in enumerate(docs, start=1):
+                out.write(f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n")

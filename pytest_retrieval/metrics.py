@@ -1,0 +1,355 @@
+"""Per-query retrieval metrics and their one spelling (:class:`MetricSpec`). Standard library only.
+
+The functions keep the names and call shapes of the design seed (``recall_at_k(retrieved,
+relevant, k)`` and friends) and reproduce its worked examples exactly. Conventions, the same
+everywhere in pytest-retrieval:
+
+* ``retrieved`` is a ranked sequence of doc ids, best first. A doc id that appears more than once
+  counts once, at its first rank; later copies are non-relevant filler that still take up a rank.
+* ``relevant`` is either a collection of relevant doc ids (each grade 1) or a mapping of doc id to
+  an integer grade. A grade of at least ``min_grade`` (default 1) is relevant for the binary
+  metrics; grades <= 0 are non-relevant; unjudged ids (absent from the mapping) are non-relevant.
+* NDCG uses the grades themselves (every grade > 0 gains), whatever ``min_grade`` is, as trec_eval
+  does. ``gain="exponential"`` (default) is the seed's ``2**g - 1``; ``gain="linear"`` is ``g``,
+  trec_eval's.
+* ``k`` must be a positive int. Precision@K divides by K even when fewer than K were retrieved.
+* A query with no relevant document has no recall, AP, R-precision or NDCG: those return
+  ``None``. Precision, hit rate and reciprocal rank return 0.0 for it, as in the seed. Batch
+  evaluation (:func:`pytest_retrieval.evaluate.evaluate`) applies one convention to every metric.
+* Ties: a ranking is a list, so it has no ties; files with tied scores are ordered when read (see
+  :mod:`pytest_retrieval.formats.trec`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Literal
+
+from .errors import InputError, Problem
+
+__all__ = [
+    "METRIC_NAMES",
+    "Gain",
+    "MetricSpec",
+    "average_precision",
+    "dcg",
+    "hit_rate_at_k",
+    "ndcg_at_k",
+    "precision_at_k",
+    "r_precision",
+    "recall_at_k",
+    "reciprocal_rank",
+]
+
+Gain = Literal["exponential", "linear"]
+Relevance = Collection[str] | Mapping[str, int]
+
+
+def check_k(k: object, *, what: str = "k") -> int:
+    """Return ``k`` if it is a positive int, else raise a ValueError that says so."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"{what} must be a positive integer (1, 5, 10, ...), got {k!r}")
+    return k
+
+
+def check_gain(gain: object) -> Gain:
+    """Return ``gain`` if it is ``"exponential"`` or ``"linear"``, else raise ValueError."""
+    if gain == "exponential":
+        return "exponential"
+    if gain == "linear":
+        return "linear"
+    raise ValueError(f"gain must be 'exponential' (2**grade - 1) or 'linear' (grade), got {gain!r}")
+
+
+def check_min_grade(min_grade: object) -> int:
+    """Return ``min_grade`` if it is an int >= 1, else raise ValueError."""
+    if isinstance(min_grade, bool) or not isinstance(min_grade, int) or min_grade < 1:
+        raise ValueError(
+            f"min_grade must be an integer >= 1 (grades <= 0 are never relevant), got {min_grade!r}"
+        )
+    return min_grade
+
+
+def _relevant_set(relevant: Relevance, min_grade: int) -> Collection[str]:
+    if isinstance(relevant, str):
+        raise TypeError(
+            f"relevant must be a collection of doc ids or a mapping of doc id to grade, "
+            f"not the string {relevant!r}; wrap a single id in a set: {{{relevant!r}}}"
+        )
+    if isinstance(relevant, Mapping):
+        check_min_grade(min_grade)
+        return {doc for doc, grade in relevant.items() if grade >= min_grade}
+    return relevant if isinstance(relevant, (set, frozenset)) else set(relevant)
+
+
+def _ranking(retrieved: Iterable[str], k: int | None) -> Iterable[str]:
+    if isinstance(retrieved, str):
+        raise TypeError(f"retrieved must be a sequence of doc ids, not the string {retrieved!r}")
+    return retrieved if k is None else islice(retrieved, k)
+
+
+def _hit_ranks(retrieved: Iterable[str], relevant: Collection[str], k: int | None) -> list[int]:
+    """1-based ranks of the first occurrence of each relevant doc within the top ``k``."""
+    seen: set[str] = set()
+    ranks = []
+    for rank, doc in enumerate(_ranking(retrieved, k), start=1):
+        if doc in relevant and doc not in seen:
+            seen.add(doc)
+            ranks.append(rank)
+    return ranks
+
+
+def recall_at_k(
+    retrieved: Sequence[str], relevant: Relevance, k: int, *, min_grade: int = 1
+) -> float | None:
+    """Recall@K = |relevant ∩ top K| / |relevant|; ``None`` when nothing is relevant."""
+    check_k(k)
+    rel = _relevant_set(relevant, min_grade)
+    if not rel:
+        return None
+    return len(_hit_ranks(retrieved, rel, k)) / len(rel)
+
+
+def precision_at_k(
+    retrieved: Sequence[str], relevant: Relevance, k: int, *, min_grade: int = 1
+) -> float:
+    """Precision@K = relevant hits in the top K / K (K even when fewer were retrieved)."""
+    check_k(k)
+    rel = _relevant_set(relevant, min_grade)
+    return len(_hit_ranks(retrieved, rel, k)) / k
+
+
+def hit_rate_at_k(
+    retrieved: Sequence[str], relevant: Relevance, k: int, *, min_grade: int = 1
+) -> float:
+    """Hit rate@K (trec_eval's success@K): 1.0 if any relevant doc is in the top K, else 0.0."""
+    check_k(k)
+    rel = _relevant_set(relevant, min_grade)
+    return 1.0 if _hit_ranks(retrieved, rel, k) else 0.0
+
+
+def reciprocal_rank(
+    retrieved: Sequence[str], relevant: Relevance, *, k: int | None = None, min_grade: int = 1
+) -> float:
+    """RR = 1 / rank of the first relevant doc (within the top ``k`` if given); 0.0 if none."""
+    if k is not None:
+        check_k(k)
+    rel = _relevant_set(relevant, min_grade)
+    for rank, doc in enumerate(_ranking(retrieved, k), start=1):
+        if doc in rel:
+            return 1.0 / rank
+    return 0.0
+
+
+def average_precision(
+    retrieved: Sequence[str],
+    relevant: Relevance,
+    k: int | None = None,
+    *,
+    min_grade: int = 1,
+) -> float | None:
+    """AP@K = (1/|relevant|) · Σ Precision@i over ranks i <= K that hold a relevant doc.
+
+    The denominator counts every relevant doc, retrieved or not (trec_eval's ``map_cut_K``; with
+    ``k=None`` the whole ranking is used, trec_eval's ``map``). ``None`` when nothing is relevant.
+    """
+    if k is not None:
+        check_k(k)
+    rel = _relevant_set(relevant, min_grade)
+    if not rel:
+        return None
+    ranks = _hit_ranks(retrieved, rel, k)
+    return sum(hits / rank for hits, rank in enumerate(ranks, start=1)) / len(rel)
+
+
+def r_precision(
+    retrieved: Sequence[str], relevant: Relevance, *, min_grade: int = 1
+) -> float | None:
+    """R-precision = Precision@R with R = |relevant|; ``None`` when nothing is relevant."""
+    rel = _relevant_set(relevant, min_grade)
+    if not rel:
+        return None
+    return len(_hit_ranks(retrieved, rel, len(rel))) / len(rel)
+
+
+def _gain_value(grade: float, gain: Gain) -> float:
+    if grade <= 0:
+        return 0.0
+    return float(2**grade - 1) if gain == "exponential" else float(grade)
+
+
+def dcg(grades: Iterable[float], *, gain: Gain = "exponential") -> float:
+    """DCG = Σ gain(grade_i) / log2(i + 1) over ranks i = 1, 2, ... of a list of grades.
+
+    gain is ``2**g - 1`` (exponential, the seed's) or ``g`` (linear, trec_eval's); grades <= 0
+    gain nothing.
+    """
+    check_gain(gain)
+    return sum(
+        _gain_value(grade, gain) / math.log2(rank + 1) for rank, grade in enumerate(grades, 1)
+    )
+
+
+def ndcg_at_k(
+    retrieved: Sequence[str],
+    grades: Mapping[str, int],
+    k: int | None,
+    *,
+    gain: Gain = "exponential",
+) -> float | None:
+    """NDCG@K = DCG@K / IDCG@K; the ideal ranks all judged grades, sorted descending.
+
+    A duplicate id gains only at its first rank. ``k=None`` scores the whole ranking (trec_eval's
+    ``ndcg``). ``None`` when no judged grade is positive (the ideal DCG would be zero).
+    """
+    if k is not None:
+        check_k(k)
+    check_gain(gain)
+    if isinstance(grades, str) or not isinstance(grades, Mapping):
+        raise TypeError(
+            f"grades must be a mapping of doc id to grade, got {type(grades).__name__}; "
+            "for binary labels use {doc: 1 for doc in relevant}"
+        )
+    positive = sorted((g for g in grades.values() if g > 0), reverse=True)
+    if not positive:
+        return None
+    seen: set[str] = set()
+    actual: list[int] = []
+    for doc in _ranking(retrieved, k):
+        if doc in seen:
+            actual.append(0)
+            continue
+        seen.add(doc)
+        actual.append(grades.get(doc, 0))
+    ideal = positive if k is None else positive[:k]
+    return dcg(actual, gain=gain) / dcg(ideal, gain=gain)
+
+
+# --- MetricSpec ----------------------------------------------------------------------------
+
+#: Canonical metric names, in the order tables list them.
+METRIC_NAMES = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr", "r_precision")
+
+_K_REQUIRED = frozenset({"recall", "precision", "hit_rate"})
+_K_FORBIDDEN = frozenset({"r_precision"})
+
+_ALIASES = {
+    "recall": "recall",
+    "r": "recall",
+    "precision": "precision",
+    "p": "precision",
+    "hit_rate": "hit_rate",
+    "hitrate": "hit_rate",
+    "hit": "hit_rate",
+    "success": "hit_rate",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+    "map": "map",
+    "ap": "map",
+    "map_cut": "map",
+    "mrr": "mrr",
+    "rr": "mrr",
+    "recip_rank": "mrr",
+    "r_precision": "r_precision",
+    "r-precision": "r_precision",
+    "rprec": "r_precision",
+}
+
+# trec_eval spells cutoffs with an underscore: P_5, recall_10, ndcg_cut_10, map_cut_100, success_5.
+_TREC_STYLE = re.compile(r"^(p|recall|ndcg_cut|map_cut|success)_(.+)$")
+
+
+def _metric_error(text: str, message: str, fix: str) -> InputError:
+    return InputError(Problem(f"{text!r} is not a metric: {message}", fix=fix))
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric at one cutoff, with one spelling: ``recall@50``, ``ndcg@10``, ``mrr``, ...
+
+    ``str(spec)`` is the canonical spelling and ``MetricSpec.parse(str(spec)) == spec``.
+    Parsing is case-insensitive and accepts common aliases (``P@5``, ``nDCG@10``, ``R@50``,
+    ``success@5``, ``AP``, ``RR``, ``Rprec``, and trec_eval's ``P_5``, ``ndcg_cut_10``, ...).
+    ``recall``, ``precision`` and ``hit_rate`` need a cutoff; ``ndcg``, ``map`` and ``mrr``
+    without one score the whole ranking; ``r_precision`` takes none.
+    """
+
+    name: str
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in METRIC_NAMES:
+            raise ValueError(f"unknown metric name {self.name!r}; known: {', '.join(METRIC_NAMES)}")
+        if self.k is not None:
+            check_k(self.k, what=f"the cutoff of {self.name}")
+        if self.name in _K_REQUIRED and self.k is None:
+            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
+        if self.name in _K_FORBIDDEN and self.k is not None:
+            raise ValueError(f"{self.name} takes no cutoff (it is precision at R = |relevant|)")
+
+    def __str__(self) -> str:
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+    @property
+    def sort_key(self) -> tuple[int, int]:
+        """Table order: by metric name (see :data:`METRIC_NAMES`), then by cutoff."""
+        return (METRIC_NAMES.index(self.name), self.k if self.k is not None else 1 << 62)
+
+    @classmethod
+    def parse(cls, text: str | MetricSpec) -> MetricSpec:
+        """Parse a metric spelling; raise :class:`~pytest_retrieval.errors.InputError` naming the
+        nearest valid spelling when it is not one."""
+        if isinstance(text, MetricSpec):
+            return text
+        if not isinstance(text, str):
+            raise InputError(
+                Problem(f"a metric must be a string such as 'recall@10', got {text!r}")
+            )
+        raw = text.strip()
+        lowered = raw.lower().replace(" ", "")
+        k_text: str | None = None
+        if "@" in lowered:
+            name_text, k_text = lowered.split("@", 1)
+        else:
+            trec = _TREC_STYLE.match(lowered)
+            name_text, k_text = (trec.group(1), trec.group(2)) if trec else (lowered, None)
+        name = _ALIASES.get(name_text)
+        if name is None:
+            raise _metric_error(raw, "unknown metric name", _suggestion(name_text, k_text))
+        k: int | None = None
+        if k_text is not None:
+            if not k_text.isdigit() or int(k_text) < 1:
+                raise _metric_error(
+                    raw,
+                    f"the cutoff {k_text!r} is not a positive integer",
+                    f"write a cutoff such as {name}@10",
+                )
+            k = int(k_text)
+        if name in _K_REQUIRED and k is None:
+            raise _metric_error(raw, f"{name} needs a cutoff", f"write e.g. {name}@10")
+        if name in _K_FORBIDDEN and k is not None:
+            raise _metric_error(raw, f"{name} takes no cutoff", f"write {name}")
+        return cls(name, k)
+
+
+def _suggestion(name_text: str, k_text: str | None) -> str:
+    candidates = sorted(set(_ALIASES) | set(METRIC_NAMES))
+    close = difflib.get_close_matches(name_text, candidates, n=1, cutoff=0.5)
+    valid = "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision"
+    if not close:
+        return f"valid metrics: {valid}"
+    name = _ALIASES[close[0]]
+    if name in _K_FORBIDDEN:
+        guess = name
+    elif k_text is not None and k_text.isdigit() and int(k_text) >= 1:
+        guess = f"{name}@{int(k_text)}"
+    elif name in _K_REQUIRED:
+        guess = f"{name}@10"
+    else:
+        guess = name
+    return f"did you mean {guess!r}? valid metrics: {valid}"
