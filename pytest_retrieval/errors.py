@@ -40,14 +40,17 @@ class Problem:
         return ":".join(parts)
 
     def __str__(self) -> str:
-        head = []
-        if self.location:
-            head.append(self.location)
+        # Compiler style: "path:line:column: query 'q', field 'f': message (fix)".
+        context = []
         if self.query_id is not None:
-            head.append(f"query {self.query_id!r}")
+            context.append(f"query {self.query_id!r}")
         if self.field is not None:
-            head.append(f"field {self.field!r}")
-        text = f"{', '.join(head)}: {self.message}" if head else self.message
+            context.append(f"field {self.field!r}")
+        text = self.message
+        if context:
+            text = f"{', '.join(context)}: {text}"
+        if self.location:
+            text = f"{self.location}: {text}"
         if self.fix:
             text += f" ({self.fix})"
         return text
@@ -74,13 +77,6 @@ class InputError(ValueError):
             return listed[0]
         title = self.title or f"{len(self.problems)} problems"
         return "\n".join([title + ":", *(f"  - {line}" for line in listed)])
-
-    def __reduce__(self) -> tuple[type[InputError], tuple[tuple[Problem, ...]], dict[str, str]]:
-        return (type(self), (self.problems,), {"title": self.title})
-
-    def __setstate__(self, state: dict[str, str]) -> None:
-        self.title = state.get("title", "")
-        self.args = (self._render(),)
 
     @property
     def source(self) -> str | None:

@@ -258,7 +258,7 @@ def evaluate(
             hit_ranks = [rank for rank, _grade in hits]
 
         for column, name, (kind, k) in zip(columns, names, plan):
-            if kind == _RECALL or kind == _PRECISION:
+            if kind in count_kinds:
                 assert k is not None
                 count = bisect_right(branks, k)
                 hit_columns[name].append(count)
@@ -267,9 +267,7 @@ def evaluate(
                 assert k is not None
                 column.append(1.0 if n_bhits and branks[0] <= k else 0.0)
             elif kind == _MRR:
-                column.append(
-                    1.0 / branks[0] if n_bhits and (k is None or branks[0] <= k) else 0.0
-                )
+                column.append(1.0 / branks[0] if n_bhits and (k is None or branks[0] <= k) else 0.0)
             elif kind == _MAP:
                 count = n_bhits if k is None else bisect_right(branks, k)
                 column.append(ap_prefix[count] / n_relevant)

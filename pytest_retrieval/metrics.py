@@ -210,7 +210,7 @@ def ndcg_at_k(
     if k is not None:
         check_k(k)
     check_gain(gain)
-    if isinstance(grades, str) or not isinstance(grades, Mapping):
+    if not isinstance(grades, Mapping):
         raise TypeError(
             f"grades must be a mapping of doc id to grade, got {type(grades).__name__}; "
             "for binary labels use {doc: 1 for doc in relevant}"

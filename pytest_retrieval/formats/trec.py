@@ -30,9 +30,7 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
     try:
         handle = open(name, encoding="utf-8")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
-        raise RunFileError(
-            Problem("file not found", fix="check the path", source=name)
-        ) from None
+        raise RunFileError(Problem("file not found", fix="check the path", source=name)) from None
     except IsADirectoryError:
         raise RunFileError(
             Problem("is a directory, expected a file", fix="name the file itself", source=name)

@@ -1,0 +1,153 @@
+"""``pytest-retrieval evaluate``: score a TREC run against TREC qrels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import InputError, Problem
+
+DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``evaluate`` command."""
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="score a TREC run file against a TREC qrels file",
+        description=(
+            "Score a run (qid Q0 docid rank score tag) against qrels (qid iter docid grade). "
+            "The run's order comes from its scores, ties broken by doc id descending, as in "
+            "trec_eval."
+        ),
+    )
+    parser.add_argument("--qrels", required=True, metavar="QRELS", help="TREC qrels file")
+    parser.add_argument("--run", required=True, metavar="RUN", help="TREC run file")
+    parser.add_argument(
+        "-m",
+        "--metric",
+        dest="metrics",
+        action="extend",
+        nargs="+",
+        metavar="METRIC",
+        help=(
+            "metric(s) to compute, e.g. -m ndcg@10 recall@100 mrr (comma-separated also works; "
+            f"default: {' '.join(DEFAULT_METRICS)})"
+        ),
+    )
+    parser.add_argument("--per-query", action="store_true", help="also print every query's values")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--gain",
+        choices=("exponential", "linear"),
+        default="exponential",
+        help="NDCG gain: exponential 2**grade-1 (default) or linear grade (trec_eval's)",
+    )
+    parser.add_argument(
+        "--min-grade",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="lowest grade that counts as relevant for the binary metrics (default 1)",
+    )
+    parser.add_argument(
+        "--no-relevant",
+        choices=("skip", "zero", "one"),
+        default="skip",
+        help=(
+            "queries with no relevant document: skip them in the means (default), score them "
+            "0 (trec_eval) or 1"
+        ),
+    )
+    parser.add_argument(
+        "--keep-file-order",
+        action="store_true",
+        help="rank by the run file's line order instead of its scores",
+    )
+    parser.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _metric_list(raw: list[str] | None) -> list[str]:
+    from ..metrics import MetricSpec
+
+    if not raw:
+        return list(DEFAULT_METRICS)
+    texts = [part for item in raw for part in item.split(",") if part.strip()]
+    specs = []
+    for text in texts:
+        try:
+            specs.append(str(MetricSpec.parse(text)))
+        except InputError as exc:
+            raise InputError(Problem(str(exc), source="-m/--metric")) from None
+    return specs
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the run and print a table or JSON; return the exit status."""
+    from ..evaluate import evaluate
+    from ..formats.trec import read_qrels, read_run
+
+    metrics = _metric_list(args.metrics)
+    qrels = read_qrels(args.qrels)
+    ranked = read_run(args.run, keep_file_order=args.keep_file_order)
+    evaluation = evaluate(
+        ranked,
+        qrels,
+        metrics,
+        gain=args.gain,
+        min_grade=args.min_grade,
+        no_relevant=args.no_relevant,
+    )
+    queries = {
+        "evaluated": evaluation.evaluated,
+        "skipped_no_relevant": len(evaluation.skipped_no_relevant),
+        "missing_from_run": len(evaluation.missing_from_run),
+        "without_judgments": len(evaluation.without_judgments),
+    }
+    if args.json:
+        document: dict[str, Any] = {"metrics": evaluation.means}
+        if args.per_query:
+            document["per_query"] = evaluation.per_query
+        document["queries"] = queries
+        json.dump(document, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+
+    from tabulate import tabulate
+
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.4f}"
+
+    means = evaluation.means
+    counts = evaluation.counts
+    rows: list[list[Any]]
+    if args.per_query:
+        rows = [
+            [qid, *(cell(values[m]) for m in metrics)]
+            for qid, values in evaluation.per_query.items()
+        ]
+        rows.append(["mean", *(cell(means[m]) for m in metrics)])
+        print(tabulate(rows, headers=["query", *metrics], disable_numparse=True))
+    else:
+        rows = [[m, cell(means[m]), counts[m]] for m in metrics]
+        print(tabulate(rows, headers=["metric", "mean", "queries"], disable_numparse=True))
+    print()
+    print(
+        f"queries: {queries['evaluated']} evaluated, "
+        f"{queries['skipped_no_relevant']} skipped (no relevant document), "
+        f"{queries['missing_from_run']} missing from the run (scored as empty), "
+        f"{queries['without_judgments']} in the run without judgments (ignored)"
+    )
+    return 0

@@ -1,0 +1,24 @@
+"""Shared fixtures for the test suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` beside the repository: peer suites and datasets (never copied in)."""
+    if not SHARED.is_dir():
+        pytest.fail(f"{SHARED} is missing: the peer suites and datasets live beside the repository")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def trec_eval_dir(shared_dir: Path) -> Path:
+    """trec_eval's own test files (qrels, runs and expected outputs)."""
+    return shared_dir / "peer-suites" / "trec_eval"

@@ -1,0 +1,146 @@
+"""``pytest-retrieval evaluate``: tables, JSON, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_retrieval.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+QRELS = ROOT / "examples" / "qrels.txt"
+RUN = ROOT / "examples" / "run.txt"
+
+
+def test_json_has_exactly_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(
+        ["evaluate", "--qrels", str(QRELS), "--run", str(RUN), "-m", "recall@5", "mrr", "--json"]
+    )
+    assert status == 0
+    document = json.loads(capsys.readouterr().out)
+    assert list(document) == ["metrics", "queries"]
+    # By hand from examples/: refund-window (rel refund-policy, refund-policy-2024) finds 1 of 2
+    # at rank 2; reset-password 2 of 2 from rank 1; export-csv 1 of 2 at rank 2; sso-okta 3 of 3
+    # from rank 1; fax-invoices has no relevant document and is skipped.
+    assert document["metrics"] == {
+        "recall@5": pytest.approx((0.5 + 1 + 0.5 + 1) / 4),
+        "mrr": pytest.approx((0.5 + 1 + 0.5 + 1) / 4),
+    }
+    assert document["queries"] == {
+        "evaluated": 4,
+        "skipped_no_relevant": 1,
+        "missing_from_run": 0,
+        "without_judgments": 0,
+    }
+
+
+def test_per_query_json_has_null_where_undefined(capsys: pytest.CaptureFixture[str]) -> None:
+    main(
+        [
+            "evaluate",
+            "--qrels",
+            str(QRELS),
+            "--run",
+            str(RUN),
+            "-m",
+            "ndcg@3",
+            "--json",
+            "--per-query",
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert list(document) == ["metrics", "per_query", "queries"]
+    assert document["per_query"]["fax-invoices"] == {"ndcg@3": None}
+    assert document["per_query"]["reset-password"]["ndcg@3"] == pytest.approx(
+        # grades: reset-password 2 at rank 1, mfa-recovery 1 at rank 3 (exponential gain)
+        (3 + 1 / 2) / (3 + 1 / 1.584962500721156)
+    )
+
+
+def test_the_table_lists_each_metric_and_the_query_counts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["evaluate", "--qrels", str(QRELS), "--run", str(RUN), "-m", "P@5,map"]) == 0
+    out = capsys.readouterr().out
+    assert "precision@5" in out
+    assert "0.3500" in out
+    assert "map" in out
+    assert "4 evaluated, 1 skipped (no relevant document)" in out
+
+
+def test_gain_and_min_grade_options_change_the_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["evaluate", "--qrels", str(QRELS), "--run", str(RUN), "-m", "recall@5", "--json"]
+    main([*args, "--min-grade", "2"])
+    strict = json.loads(capsys.readouterr().out)
+    # At grade >= 2: refund-window 1/1, reset-password 1/1, export-csv 0/1, sso-okta 2/2.
+    assert strict["metrics"]["recall@5"] == pytest.approx(3 / 4)
+
+
+def test_no_relevant_zero_counts_the_no_answer_query(capsys: pytest.CaptureFixture[str]) -> None:
+    main(
+        [
+            "evaluate",
+            "--qrels",
+            str(QRELS),
+            "--run",
+            str(RUN),
+            "-m",
+            "mrr",
+            "--json",
+            "--no-relevant",
+            "zero",
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert document["queries"]["evaluated"] == 5
+    assert document["metrics"]["mrr"] == pytest.approx(3 / 5)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--qrels", "missing.txt", "--run", str(RUN)], "missing.txt: file not found"),
+        (["--qrels", str(QRELS), "--run", str(RUN), "-m", "recal@5"], "did you mean 'recall@5'"),
+        (["--qrels", str(RUN), "--run", str(RUN)], f"{RUN}:2: expected 4 fields"),
+    ],
+)
+def test_errors_exit_2_with_one_clear_line(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["evaluate", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_a_malformed_run_line_is_named_with_its_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run.txt"
+    run.write_text("q Q0 a 1 1.0 t\nq Q0 b 2 oops t\n")
+    assert main(["evaluate", "--qrels", str(QRELS), "--run", str(run)]) == 2
+    assert f"{run}:2: query 'q': score 'oops' is not a number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [str(Path(sys.executable).parent / "pytest-retrieval")],
+        [sys.executable, "-m", "pytest_retrieval.cli"],
+    ],
+    ids=["console-script", "python-m"],
+)
+def test_the_installed_command_scores_the_example(command: list[str]) -> None:
+    result = subprocess.run(
+        [*command, "evaluate", "--qrels", str(QRELS), "--run", str(RUN), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["queries"]["evaluated"] == 4

@@ -1,0 +1,142 @@
+"""Property tests: invariants every metric must keep on arbitrary rankings and judgments."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.metrics import (
+    average_precision,
+    hit_rate_at_k,
+    ndcg_at_k,
+    precision_at_k,
+    r_precision,
+    recall_at_k,
+    reciprocal_rank,
+)
+
+DOCS = [f"d{i}" for i in range(12)]
+rankings = st.lists(st.sampled_from(DOCS), max_size=15)  # duplicates allowed on purpose
+judgments = st.dictionaries(
+    st.sampled_from(DOCS), st.integers(min_value=-1, max_value=3), max_size=8
+)
+cutoffs = st.integers(min_value=1, max_value=20)
+gains = st.sampled_from(["exponential", "linear"])
+
+
+def in_unit_interval(value: float | None) -> bool:
+    return value is None or 0.0 <= value <= 1.0 + 1e-12
+
+
+@given(rankings, judgments, cutoffs, gains)
+def test_every_metric_stays_within_zero_and_one(
+    retrieved: list[str], judged: dict[str, int], k: int, gain: str
+) -> None:
+    values = [
+        recall_at_k(retrieved, judged, k),
+        precision_at_k(retrieved, judged, k),
+        hit_rate_at_k(retrieved, judged, k),
+        reciprocal_rank(retrieved, judged),
+        average_precision(retrieved, judged, k),
+        average_precision(retrieved, judged),
+        r_precision(retrieved, judged),
+        ndcg_at_k(retrieved, judged, k, gain=gain),  # type: ignore[arg-type]
+    ]
+    assert all(in_unit_interval(v) for v in values), values
+
+
+@given(rankings, judgments)
+def test_recall_never_decreases_as_k_grows(retrieved: list[str], judged: dict[str, int]) -> None:
+    values = [recall_at_k(retrieved, judged, k) for k in range(1, 18)]
+    if values[0] is None:
+        assert all(v is None for v in values)
+    else:
+        assert all(
+            a is not None and b is not None and a <= b for a, b in itertools.pairwise(values)
+        )
+
+
+@given(judgments, cutoffs, gains)
+def test_ndcg_is_one_on_the_ideal_order(judged: dict[str, int], k: int, gain: str) -> None:
+    ideal = sorted((d for d, g in judged.items() if g > 0), key=lambda d: -judged[d])
+    value = ndcg_at_k(ideal, judged, k, gain=gain)  # type: ignore[arg-type]
+    if ideal:
+        assert value == pytest.approx(1.0)
+    else:
+        assert value is None
+
+
+@given(rankings, judgments, cutoffs, st.randoms(use_true_random=False))
+def test_permuting_non_relevant_ids_leaves_recall_unchanged(
+    retrieved: list[str], judged: dict[str, int], k: int, rnd: object
+) -> None:
+    relevant = {d for d, g in judged.items() if g >= 1}
+    slots = [i for i, d in enumerate(retrieved) if d not in relevant]
+    shuffled_ids = [retrieved[i] for i in slots]
+    rnd.shuffle(shuffled_ids)  # type: ignore[attr-defined]
+    permuted = list(retrieved)
+    for slot, doc in zip(slots, shuffled_ids):
+        permuted[slot] = doc
+    assert recall_at_k(permuted, judged, k) == recall_at_k(retrieved, judged, k)
+
+
+@given(rankings, judgments, cutoffs)
+def test_average_precision_never_exceeds_recall(
+    retrieved: list[str], judged: dict[str, int], k: int
+) -> None:
+    ap = average_precision(retrieved, judged, k)
+    recall = recall_at_k(retrieved, judged, k)
+    assert (ap is None) == (recall is None)
+    if ap is not None and recall is not None:
+        assert ap <= recall + 1e-12
+
+
+@settings(max_examples=150)
+@given(
+    st.dictionaries(st.sampled_from([f"q{i}" for i in range(6)]), rankings, max_size=6),
+    st.dictionaries(
+        st.sampled_from([f"q{i}" for i in range(8)]), judgments, min_size=1, max_size=8
+    ),
+    st.lists(cutoffs, min_size=1, max_size=3),
+    gains,
+    st.integers(min_value=1, max_value=3),
+)
+def test_batch_evaluate_equals_the_per_query_functions(
+    run: dict[str, list[str]],
+    qrels: dict[str, dict[str, int]],
+    ks: list[int],
+    gain: str,
+    min_grade: int,
+) -> None:
+    metrics = [
+        f"{name}@{k}"
+        for k in ks
+        for name in ("recall", "precision", "hit_rate", "ndcg", "map", "mrr")
+    ]
+    metrics += ["map", "mrr", "r_precision", "ndcg"]
+    ev = evaluate(run, qrels, metrics, gain=gain, min_grade=min_grade, no_relevant="zero")  # type: ignore[arg-type]
+    for qid, judged in qrels.items():
+        retrieved = run.get(qid, [])
+        has_relevant = any(g >= min_grade for g in judged.values())
+        row = ev.per_query[qid]
+        for k in ks:
+            expected = {
+                f"recall@{k}": recall_at_k(retrieved, judged, k, min_grade=min_grade),
+                f"precision@{k}": precision_at_k(retrieved, judged, k, min_grade=min_grade),
+                f"hit_rate@{k}": hit_rate_at_k(retrieved, judged, k, min_grade=min_grade),
+                f"ndcg@{k}": ndcg_at_k(retrieved, judged, k, gain=gain),  # type: ignore[arg-type]
+                f"map@{k}": average_precision(retrieved, judged, k, min_grade=min_grade),
+                f"mrr@{k}": reciprocal_rank(retrieved, judged, k=k, min_grade=min_grade),
+            }
+            expected["map"] = average_precision(retrieved, judged, min_grade=min_grade)
+            expected["mrr"] = reciprocal_rank(retrieved, judged, min_grade=min_grade)
+            expected["r_precision"] = r_precision(retrieved, judged, min_grade=min_grade)
+            expected["ndcg"] = ndcg_at_k(retrieved, judged, None, gain=gain)  # type: ignore[arg-type]
+            for name, want in expected.items():
+                if not has_relevant:
+                    want = 0.0  # the "zero" convention applies to every metric
+                assert row[name] == pytest.approx(want), (qid, name)
