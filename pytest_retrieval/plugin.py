@@ -1,8 +1,657 @@
-"""pytest entry point of pytest-retrieval (``pytest11: retrieval``).
+"""pytest entry point of pytest-retrieval (``pytest11: retrieval``): hooks and fixtures only.
 
-The plugin loads in every pytest run of the environment it is installed in, so this module must
-stay cheap to import: it imports nothing heavier than pytest itself. yaml, numpy and tabulate load
-only when a test uses the plugin.
+The plugin loads in every pytest run of the environment it is installed in, so it stays inert
+until a golden set is configured (``retrieval_golden`` / ``--retrieval-golden``): no output, no
+work, and no import of yaml, numpy or tabulate. Once active, the work is done by
+:class:`~pytest_retrieval.session.RetrievalSession` and friends; each hook here delegates in a few
+lines.
 """
 
 from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .evaluate import Evaluation
+    from .gates import Threshold
+    from .golden import GoldenSet
+    from .retriever import QueryOutcome
+    from .session import RetrievalSession
+    from .settings import Settings
+
+_OUTPUT_KEY = "pytest_retrieval"
+
+
+class _Active:
+    """The plugin's state for one pytest session (kept in ``config.stash``)."""
+
+    def __init__(
+        self, config: pytest.Config, settings: Settings, session: RetrievalSession
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.session = session
+        self.lock = threading.Lock()
+        self.thresholds: list[Threshold] = []
+        self.artifact_error: str | None = None
+        self.run_error: str | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+
+_STATE = pytest.StashKey[_Active]()
+
+
+def _active(config: pytest.Config) -> _Active | None:
+    return config.stash.get(_STATE, None)
+
+
+def _require(config: pytest.Config) -> _Active:
+    active = _active(config)
+    if active is None:
+        raise pytest.UsageError(
+            "pytest-retrieval has no golden set: set retrieval_golden = PATH in your pytest "
+            "configuration (e.g. [tool.pytest.ini_options] in pyproject.toml) or pass "
+            "--retrieval-golden PATH"
+        )
+    return active
+
+
+# --- options ---------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register every ``retrieval_*`` ini key and ``--retrieval-*`` flag (one help text each)."""
+    from .settings import OPTIONS
+
+    group = parser.getgroup("retrieval", "retrieval quality gates (pytest-retrieval)")
+    for option in OPTIONS:
+        parser.addini(option.ini, option.help, type=option.ini_type, default=None)
+        if not option.flag:
+            continue
+        if option.store_true:
+            group.addoption(
+                option.flag_name,
+                action="store_true",
+                default=None,
+                dest=f"retrieval_{option.name}",
+                help=option.help,
+            )
+        else:
+            group.addoption(
+                option.flag_name,
+                default=None,
+                metavar=option.metavar,
+                dest=f"retrieval_{option.name}",
+                help=option.help,
+            )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stay inert without a golden set; otherwise resolve settings and load the golden set."""
+    config.addinivalue_line(
+        "markers", "retrieval: a test that gates retrieval quality (added to config gates)"
+    )
+    if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
+        return
+    from .errors import InputError
+    from .gates import activate
+    from .golden import load_golden
+    from .session import RetrievalSession
+    from .settings import OPTIONS, resolve
+
+    ini_path = config.inipath
+    try:
+        settings = resolve(
+            {o.name: config.getoption(f"retrieval_{o.name}", None) for o in OPTIONS if o.flag},
+            {o.name: config.getini(o.ini) for o in OPTIONS},
+            ini_source=ini_path.name if ini_path else "the ini file",
+            ini_base=ini_path.parent if ini_path else config.rootpath,
+            cli_base=config.invocation_params.dir,
+        )
+        golden = _load_golden_sets(settings, load_golden)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if settings.heldout and not golden.heldout():
+        raise pytest.UsageError(
+            f"--retrieval-heldout: the golden set has no query in the held-out split "
+            f"{settings.heldout_split!r} (splits: {', '.join(golden.splits)}); set "
+            "retrieval_heldout_split to the split you hold out"
+        )
+    session = RetrievalSession(settings=settings, golden=golden)
+    session.on_sealed = lambda reason: pytest.skip(reason)
+    active = _Active(config, settings, session)
+    config.stash[_STATE] = active
+    context = activate(session)
+    context.__enter__()
+
+    def deactivate() -> None:
+        context.__exit__(None, None, None)
+
+    config.add_cleanup(deactivate)
+    if settings.heldout and not os.environ.get("CI") and not active.is_worker:
+        config.issue_config_time_warning(
+            pytest.PytestWarning(
+                "pytest-retrieval: the held-out split is unsealed outside CI; every look at "
+                "the held-out numbers makes them less trustworthy"
+            ),
+            stacklevel=2,
+        )
+    config.pluginmanager.register(_OnDemand(active), "retrieval-on-demand")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(active), "retrieval-xdist")
+
+
+class _OnDemand:
+    """Registered only while the plugin is active: lets gate helpers in any test run the
+    retriever on first use, through that test's fixture request."""
+
+    def __init__(self, active: _Active) -> None:
+        self.active = active
+
+    @pytest.fixture(autouse=True)
+    def _retrieval_on_demand(self, request: pytest.FixtureRequest) -> Generator[None, None, None]:
+        session = self.active.session
+        session.ensure_run = lambda: _ensure_run(self.active, request)
+        yield
+        session.ensure_run = None
+
+
+def _load_golden_sets(settings: Settings, load: Callable[..., GoldenSet]) -> GoldenSet:
+    """Load every configured golden set file and join them (ids must stay unique)."""
+    from .golden import GoldenSet
+
+    sets = [
+        load(
+            path,
+            format=settings.golden_format,
+            corpus=settings.corpus,
+            heldout_split=settings.heldout_split,
+        )
+        for path in settings.golden
+    ]
+    if len(sets) == 1:
+        return sets[0]
+    return GoldenSet(
+        tuple(q for s in sets for q in s),
+        source=", ".join(str(s.source) for s in sets),
+        name=sets[0].name,
+        corpus_version=sets[0].corpus_version,
+        heldout_split=settings.heldout_split,
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """Name the effective golden set (path, queries, fingerprint) when the plugin is in use."""
+    active = _active(config)
+    if active is None:
+        return None
+    golden = active.session.golden
+    state = "unsealed" if active.settings.heldout else "sealed"
+    return [
+        f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
+        f"{golden.short_fingerprint}), held-out split {active.settings.heldout_split!r} {state}"
+    ]
+
+
+# --- fixtures --------------------------------------------------------------------------------
+
+_CONFTEST_SNIPPET = """\
+# conftest.py
+import pytest
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    from myapp.search import search      # your code: query text -> ranked doc ids
+    return search
+"""
+
+
+@pytest.fixture(scope="session")
+def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
+    """The configured golden set, without its held-out split."""
+    return _require(request.config).session.visible_golden()
+
+
+def _import_factory(spec: str, what: str) -> Any:
+    from importlib import import_module
+
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        pytest.exit(
+            f"{what} = {spec!r}: expected module:function, e.g. myapp.search:build",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        pytest.exit(
+            f"{what} = {spec!r}: cannot import {module_name!r} ({exc}); check the module "
+            "path and that it is importable from the rootdir",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        pytest.exit(
+            f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+    return factory() if callable(factory) else factory
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test(request: pytest.FixtureRequest) -> Any:
+    """The retriever to gate. Override it in conftest.py, or set retrieval_retriever."""
+    active = _require(request.config)
+    if active.settings.retriever:
+        return _import_factory(active.settings.retriever, "retrieval_retriever")
+    pytest.exit(
+        "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
+        + _CONFTEST_SNIPPET
+        + "\nor name a factory in your pytest configuration: "
+        "retrieval_retriever = myapp.search:build",
+        returncode=pytest.ExitCode.USAGE_ERROR,
+    )
+
+
+@pytest.fixture(scope="session")
+def reranker_under_test(request: pytest.FixtureRequest) -> Any:
+    """An optional second stage, ``reranker(query_text, candidates) -> ranking``; None if unset."""
+    active = _require(request.config)
+    if active.settings.reranker:
+        return _import_factory(active.settings.reranker, "retrieval_reranker")
+    return None
+
+
+@pytest.fixture
+def retrieval_session(request: pytest.FixtureRequest) -> RetrievalSession:
+    """The session's scores and gates, with the retriever run (once per session)."""
+    active = _require(request.config)
+    _ensure_run(active, request)
+    return active.session
+
+
+@pytest.fixture
+def retrieval_run(retrieval_session: RetrievalSession) -> dict[str, tuple[str, ...]]:
+    """``{query id: ranking}`` of the final stage, for every non-held-out query."""
+    stage = retrieval_session.default_stage
+    return {
+        q.id: retrieval_session.ranking(q.id, stage) for q in retrieval_session.visible_golden()
+    }
+
+
+@pytest.fixture
+def retrieval_evaluation(retrieval_session: RetrievalSession) -> Evaluation:
+    """The final stage scored on the configured metrics over the non-held-out queries."""
+    evaluation = retrieval_session.evaluation(
+        retrieval_session.default_stage, retrieval_session.settings.metric_specs
+    )
+    return evaluation.restrict(q.id for q in retrieval_session.visible_golden())
+
+
+def _describe_callable(obj: Any) -> str:
+    if obj is None:
+        return "None"
+    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return f"{module}.{name}"
+
+
+def _ensure_run(active: _Active, request: pytest.FixtureRequest) -> None:
+    """Run the retriever over the golden set once per session (once in total under xdist)."""
+    session = active.session
+    if session.has_run:
+        return
+    with active.lock:
+        if active.session.outcomes is not None:  # another thread ran it meanwhile
+            return
+        if active.run_error:
+            pytest.fail(active.run_error, pytrace=False)
+        retriever = request.getfixturevalue("retriever_under_test")
+        reranker = request.getfixturevalue("reranker_under_test")
+        session.retriever_name = _describe_callable(retriever)
+
+        def compute() -> list[QueryOutcome]:
+            return _run(active, retriever, reranker)
+
+        worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
+        if worker is not None:
+            factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+            outcomes = _shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
+        else:
+            outcomes = compute()
+        session.set_outcomes(outcomes)
+
+
+def _run(active: _Active, retriever: Any, reranker: Any) -> list[QueryOutcome]:
+    from .retriever import QueryRequest, run_pipeline
+
+    settings = active.settings
+    queries = active.session.scorable_queries()
+    doc_id: Any = settings.doc_id
+    if doc_id and ":" in doc_id:
+        doc_id = _import_factory(doc_id, "retrieval_doc_id")
+    doc_map = _load_doc_map(settings.doc_id_map) if settings.doc_id_map else None
+    try:
+        return run_pipeline(
+            [QueryRequest(q.id, q.text or "") for q in queries],
+            retriever,
+            reranker,
+            depth=settings.retrieval_depth,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout or None,
+            batch_size=settings.batch_size,
+            doc_id=doc_id,
+            doc_map=doc_map,
+            progress=_progress(active.config, len(queries)),
+        )
+    except TypeError as exc:  # the retriever object has no usable method
+        active.run_error = f"pytest-retrieval: {exc}"
+        pytest.fail(active.run_error, pytrace=False)
+
+
+def _load_doc_map(path: str) -> dict[str, str]:
+    import json
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        pytest.exit(
+            f"retrieval_doc_id_map = {path}: cannot be read ({exc.strerror})",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+    if path.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            pytest.exit(
+                f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+        if not isinstance(data, dict):
+            pytest.exit(
+                f"{path}: expected a JSON object of chunk id -> document id",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+        return {str(k): str(v) for k, v in data.items()}
+    mapping = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            pytest.exit(
+                f"{path}:{number}: expected 'chunk id<TAB>document id'",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+        mapping[parts[0].strip()] = parts[1].strip()
+    return mapping
+
+
+def _shared_run(
+    base: Path, uid: str, compute: Callable[[], list[QueryOutcome]]
+) -> list[QueryOutcome]:
+    """Under xdist: the first worker runs the retriever, the others read its cached run."""
+    import json
+
+    from .files import atomic_write_text, file_lock
+    from .report import outcome_from_dict, outcome_to_dict
+
+    cache = base / f"pytest-retrieval-run-{uid}.json"
+    with file_lock(base / f"pytest-retrieval-run-{uid}.lock"):
+        if cache.exists():
+            return [outcome_from_dict(o) for o in json.loads(cache.read_text(encoding="utf-8"))]
+        outcomes = compute()
+        atomic_write_text(
+            cache, json.dumps([outcome_to_dict(o) for o in outcomes]), what="run cache"
+        )
+        return outcomes
+
+
+def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] | None:
+    """A progress line on long runs, only on a terminal and not with -q."""
+    if hasattr(config, "workerinput") or config.get_verbosity() < 0 or total < 50:
+        return None
+    stdout = sys.__stdout__
+    if stdout is None or not stdout.isatty():
+        return None
+    capture = config.pluginmanager.getplugin("capturemanager")
+    writer = config.get_terminal_writer()
+    last = [0.0]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < 0.2:
+            return
+        last[0] = now
+        text = f"\rretrieval: {done}/{total} queries" + (" done\n" if done >= total else "")
+        if capture is not None:
+            with capture.global_and_fixture_disabled():
+                writer.write(text, flush=True)
+        else:
+            writer.write(text, flush=True)
+
+    return show
+
+
+# --- gates -----------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Name the running test for gate records; warn about gates created but never compared."""
+    active = _active(item.config)
+    if active is None:
+        return (yield)
+    active.session.current_test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        for gate in active.session.take_uncompared():
+            item.warn(
+                pytest.PytestWarning(
+                    f"{item.nodeid}: the gate {gate!r} was created but never compared, so it "
+                    f"gates nothing; write e.g. `assert_{gate.spec.name}_at(...) >= 0.9`"
+                )
+            )
+        active.session.current_test = None
+
+
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """Explain ``assert recall_at(50) >= 0.9`` with the score's worst queries."""
+    gates = sys.modules.get("pytest_retrieval.gates")
+    if gates is None:
+        return None
+    score = (
+        left if isinstance(left, gates.Score) else right if isinstance(right, gates.Score) else None
+    )
+    if score is None:
+        return None
+    other = right if score is left else left
+    where = gates.Selection(score.stage, score.split or "overall", score.slice).label()
+    shown = "n/a" if score.value is None else f"{score.value:.4f}"
+    return [f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]", *score.explanation]
+
+
+class _GateFailed(AssertionError):
+    """A declared gate failed; shown without a traceback."""
+
+
+class _GateItem(pytest.Function):
+    """A declared gate (ini ``retrieval_thresholds`` or the gates file) as a test item."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, _GateFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"retrieval gate {self.name}"
+
+
+class _GatesCollector(pytest.Collector):
+    """The parent of declared gate items (node id ``retrieval-gates::...``)."""
+
+    def collect(self) -> list[pytest.Item]:
+        return []
+
+
+def _gate_function(threshold: Threshold, kind: str) -> Callable[..., None]:
+    def gate(
+        retrieval_session: RetrievalSession, record_property: Callable[[str, Any], None]
+    ) -> None:
+        outcome = retrieval_session.check(
+            threshold.spec,
+            threshold.selection,
+            threshold.op,
+            threshold.value,
+            kind=kind,
+            name=threshold.name,
+        )
+        record_property("value", outcome.value)
+        record_property("passed", outcome.passed)
+        if not outcome.passed:
+            raise _GateFailed(outcome.message)
+
+    return gate
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Add one item per declared gate, before -k/-m selection sees the items."""
+    active = _active(config)
+    if active is None:
+        return
+    from .errors import InputError
+    from .gates import load_declared_gates
+
+    try:
+        thresholds = load_declared_gates(
+            active.settings, active.session.golden, rootdir=config.rootpath
+        )
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not thresholds:
+        return
+    parent = _GatesCollector.from_parent(session, name="retrieval-gates", nodeid="retrieval-gates")
+    for threshold in thresholds:
+        item = _GateItem.from_parent(
+            parent, name=threshold.name, callobj=_gate_function(threshold, "threshold")
+        )
+        item.user_properties.extend(
+            [
+                ("metric", str(threshold.spec)),
+                ("op", threshold.op),
+                ("threshold", threshold.value),
+                ("stage", threshold.selection.stage or "default"),
+                ("split", threshold.selection.split or "overall"),
+                ("slice", threshold.selection.slice or "all"),
+            ]
+        )
+        items.append(item)
+
+
+# --- the end of the session ------------------------------------------------------------------
+
+
+class _XdistHooks:
+    """xdist-only hooks, registered only when xdist is present (so -p no:xdist works)."""
+
+    def __init__(self, active: _Active) -> None:
+        self.active = active
+        self.payloads: list[dict[str, Any]] = []
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        payload = getattr(node, "workeroutput", {}).get(_OUTPUT_KEY)
+        if payload is not None:
+            self.payloads.append(payload)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Workers publish their report; the controller merges, writes artifacts, sets the verdict."""
+    active = _active(session.config)
+    if active is None:
+        return
+    from .report import Report, merge_all
+
+    if active.is_worker:
+        session.config.workeroutput[_OUTPUT_KEY] = Report.from_session(active.session).to_dict()  # type: ignore[attr-defined]
+        return
+    xdist = session.config.pluginmanager.get_plugin("retrieval-xdist")
+    if isinstance(xdist, _XdistHooks) and xdist.payloads:
+        merged = merge_all(Report.from_dict(p) for p in xdist.payloads)
+        merged.apply_to(active.session)
+    retrieval = active.session
+    failed_gates = any(not g.passed for g in retrieval.gate_outcomes)
+    if (retrieval.failed_queries() or failed_gates) and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if active.settings.json and retrieval.has_run:
+        _write_artifact(active, session)
+
+
+def _write_artifact(active: _Active, session: pytest.Session) -> None:
+    import json
+
+    from . import __version__
+    from .errors import InputError
+    from .files import atomic_write_text
+    from .report import build_artifact
+
+    assert active.settings.json is not None
+    document = build_artifact(active.session, plugin_version=__version__)
+    try:
+        atomic_write_text(
+            active.settings.json, json.dumps(document, indent=2) + "\n", what="JSON artifact"
+        )
+    except InputError as exc:
+        active.artifact_error = str(exc)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """The ``retrieval`` section (tables, errors, latency) and the ``retrieval gates`` verdicts."""
+    active = _active(config)
+    if active is None or active.is_worker:
+        return
+    from .report import render_gates, render_summary
+
+    quiet = config.get_verbosity() < 0
+    retrieval = active.session
+    if retrieval.has_run:
+        lines = render_summary(retrieval, quiet=quiet)
+        if lines:
+            terminalreporter.write_sep("=", "retrieval")
+            for line in lines:
+                terminalreporter.write_line(line)
+    gate_lines = render_gates(retrieval, quiet=quiet)
+    if gate_lines:
+        failed = sum(1 for g in retrieval.gate_outcomes if not g.passed)
+        terminalreporter.write_sep(
+            "=",
+            f"retrieval gates: {failed} failed" if failed else "retrieval gates: all passed",
+            red=bool(failed),
+            green=not failed,
+        )
+        for line in gate_lines:
+            terminalreporter.write_line(line)
+    if active.artifact_error:
+        terminalreporter.write_line(f"pytest-retrieval: {active.artifact_error}", red=True)
+    elif active.settings.json and retrieval.has_run and not quiet:
+        terminalreporter.write_line(f"retrieval: JSON artifact written to {active.settings.json}")

@@ -38,6 +38,7 @@ import numpy.typing as npt
 __all__ = [
     "CHUNK_ELEMENTS",
     "EXACT_CUTOFF",
+    "MAX_EXACT_CUTOFF",
     "Alternative",
     "ConfidenceInterval",
     "PairedComparison",

@@ -22,6 +22,7 @@ EXIT_USAGE = 2
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from . import evaluate as evaluate_command
+    from . import golden as golden_command
 
     parser = argparse.ArgumentParser(
         prog="pytest-retrieval",
@@ -30,12 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     evaluate_command.register(subparsers)
-    try:
-        from . import golden as golden_command
-    except ImportError:  # pragma: no cover - only while the golden commands are being built
-        pass
-    else:
-        golden_command.register(subparsers)
+    golden_command.register(subparsers)
     return parser
 
 

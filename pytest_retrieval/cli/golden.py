@@ -1,0 +1,260 @@
+"""``pytest-retrieval golden``: validate, summarise and convert golden sets.
+
+``golden validate PATH [--corpus IDS]`` exits 0 if the golden set is valid and 1 with the full
+problem list otherwise; ``golden stats PATH`` prints counts per split and slice, judged docs per
+query, the grade histogram, the no-answer count and the fingerprint; ``golden convert SRC DST``
+rewrites any readable format as YAML, JSON or JSONL. A missing input file is a usage error (2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections import Counter
+from typing import Any
+
+from ..errors import GoldenSetError, InputError
+from ..golden import (
+    DEFAULT_HELDOUT_SPLIT,
+    READ_FORMATS,
+    WRITE_FORMATS,
+    GoldenSet,
+    load_golden,
+    write_golden,
+)
+
+__all__ = ["register"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``golden`` command with its ``validate``, ``stats`` and ``convert`` subcommands."""
+    golden = subparsers.add_parser(
+        "golden",
+        help="validate, summarise and convert golden sets",
+        description="Validate, summarise and convert golden sets (labelled queries).",
+    )
+    commands = golden.add_subparsers(dest="golden_command", metavar="SUBCOMMAND", required=True)
+
+    validate = commands.add_parser(
+        "validate",
+        help="check a golden set and list every problem (exit 1 if any)",
+        description="Check a golden set and list every problem found; exit 0 if there is none.",
+    )
+    validate.add_argument("path", metavar="PATH", help="golden-set file or BEIR folder")
+    _input_options(validate)
+    validate.set_defaults(func=run_validate)
+
+    stats = commands.add_parser(
+        "stats",
+        help="print counts per split and slice, grades and the fingerprint",
+        description=(
+            "Print queries per split and slice, judged docs per query, the grade histogram, "
+            "the no-answer count and the fingerprint."
+        ),
+    )
+    stats.add_argument("path", metavar="PATH", help="golden-set file or BEIR folder")
+    _input_options(stats)
+    stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    stats.set_defaults(func=run_stats)
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert a golden set to YAML, JSON or JSONL",
+        description=(
+            "Read a golden set in any supported format and write it as YAML (canonical), JSON "
+            "or JSONL. The fingerprint is unchanged."
+        ),
+    )
+    convert.add_argument("src", metavar="SRC", help="golden-set file or BEIR folder to read")
+    convert.add_argument("dst", metavar="DST", help="file to write (.yaml, .json or .jsonl)")
+    convert.add_argument(
+        "--from",
+        dest="format",
+        choices=READ_FORMATS,
+        help="format of SRC (default: from its name)",
+    )
+    convert.add_argument(
+        "--to",
+        dest="to_format",
+        choices=WRITE_FORMATS,
+        help="format of DST (default: from its suffix)",
+    )
+    convert.add_argument("--topics", metavar="FILE", help="query texts for TREC qrels")
+    convert.set_defaults(func=run_convert)
+
+
+def _input_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format", choices=READ_FORMATS, help="format of PATH (default: from its name)"
+    )
+    parser.add_argument(
+        "--corpus",
+        metavar="IDS",
+        help="check judged doc ids against a file of ids (one per line), a BEIR corpus.jsonl "
+        "or a BEIR folder",
+    )
+    parser.add_argument(
+        "--topics", metavar="FILE", help="query texts for TREC qrels (TSV or TREC topics)"
+    )
+    parser.add_argument(
+        "--heldout-split",
+        default=DEFAULT_HELDOUT_SPLIT,
+        metavar="NAME",
+        help=f"name of the held-out split (default {DEFAULT_HELDOUT_SPLIT})",
+    )
+
+
+def _missing(args: argparse.Namespace, *paths: tuple[str, str | None]) -> bool:
+    """Print one line for the first input that does not exist; True if there was one."""
+    for what, path in paths:
+        if path is not None and not os.path.exists(path):
+            print(
+                f"pytest-retrieval golden {args.golden_command}: error: {what} not found: {path}",
+                file=sys.stderr,
+            )
+            return True
+    return False
+
+
+def _load(args: argparse.Namespace, path: str, corpus: str | None = None) -> GoldenSet | int:
+    """The golden set, or the exit status after printing why it could not be loaded."""
+    if _missing(args, ("golden set", path), ("corpus", corpus), ("topics file", args.topics)):
+        return EXIT_USAGE
+    try:
+        return load_golden(
+            path,
+            format=args.format,
+            corpus=corpus,
+            topics=args.topics,
+            heldout_split=getattr(args, "heldout_split", DEFAULT_HELDOUT_SPLIT),
+        )
+    except GoldenSetError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """``golden validate``: 0 and a one-line summary if valid, else 1 and every problem."""
+    golden = _load(args, args.path, args.corpus)
+    if isinstance(golden, int):
+        return golden
+    splits = Counter(q.split for q in golden)
+    per_split = ", ".join(f"{name} {splits[name]}" for name in golden.splits)
+    checked = f", every judged doc is in {args.corpus}" if args.corpus else ""
+    print(
+        f"ok: {args.path}: {len(golden)} queries ({per_split}){checked}; "
+        f"fingerprint {golden.short_fingerprint}"
+    )
+    return EXIT_OK
+
+
+def golden_stats(golden: GoldenSet) -> dict[str, Any]:
+    """The numbers ``golden stats`` prints, as plain data."""
+    judged = [len(q.judgments) for q in golden]
+    grades = Counter(grade for q in golden for grade in q.judgments.values())
+    no_slice = sum(1 for q in golden if not q.slices)
+    return {
+        "source": golden.source,
+        "name": golden.name,
+        "corpus_version": golden.corpus_version,
+        "queries": len(golden),
+        "no_answer": sum(1 for q in golden if q.is_no_answer),
+        "splits": {
+            split: {
+                "queries": sum(1 for q in golden if q.split == split),
+                "no_answer": sum(1 for q in golden if q.split == split and q.is_no_answer),
+            }
+            for split in golden.splits
+        },
+        "slices": {name: len(golden.in_slice(name)) for name in golden.slices},
+        "without_slice": no_slice,
+        "judged_per_query": {
+            "min": min(judged, default=0),
+            "median": statistics.median(judged) if judged else 0,
+            "mean": round(statistics.fmean(judged), 2) if judged else 0,
+            "max": max(judged, default=0),
+        },
+        "grades": {str(grade): grades[grade] for grade in sorted(grades)},
+        "fingerprint": golden.fingerprint,
+    }
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """``golden stats``: tables (or ``--json``) describing a valid golden set."""
+    golden = _load(args, args.path, args.corpus)
+    if isinstance(golden, int):
+        return golden
+    data = golden_stats(golden)
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    from tabulate import tabulate
+
+    about = [("source", args.path)]
+    if golden.name:
+        about.append(("name", golden.name))
+    if golden.corpus_version:
+        about.append(("corpus_version", golden.corpus_version))
+    about += [
+        ("queries", str(data["queries"])),
+        ("no-answer queries", str(data["no_answer"])),
+        ("fingerprint", f"{golden.short_fingerprint} (sha256 {golden.fingerprint})"),
+    ]
+    print(tabulate(about, tablefmt="plain"))
+    print()
+    splits = [(name, s["queries"], s["no_answer"]) for name, s in data["splits"].items()]
+    print(tabulate(splits, headers=["split", "queries", "no-answer"], tablefmt="simple"))
+    print()
+    slices: list[tuple[str, int]] = list(data["slices"].items())
+    slices.append(("(no slice)", data["without_slice"]))
+    print(tabulate(slices, headers=["slice", "queries"], tablefmt="simple"))
+    print()
+    per_query = data["judged_per_query"]
+    print(
+        f"judged docs per query: min {per_query['min']}, median {per_query['median']:g}, "
+        f"mean {per_query['mean']:g}, max {per_query['max']}"
+    )
+    print()
+    grades = list(data["grades"].items())
+    print(tabulate(grades, headers=["grade", "judgments"], tablefmt="simple"))
+    return EXIT_OK
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    """``golden convert``: read SRC in any format, write DST as YAML, JSON or JSONL."""
+    target_format = args.to_format
+    if target_format is None:
+        suffix = os.path.splitext(args.dst)[1].lower()
+        target_format = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".jsonl": "jsonl"}.get(
+            suffix
+        )
+        if target_format is None:
+            print(
+                f"pytest-retrieval golden convert: error: cannot tell the output format of "
+                f"{args.dst}; use a .yaml, .json or .jsonl name, or --to",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+    golden = _load(args, args.src)
+    if isinstance(golden, int):
+        return golden
+    try:
+        write_golden(golden, args.dst, format=target_format)
+    except GoldenSetError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+    except (InputError, OSError) as exc:
+        print(f"pytest-retrieval golden convert: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        f"wrote {len(golden)} queries to {args.dst} ({target_format}); "
+        f"fingerprint {golden.short_fingerprint}"
+    )
+    return EXIT_OK

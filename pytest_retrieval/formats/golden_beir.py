@@ -1,0 +1,196 @@
+"""Golden sets from a BEIR folder.
+
+Layout: ``queries.jsonl`` (``{"_id", "text", ...}`` per line; other keys such as ``metadata``
+are ignored), and qrels as ``qrels/<split>.tsv`` (BEIR's layout; the file name is the split) or
+a single ``qrels.tsv`` at the top (split ``tune``). A qrels TSV has the columns ``query-id``,
+``corpus-id``, ``score``, tab-separated, with an optional header row. ``corpus.jsonl`` may sit
+beside them; it is read only when passed as the corpus to check against.
+
+Queries come in ``queries.jsonl`` order. Only queries with at least one qrels row are kept:
+BEIR's ``queries.jsonl`` usually holds every split's queries, and a query without qrels belongs
+to a split that was not shipped. A qrels query missing from ``queries.jsonl`` is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..golden import DEFAULT_SPLIT, Query, is_plain_name
+from .golden_schema import Parsed, as_id, grade_problem, id_problem, read_text
+
+__all__ = ["qrels_files", "read_beir"]
+
+_HEADER = ("query-id", "corpus-id", "score")
+
+
+def qrels_files(folder: str) -> list[tuple[str, str]]:
+    """``(split, path)`` of every qrels file of a BEIR folder, sorted by split name."""
+    found: list[tuple[str, str]] = []
+    top = os.path.join(folder, "qrels.tsv")
+    if os.path.isfile(top):
+        found.append((DEFAULT_SPLIT, top))
+    nested = os.path.join(folder, "qrels")
+    if os.path.isdir(nested):
+        for name in sorted(os.listdir(nested)):
+            if name.lower().endswith(".tsv"):
+                found.append((name[: -len(".tsv")], os.path.join(nested, name)))
+    return found
+
+
+def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
+    """``{query id: (line, text)}`` in file order."""
+    text = read_text(parsed, path)
+    if text is None:
+        return {}
+    queries: dict[str, tuple[int, str]] = {}
+    for line, row in enumerate(text.split("\n"), start=1):
+        if not row.strip():
+            continue
+        try:
+            record = json.loads(row)
+        except (ValueError, RecursionError) as exc:
+            parsed.fail(
+                f"not a JSON object ({exc})",
+                'write one {"_id": ..., "text": ...} object per line',
+                source=path,
+                line=line,
+            )
+            continue
+        if not isinstance(record, dict):
+            parsed.fail(
+                "not a JSON object",
+                'write one {"_id": ..., "text": ...} object per line',
+                source=path,
+                line=line,
+            )
+            continue
+        qid = record.get("_id")
+        bad = id_problem(qid, "query id")
+        query_text = record.get("text")
+        if bad is not None:
+            parsed.fail(*bad, source=path, line=line, field="_id")
+        elif as_id(qid) in queries:
+            parsed.fail(
+                f"duplicate query id (first on line {queries[as_id(qid)][0]})",
+                "give every query a unique _id",
+                source=path,
+                line=line,
+                query_id=as_id(qid),
+                field="_id",
+            )
+        elif not isinstance(query_text, str) or not query_text.strip():
+            parsed.fail(
+                "query text is missing or blank",
+                "give the query its text",
+                source=path,
+                line=line,
+                query_id=as_id(qid),
+                field="text",
+            )
+        else:
+            queries[as_id(qid)] = (line, query_text)
+    return queries
+
+
+def _read_qrels(
+    parsed: Parsed, path: str, judged: dict[str, tuple[str, str, int, dict[str, int]]], split: str
+) -> None:
+    """Add ``{query id: (split, file, first line, {doc: grade})}`` from one qrels TSV."""
+    text = read_text(parsed, path)
+    if text is None:
+        return
+    for line, row in enumerate(text.split("\n"), start=1):
+        if not row.strip():
+            continue
+        fields = [field.strip() for field in row.split("\t")]
+        if line == 1 and tuple(f.lower() for f in fields) == _HEADER:
+            continue
+        if len(fields) != 3:
+            parsed.fail(
+                f"expected 3 tab-separated fields (query-id, corpus-id, score), found "
+                f"{len(fields)}",
+                "separate the fields with tabs",
+                source=path,
+                line=line,
+            )
+            continue
+        qid, doc, score = fields
+        grade: object = int(score) if score.lstrip("+-").isdigit() else score
+        bad = id_problem(qid, "query id") or id_problem(doc, "doc id") or grade_problem(grade)
+        if bad is not None:
+            parsed.fail(*bad, source=path, line=line, query_id=qid or None)
+            continue
+        assert isinstance(grade, int)
+        entry = judged.setdefault(qid, (split, path, line, {}))
+        if entry[0] != split:
+            parsed.fail(
+                f"query is in split {entry[0]!r} ({entry[1]}, line {entry[2]}) and in split "
+                f"{split!r}",
+                "a query must be in one split only",
+                source=path,
+                line=line,
+                query_id=qid,
+            )
+            continue
+        if doc in entry[3]:
+            parsed.fail(
+                f"doc {doc!r} is judged twice for this query",
+                "keep one row per query and document",
+                source=path,
+                line=line,
+                query_id=qid,
+            )
+            continue
+        entry[3][doc] = grade
+
+
+def read_beir(folder: str) -> Parsed:
+    """Read a BEIR folder (see the module docs)."""
+    parsed = Parsed(folder)
+    queries_path = os.path.join(folder, "queries.jsonl")
+    parsed.line_source = queries_path
+    if not os.path.isdir(folder):
+        parsed.fail("is not a folder", "a BEIR golden set is a folder with queries.jsonl")
+        return parsed
+    files = qrels_files(folder)
+    if not os.path.isfile(queries_path):
+        parsed.fail(
+            "BEIR folder without queries.jsonl",
+            'add queries.jsonl with one {"_id": ..., "text": ...} per line',
+        )
+    if not files:
+        parsed.fail(
+            "BEIR folder without qrels",
+            "add qrels/<split>.tsv or qrels.tsv with the columns query-id, corpus-id, score",
+        )
+    if parsed.problems:
+        return parsed
+    texts = _read_queries(parsed, queries_path)
+    judged: dict[str, tuple[str, str, int, dict[str, int]]] = {}
+    for split, path in files:
+        if not is_plain_name(split):
+            parsed.fail(
+                f"split name {split!r} (from the file name) is not a plain identifier",
+                "rename the file: letters, digits, '-', '_' or '.'",
+                source=path,
+            )
+            continue
+        _read_qrels(parsed, path, judged, split)
+    for qid, (_split, path, line, _grades) in judged.items():
+        if qid not in texts:
+            parsed.fail(
+                f"query is not in {queries_path}",
+                "add it to queries.jsonl, or drop its qrels",
+                source=path,
+                line=line,
+                query_id=qid,
+            )
+    if not judged and not parsed.problems:
+        parsed.fail("the golden set is empty: the qrels have no judgments", "add qrels rows")
+    for qid, (line, text) in texts.items():
+        if qid not in judged:
+            continue
+        split, _path, _line, grades = judged[qid]
+        parsed.add(Query._from_checked(qid, text, grades, (), split), line)
+    return parsed

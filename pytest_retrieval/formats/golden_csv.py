@@ -1,0 +1,240 @@
+"""Golden sets as CSV (``.csv``, comma) or TSV (``.tsv``, tab), in one of two shapes.
+
+The header row decides the shape:
+
+* **one row per query**: ``id,text,relevant[,slices][,split]``. ``relevant`` lists doc ids
+  separated by ``;``; ``doc=2`` gives a grade (default 1); an empty cell is a no-answer query.
+  ``slices`` is ``;``-separated too; an empty ``split`` means ``tune``.
+* **one row per judgment**: ``query_id,doc_id[,grade],text[,slices][,split]``. Rows of one query
+  need not be adjacent; ``text``, ``slices`` and ``split`` may be given on any of its rows and
+  must agree where given twice. An empty ``grade`` cell is an error; without a ``grade`` column
+  every grade is 1. A row with an empty ``doc_id`` (and grade) marks a no-answer query.
+
+Cells are stripped of surrounding white space. An Excel BOM is fine.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from typing import Any
+
+from .golden_schema import Defaults, Marks, Parsed, SchemaReader, read_text, suggest_field
+
+__all__ = ["PER_JUDGMENT_COLUMNS", "PER_QUERY_COLUMNS", "read_csv"]
+
+#: Columns of the one-row-per-query shape.
+PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split")
+#: Columns of the one-row-per-judgment shape.
+PER_JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "text", "slices", "split")
+
+_INTEGER = re.compile(r"[+-]?\d+\Z")
+_SHAPES = (
+    "one row per query: id,text,relevant[,slices][,split]; or one row per judgment: "
+    "query_id,doc_id[,grade],text[,slices][,split]"
+)
+
+
+def _grade(text: str) -> int | str:
+    # Anything that is not an integer stays text, so the schema check reports it verbatim.
+    return int(text) if _INTEGER.match(text) else text
+
+
+def _names(cell: str) -> list[str]:
+    return [part.strip() for part in cell.split(";") if part.strip()]
+
+
+def read_csv(path: str) -> Parsed:
+    """Read a CSV/TSV golden set in either shape (see the module docs)."""
+    parsed = Parsed(path)
+    text = read_text(parsed)
+    if text is None:
+        return parsed
+    delimiter = "\t" if path.lower().endswith(".tsv") else ","
+    rows: list[tuple[int, list[str]]] = []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append((reader.line_num, [cell.strip() for cell in row]))
+    except csv.Error as exc:
+        parsed.fail(
+            f"CSV syntax error: {exc}",
+            "quote cells that contain the delimiter, quotes or line breaks",
+            line=reader.line_num,
+        )
+        return parsed
+    if not rows:
+        parsed.fail("the golden set is empty: the file has no header and no rows", _SHAPES)
+        return parsed
+    header_line, header = rows[0]
+    columns: tuple[str, ...]
+    if "relevant" in header:
+        columns = PER_QUERY_COLUMNS
+        required: tuple[str, ...] = ("id", "text", "relevant")
+    elif "doc_id" in header:
+        columns = PER_JUDGMENT_COLUMNS
+        required = ("query_id", "doc_id", "text")
+    else:
+        parsed.fail(
+            f"cannot tell the CSV shape from the header {','.join(header)!r}",
+            f"the header must name the columns, {_SHAPES}",
+            line=header_line,
+        )
+        return parsed
+    ok = True
+    for index, name in enumerate(header):
+        if name not in columns:
+            parsed.fail(
+                f"unknown column {name!r}",
+                suggest_field(name, columns),
+                line=header_line,
+                field=name,
+            )
+            ok = False
+        elif name in header[:index]:
+            parsed.fail(f"column {name!r} appears twice", "keep one", line=header_line, field=name)
+            ok = False
+    for name in required:
+        if name not in header:
+            parsed.fail(
+                f"missing column {name!r}", f"add it to the header ({_SHAPES})", line=header_line
+            )
+            ok = False
+    if not ok:
+        return parsed
+    body = [
+        (line, dict(zip(header, cells, strict=False)))
+        for line, cells in rows[1:]
+        if _row_width_ok(parsed, line, cells, len(header))
+    ]
+    if not body and not parsed.problems:
+        parsed.fail("the golden set is empty: the file has a header but no rows", _SHAPES)
+        return parsed
+    if columns is PER_QUERY_COLUMNS:
+        _per_query(parsed, body)
+    else:
+        _per_judgment(parsed, body, has_grade="grade" in header)
+    return parsed
+
+
+def _row_width_ok(parsed: Parsed, line: int, cells: list[str], width: int) -> bool:
+    if len(cells) == width:
+        return True
+    parsed.fail(
+        f"expected {width} cells like the header, found {len(cells)}",
+        "quote cells that contain the delimiter",
+        line=line,
+    )
+    return False
+
+
+def _per_query(parsed: Parsed, body: list[tuple[int, dict[str, str]]]) -> None:
+    marks = Marks()
+    schema = SchemaReader(parsed, marks.locate)
+    records: list[dict[str, Any]] = []  # keeps every record alive while marks are in use
+    for line, row in body:
+        record: dict[str, Any] = {"id": row["id"], "text": row["text"]}
+        relevant: list[str] | dict[str, int | str]
+        items = _names(row["relevant"])
+        if any("=" in item for item in items):
+            graded: dict[str, int | str] = {}
+            for item in items:
+                doc, sep, grade = item.rpartition("=")
+                doc, grade = (doc.strip(), grade.strip()) if sep else (item, "1")
+                if doc in graded:
+                    parsed.fail(
+                        f"doc {doc!r} is listed twice",
+                        "list each judged doc once",
+                        line=line,
+                        query_id=row["id"] or None,
+                        field="relevant",
+                    )
+                graded[doc] = _grade(grade)
+            relevant = graded
+        else:
+            relevant = items
+        record["relevant"] = relevant
+        if row.get("slices"):
+            record["slices"] = _names(row["slices"])
+        if row.get("split"):
+            record["split"] = row["split"]
+        records.append(record)
+        for container in (record, relevant, record.get("slices")):
+            if container is not None:
+                marks.at[id(container)] = (line, None)
+        schema.read_query(record, Defaults(), record, None)
+
+
+def _per_judgment(
+    parsed: Parsed, body: list[tuple[int, dict[str, str]]], *, has_grade: bool
+) -> None:
+    marks = Marks()
+    schema = SchemaReader(parsed, marks.locate)
+    records: dict[str, dict[str, Any]] = {}
+    given: dict[tuple[str, str], tuple[int, object]] = {}  # (query, column) -> (line, value)
+    for line, row in body:
+        qid = row["query_id"]
+        record = records.get(qid)
+        if record is None:
+            record = records[qid] = {"id": qid, "relevant": {}}
+            marks.at[id(record)] = marks.at[id(record["relevant"])] = (line, None)
+            marks.keys[id(record)] = {}
+            marks.keys[id(record["relevant"])] = {}
+        for column in ("text", "slices", "split"):
+            cell = row.get(column, "")
+            if not cell:
+                continue
+            value: object = sorted(set(_names(cell))) if column == "slices" else cell
+            first = given.get((qid, column))
+            if first is None:
+                given[(qid, column)] = (line, value)
+                record[column] = value
+                marks.keys[id(record)][column] = (line, None)
+                if isinstance(value, list):
+                    marks.at[id(value)] = (line, None)
+            elif first[1] != value:
+                parsed.fail(
+                    f"{column} differs from the one given on line {first[0]}",
+                    f"give the same {column} on every row of the query, or only on one row",
+                    line=line,
+                    query_id=qid or None,
+                    field=column,
+                )
+        doc = row["doc_id"]
+        grade_cell = row.get("grade", "")
+        if not doc:
+            if grade_cell:
+                parsed.fail(
+                    "a grade without a doc id",
+                    "fill in doc_id, or leave both empty to mark a no-answer query",
+                    line=line,
+                    query_id=qid or None,
+                    field="doc_id",
+                )
+            continue
+        relevant: dict[str, object] = record["relevant"]
+        if doc in relevant:
+            parsed.fail(
+                f"doc {doc!r} is judged twice for this query "
+                f"(first on line {marks.keys[id(relevant)][doc][0]})",
+                "keep one row per query and document",
+                line=line,
+                query_id=qid or None,
+                field="doc_id",
+            )
+            continue
+        if has_grade and not grade_cell:
+            parsed.fail(
+                "grade is empty",
+                "write a grade: 1 or more = relevant, 0 = judged not relevant",
+                line=line,
+                query_id=qid or None,
+                field="grade",
+            )
+            continue
+        relevant[doc] = _grade(grade_cell) if has_grade else 1
+        marks.keys[id(relevant)][doc] = (line, None)
+    for record in records.values():
+        schema.read_query(record, Defaults(), record, None)

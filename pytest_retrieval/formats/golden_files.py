@@ -1,0 +1,394 @@
+"""Golden sets as YAML (canonical), JSON and JSONL: readers and writers.
+
+YAML and JSON hold one document ``{version, name, corpus_version, defaults, queries}``. JSONL
+holds one query per line, optionally preceded by a header line ``{"version": 1, "name": ...,
+"corpus_version": ..., "defaults": ...}`` (an object without ``id``). YAML is read with the safe
+loader only, through the node tree so that every problem can name its line and column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, GoldenSet, Query
+from .golden_schema import (
+    HEADER_FIELDS,
+    QUERY_FIELDS,
+    Defaults,
+    Loc,
+    Marks,
+    Parsed,
+    SchemaReader,
+    SourceInt,
+    read_text,
+)
+
+if TYPE_CHECKING:
+    import yaml
+
+__all__ = ["read", "read_json", "read_jsonl", "read_yaml", "write"]
+
+
+def read(path: str, fmt: str) -> Parsed:
+    """Read ``path`` as ``fmt`` (``yaml``, ``json`` or ``jsonl``)."""
+    readers: dict[str, Callable[[str], Parsed]] = {
+        "yaml": read_yaml,
+        "json": read_json,
+        "jsonl": read_jsonl,
+    }
+    return readers[fmt](path)
+
+
+# --- YAML ------------------------------------------------------------------------------------
+
+
+_PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
+class _YamlBuilder:
+    """Builds plain values from a composed YAML node tree, recording marks as it goes.
+
+    Only the safe constructors are used for scalars. Aliases and recursive anchors map to the
+    same Python object, so neither can blow up. Duplicate keys are problems (PyYAML would
+    silently keep the last).
+    """
+
+    def __init__(self, loader: yaml.SafeLoader, reader: SchemaReader, marks: Marks) -> None:
+        self.loader = loader
+        self.reader = reader
+        self.marks = marks
+        self.built: dict[int, Any] = {}
+
+    @staticmethod
+    def _loc(node: yaml.Node) -> Loc:
+        return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def _fail(self, message: str, fix: str, node: yaml.Node) -> None:
+        line, column = self._loc(node)
+        self.reader.parsed.fail(message, fix, line=line, column=column)
+
+    def build(self, node: yaml.Node) -> Any:
+        import yaml
+
+        if id(node) in self.built:
+            return self.built[id(node)]
+        if isinstance(node, yaml.CollectionNode) and node.tag not in _PLAIN_COLLECTIONS:
+            # e.g. !!python/object/apply: refused outright rather than read as a plain list
+            self._fail(
+                f"unsupported YAML tag {node.tag!r}",
+                "remove the tag: write a plain list or mapping",
+                node,
+            )
+            return None
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node)
+        if isinstance(node, yaml.SequenceNode):
+            items: list[Any] = []
+            self.built[id(node)] = items
+            self.marks.at[id(items)] = self._loc(node)
+            self.marks.items[id(items)] = [self._loc(child) for child in node.value]
+            items.extend(self.build(child) for child in node.value)
+            return items
+        return self._scalar(node)
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except Exception as exc:  # the safe constructors raise ValueError & co. too
+            self._fail(
+                f"cannot read this YAML value ({exc.__class__.__name__})",
+                "write a plain string or number; quote it if in doubt",
+                node,
+            )
+            return None
+        if type(value) is int:
+            value = SourceInt(value)
+            value.text = str(node.value)
+        self.built[id(node)] = value
+        return value
+
+    def _mapping(self, node: yaml.MappingNode) -> dict[Any, Any]:
+        import yaml
+
+        mapping: dict[Any, Any] = {}
+        self.built[id(node)] = mapping
+        self.marks.at[id(mapping)] = self._loc(node)
+        keys: dict[Any, Loc] = {}
+        self.marks.keys[id(mapping)] = keys
+        # flatten_mapping puts the pairs merged in through '<<' first and the mapping's own
+        # pairs last, and YAML lets both own keys and later merges override earlier merged
+        # ones; only an own key written twice is a mistake.
+        own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
+        try:
+            self.loader.flatten_mapping(node)
+        except yaml.YAMLError as exc:
+            self._fail(f"invalid merge key ({exc})", "remove the '<<' entry", node)
+            return mapping
+        first_own = len(node.value) - own
+        own_keys: set[Any] = set()
+        for index, (key_node, value_node) in enumerate(node.value):
+            if not isinstance(key_node, yaml.ScalarNode):
+                self._fail(
+                    "a key must be a plain value, not a list or mapping",
+                    "write 'key: value'",
+                    key_node,
+                )
+                continue
+            key = self._scalar(key_node)
+            try:
+                duplicate = key in own_keys
+            except TypeError:  # pragma: no cover - the safe constructors build hashable scalars
+                self._fail("this key cannot be used", "write a plain string key", key_node)
+                continue
+            if duplicate:
+                self._fail(
+                    f"key {str(key)!r} appears twice in one mapping (first on line {keys[key][0]})",
+                    "keep one of the two",
+                    key_node,
+                )
+                continue
+            if index >= first_own:
+                own_keys.add(key)
+            keys[key] = self._loc(key_node)
+            mapping[key] = self.build(value_node)
+        return mapping
+
+
+def _yaml_loader() -> type[yaml.SafeLoader]:
+    import yaml
+
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return loader
+
+
+def read_yaml(path: str) -> Parsed:
+    """Read a canonical YAML golden set (safe loader only)."""
+    import yaml
+
+    parsed = Parsed(path)
+    text = read_text(parsed)
+    if text is None:
+        return parsed
+    marks = Marks()
+    reader = SchemaReader(parsed, marks.locate)
+    loader = _yaml_loader()(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            parsed.fail(
+                f"YAML syntax error: {exc.problem or exc.context}",
+                "check the indentation, look for a missing ':' or ']', or quote the value",
+                line=mark.line + 1 if mark else None,
+                column=mark.column + 1 if mark else None,
+            )
+            return parsed
+        except yaml.YAMLError as exc:
+            parsed.fail(f"YAML error: {exc}", "fix the YAML syntax")
+            return parsed
+        if node is None:
+            parsed.fail(
+                "the file is empty",
+                f"write 'version: {SCHEMA_VERSION}' and a 'queries:' list",
+            )
+            return parsed
+        document = _YamlBuilder(loader, reader, marks).build(node)
+        if parsed.problems:
+            return parsed
+        reader.read_document(document)
+    finally:
+        loader.dispose()
+    return parsed
+
+
+# --- JSON and JSONL --------------------------------------------------------------------------
+
+
+def _pairs_hook(duplicates: list[str]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        mapping: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in mapping:
+                duplicates.append(key)
+            else:
+                mapping[key] = value
+        return mapping
+
+    return hook
+
+
+def _json_syntax(parsed: Parsed, exc: json.JSONDecodeError, line: int | None = None) -> None:
+    parsed.fail(
+        f"JSON syntax error: {exc.msg}",
+        "look for a missing comma, quote or bracket",
+        line=exc.lineno if line is None else line,
+        column=exc.colno,
+    )
+
+
+def _duplicate_keys(parsed: Parsed, duplicates: list[str], line: int | None = None) -> None:
+    for key in duplicates:
+        parsed.fail(f"key {key!r} appears twice in one object", "keep one of the two", line=line)
+
+
+def read_json(path: str) -> Parsed:
+    """Read a JSON golden set: the same document as the YAML one. Problems name the query's
+    index (``queries[3].relevant``) since JSON values carry no line numbers here."""
+    parsed = Parsed(path)
+    text = read_text(parsed)
+    if text is None:
+        return parsed
+    duplicates: list[str] = []
+    try:
+        document = json.loads(text, object_pairs_hook=_pairs_hook(duplicates))
+    except json.JSONDecodeError as exc:
+        _json_syntax(parsed, exc)
+        return parsed
+    except RecursionError:
+        parsed.fail("the JSON is nested too deeply", "flatten the document")
+        return parsed
+    _duplicate_keys(parsed, duplicates)
+    SchemaReader(parsed, paths=True).read_document(document)
+    return parsed
+
+
+def _jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            yield number, line
+
+
+def read_jsonl(path: str) -> Parsed:
+    """Read a JSONL golden set: one query object per line, after an optional header line."""
+    parsed = Parsed(path)
+    text = read_text(parsed)
+    if text is None:
+        return parsed
+    defaults = Defaults()
+    current = 0
+
+    def locate(container: object, key: object = None) -> Loc:
+        return (current, None)
+
+    reader = SchemaReader(parsed, locate)
+    duplicates: list[str] = []
+    decode = json.JSONDecoder(object_pairs_hook=_pairs_hook(duplicates)).decode
+    seen_record = False
+    for current, line in _jsonl_lines(text):
+        try:
+            record = decode(line)
+        except json.JSONDecodeError as exc:
+            _json_syntax(parsed, exc, current)
+            seen_record = True
+            continue
+        except RecursionError:
+            parsed.fail("the JSON is nested too deeply", "flatten the object", line=current)
+            seen_record = True
+            continue
+        if duplicates:
+            _duplicate_keys(parsed, duplicates, current)
+            duplicates.clear()
+        if (
+            not seen_record
+            and isinstance(record, dict)
+            and "id" not in record
+            and ("version" in record)
+        ):
+            reader.unknown_keys(record, HEADER_FIELDS, where="the header line")
+            defaults = reader.read_header(record, version_required=True)
+            seen_record = True
+            continue
+        seen_record = True
+        reader.read_query(record, defaults, record, None)
+    if not seen_record:
+        parsed.fail(
+            "the golden set is empty: the file has no queries",
+            'write one query per line: {"id": ..., "text": ..., "relevant": [...]}',
+        )
+    elif not parsed.queries and not parsed.problems:
+        parsed.fail(
+            "the golden set is empty: the file has a header but no queries",
+            "write one query per line after the header",
+        )
+    return parsed
+
+
+# --- writers ---------------------------------------------------------------------------------
+
+
+def _relevant(query: Query) -> list[str] | dict[str, int]:
+    # Binary labels read best as a list; anything graded (or grade 0) needs the mapping.
+    if all(grade == 1 for grade in query.judgments.values()):
+        return list(query.judgments)
+    return dict(query.judgments)
+
+
+def _record(query: Query, *, compact: bool) -> dict[str, Any]:
+    record: dict[str, Any] = {"id": query.id, "text": query.text, "relevant": _relevant(query)}
+    if query.slices or not compact:
+        record["slices"] = list(query.slices)
+    if query.split != DEFAULT_SPLIT or not compact:
+        record["split"] = query.split
+    assert list(record) == [f for f in QUERY_FIELDS if f in record]
+    return record
+
+
+def _header(golden: GoldenSet) -> dict[str, Any]:
+    header: dict[str, Any] = {"version": SCHEMA_VERSION}
+    if golden.name is not None:
+        header["name"] = golden.name
+    if golden.corpus_version is not None:
+        header["corpus_version"] = golden.corpus_version
+    return header
+
+
+def _yaml_text(golden: GoldenSet) -> str:
+    import yaml
+
+    dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    document = _header(golden)
+    document["queries"] = [_record(q, compact=True) for q in golden.queries]
+    body = yaml.dump(
+        document,
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=None,  # leaf lists and mappings inline: relevant: [a, b]
+        width=1 << 16,  # keep each text on one line
+    )
+    head = f"# Golden set written by pytest-retrieval.\n# fingerprint: {golden.fingerprint}\n"
+    return head + body
+
+
+def _jsonl_text(golden: GoldenSet) -> str:
+    lines = [json.dumps(_header(golden), ensure_ascii=False)]
+    lines.extend(json.dumps(_record(q, compact=False), ensure_ascii=False) for q in golden)
+    return "\n".join(lines) + "\n"
+
+
+def _json_text(golden: GoldenSet) -> str:
+    document = _header(golden)
+    document["queries"] = [_record(q, compact=False) for q in golden.queries]
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def write(golden: GoldenSet, path: str, fmt: str) -> None:
+    """Write ``golden`` to ``path`` as ``fmt`` (``yaml``, ``json`` or ``jsonl``).
+
+    The file is replaced atomically, so a failed write never leaves half a golden set behind.
+    """
+    render = {"yaml": _yaml_text, "json": _json_text, "jsonl": _jsonl_text}[fmt]
+    text = render(golden)
+    temporary = f"{path}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise

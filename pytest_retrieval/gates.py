@@ -1,0 +1,646 @@
+"""Gates: scores you compare with a threshold, in code or declared as lines.
+
+Two families of helpers, usable in any test of a session where the plugin has a golden set:
+
+* **Assertive gates** (``assert_recall_at(50) >= 0.9``): the comparison itself raises
+  ``AssertionError`` with a full explanation when it fails and returns ``True`` when it holds, so
+  the bare statement gates, and so does ``assert assert_recall_at(50) >= 0.9``.
+* **Scores** (``recall_at(50)``): a :class:`Score` whose comparisons return plain bools, for
+  ``assert recall_at(50) >= 0.9`` (pytest's assertion rewriting then shows our explanation).
+
+Each helper takes keyword ``slice=``, ``split=`` and ``stage=``. Declared gates use the same
+grammar everywhere (ini lines, the gates YAML file, the ``gate`` CLI)::
+
+    recall@50 >= 0.90
+    ndcg@10 >= 0.60 slice=multi-hop
+    recall@100 >= 0.95 stage=retriever split=tune
+
+``slice=*`` expands to one gate per slice of the golden set. Thresholds must be numbers in [0, 1].
+This module does not import pytest; the plugin activates a scorer with :func:`activate`.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from .errors import InputError, Problem
+from .metrics import MetricSpec
+
+__all__ = [
+    "Gate",
+    "GateOutcome",
+    "GateUsageError",
+    "Score",
+    "Threshold",
+    "activate",
+    "assert_hit_rate_at",
+    "assert_map_at",
+    "assert_mrr",
+    "assert_mrr_at",
+    "assert_ndcg_at",
+    "assert_precision_at",
+    "assert_recall_at",
+    "hit_rate_at",
+    "map_at",
+    "mrr",
+    "mrr_at",
+    "ndcg_at",
+    "parse_threshold",
+    "precision_at",
+    "recall_at",
+]
+
+Op = Literal[">=", ">", "<=", "<"]
+OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+}
+_NEGATION = {">=": "<", ">": "<=", "<=": ">", "<": ">="}
+
+
+class GateUsageError(ValueError):
+    """A gate was used wrongly (bad threshold, unknown slice/split/stage, no active session)."""
+
+
+def check_threshold(value: object, *, where: str = "threshold") -> float:
+    """Return ``value`` as a float if it is a number in [0, 1], else raise GateUsageError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GateUsageError(f"{where} must be a number between 0 and 1, got {value!r}")
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise GateUsageError(
+            f"{where} must be a number between 0 and 1, got {value!r} "
+            "(metrics are fractions: write 0.9, not 90)"
+        )
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which queries a score covers: a stage, a split and a slice (None = the defaults)."""
+
+    stage: str | None = None
+    split: str | None = None
+    slice: str | None = None
+
+    def label(self) -> str:
+        """``stage=reranker split=tune slice=multi-hop`` (only the parts that are set)."""
+        parts = [
+            f"{k}={v}"
+            for k, v in (("stage", self.stage), ("split", self.split), ("slice", self.slice))
+            if v is not None
+        ]
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Score:
+    """A metric's mean over a selection of queries. Comparisons with a number return bools.
+
+    ``value`` is ``None`` when no query could be scored (every one skipped); such a score
+    compares False with anything.
+    """
+
+    spec: MetricSpec
+    value: float | None
+    n: int
+    skipped: int = 0
+    stage: str | None = None
+    split: str | None = None
+    slice: str | None = None
+    ci: tuple[float, float] | None = None
+    explanation: tuple[str, ...] = field(default=(), repr=False)
+
+    def _compare(self, op: str, other: object) -> bool:
+        threshold = check_threshold(other)
+        return self.value is not None and OPS[op](self.value, threshold)
+
+    def __ge__(self, other: object) -> bool:
+        return self._compare(">=", other)
+
+    def __gt__(self, other: object) -> bool:
+        return self._compare(">", other)
+
+    def __le__(self, other: object) -> bool:
+        return self._compare("<=", other)
+
+    def __lt__(self, other: object) -> bool:
+        return self._compare("<", other)
+
+    def __float__(self) -> float:
+        if self.value is None:
+            raise ValueError(f"{self.spec} has no value: no query could be scored")
+        return self.value
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"a Score is not a truth value; compare it: assert {self.spec.name}_at(...) >= 0.9"
+        )
+
+    def __repr__(self) -> str:
+        shown = "n/a" if self.value is None else f"{self.value:.4f}"
+        where = Selection(self.stage, self.split, self.slice).label()
+        return f"Score({self.spec}={shown}{' ' + where if where else ''}, n={self.n})"
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """The result of one gate: what was compared, the verdict and the explanation."""
+
+    name: str
+    metric: str
+    op: str
+    threshold: float
+    value: float | None
+    passed: bool
+    stage: str | None
+    split: str | None
+    slice: str | None
+    n: int
+    skipped: int
+    kind: str = "assert"
+    nodeid: str | None = None
+    message: str = ""
+    skipped_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins only (JSON artifact, xdist payload)."""
+        return {
+            "name": self.name,
+            "metric": self.metric,
+            "op": self.op,
+            "threshold": self.threshold,
+            "value": self.value,
+            "passed": self.passed,
+            "stage": self.stage,
+            "split": self.split,
+            "slice": self.slice,
+            "n": self.n,
+            "skipped": self.skipped,
+            "kind": self.kind,
+            "nodeid": self.nodeid,
+            "message": self.message,
+            "skipped_reason": self.skipped_reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GateOutcome:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**data)
+
+
+class Scorer(Protocol):
+    """What gates need from the session (the plugin's :class:`~.session.RetrievalSession`)."""
+
+    def score(self, spec: MetricSpec, selection: Selection) -> Score:
+        """The mean of ``spec`` over ``selection``."""
+
+    def check(
+        self,
+        spec: MetricSpec,
+        selection: Selection,
+        op: str,
+        threshold: float,
+        *,
+        kind: str = "assert",
+    ) -> GateOutcome:
+        """Compare and record a gate; skip (via the test framework) a sealed split."""
+
+    def gate_created(self, gate: Gate) -> None:
+        """Remember a gate so an uncompared one can be reported."""
+
+
+_ACTIVE: list[Scorer] = []
+
+
+@contextmanager
+def activate(scorer: Scorer) -> Iterator[None]:
+    """Make ``scorer`` the one the helpers use, for the duration of the ``with`` block."""
+    _ACTIVE.append(scorer)
+    try:
+        yield
+    finally:
+        _ACTIVE.remove(scorer)
+
+
+def _active() -> Scorer:
+    if not _ACTIVE:
+        raise GateUsageError(
+            "no retrieval session is active: gates work in tests run by pytest with the "
+            "pytest-retrieval plugin and a golden set configured (retrieval_golden = PATH in "
+            "your pytest configuration, or --retrieval-golden PATH)"
+        )
+    return _ACTIVE[-1]
+
+
+class Gate:
+    """An assertive gate: ``assert_recall_at(50) >= 0.9`` raises AssertionError when it fails.
+
+    Comparing returns ``True`` when the gate holds. A gate that is never compared is reported
+    as a warning naming its test, because the line then gates nothing.
+    """
+
+    __slots__ = ("compared", "selection", "spec")
+
+    def __init__(self, spec: MetricSpec, selection: Selection) -> None:
+        self.spec = spec
+        self.selection = selection
+        self.compared = False
+        _active().gate_created(self)
+
+    def _check(self, op: str, threshold: object) -> bool:
+        self.compared = True
+        value = check_threshold(threshold, where=f"the threshold of {self.spec}")
+        outcome = _active().check(self.spec, self.selection, op, value)
+        if not outcome.passed:
+            raise AssertionError(outcome.message)
+        return True
+
+    def __ge__(self, threshold: object) -> bool:
+        return self._check(">=", threshold)
+
+    def __gt__(self, threshold: object) -> bool:
+        return self._check(">", threshold)
+
+    def __le__(self, threshold: object) -> bool:
+        return self._check("<=", threshold)
+
+    def __lt__(self, threshold: object) -> bool:
+        return self._check("<", threshold)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"compare the gate with a threshold, e.g. assert_{self.spec.name}_at(...) >= 0.9"
+        )
+
+    def __repr__(self) -> str:
+        where = self.selection.label()
+        return f"Gate({self.spec}{' ' + where if where else ''})"
+
+
+def _spec(name: str, k: int | None) -> MetricSpec:
+    try:
+        return MetricSpec(name, k)
+    except ValueError as exc:
+        raise GateUsageError(str(exc)) from None
+
+
+def _gate(
+    name: str, k: int | None, stage: str | None, split: str | None, slice: str | None
+) -> Gate:
+    return Gate(_spec(name, k), Selection(stage, split, slice))
+
+
+def _score(
+    name: str, k: int | None, stage: str | None, split: str | None, slice: str | None
+) -> Score:
+    return _active().score(_spec(name, k), Selection(stage, split, slice))
+
+
+# The helpers are spelled out (not generated) so that editors and type checkers see them.
+
+
+def assert_recall_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on mean Recall@K: ``assert_recall_at(50) >= 0.9``."""
+    return _gate("recall", k, stage, split, slice)
+
+
+def assert_precision_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on mean Precision@K: ``assert_precision_at(5) >= 0.4``."""
+    return _gate("precision", k, stage, split, slice)
+
+
+def assert_hit_rate_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on hit rate@K (share of queries with a relevant document in the top K)."""
+    return _gate("hit_rate", k, stage, split, slice)
+
+
+def assert_ndcg_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on mean NDCG@K: ``assert_ndcg_at(10) >= 0.6``."""
+    return _gate("ndcg", k, stage, split, slice)
+
+
+def assert_map_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on MAP@K (mean average precision over the top K)."""
+    return _gate("map", k, stage, split, slice)
+
+
+def assert_mrr(
+    *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on MRR over the whole ranking: ``assert_mrr() >= 0.5``."""
+    return _gate("mrr", None, stage, split, slice)
+
+
+def assert_mrr_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on MRR@K (reciprocal rank counting only the top K)."""
+    return _gate("mrr", k, stage, split, slice)
+
+
+def recall_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """Mean Recall@K as a :class:`Score`: ``assert recall_at(50) >= 0.9``."""
+    return _score("recall", k, stage, split, slice)
+
+
+def precision_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """Mean Precision@K as a :class:`Score`."""
+    return _score("precision", k, stage, split, slice)
+
+
+def hit_rate_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """Hit rate@K as a :class:`Score`."""
+    return _score("hit_rate", k, stage, split, slice)
+
+
+def ndcg_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """Mean NDCG@K as a :class:`Score`."""
+    return _score("ndcg", k, stage, split, slice)
+
+
+def map_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """MAP@K as a :class:`Score`."""
+    return _score("map", k, stage, split, slice)
+
+
+def mrr(*, slice: str | None = None, split: str | None = None, stage: str | None = None) -> Score:
+    """MRR over the whole ranking as a :class:`Score`."""
+    return _score("mrr", None, stage, split, slice)
+
+
+def mrr_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """MRR@K as a :class:`Score`."""
+    return _score("mrr", k, stage, split, slice)
+
+
+# --- declared thresholds ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """A declared gate: ``recall@50 >= 0.90 slice=multi-hop``."""
+
+    spec: MetricSpec
+    op: str
+    value: float
+    selection: Selection = Selection()
+
+    @property
+    def name(self) -> str:
+        """A readable, ``-k``-selectable item name: ``recall@50>=0.9[slice=multi-hop]``."""
+        label = self.selection.label().replace(" ", ",")
+        return f"{self.spec}{self.op}{self.value:g}" + (f"[{label}]" if label else "")
+
+    def __str__(self) -> str:
+        label = self.selection.label()
+        return f"{self.spec} {self.op} {self.value:g}" + (f" {label}" if label else "")
+
+
+_THRESHOLD = re.compile(
+    r"^\s*(?P<metric>[^\s<>=]+)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)(?P<rest>.*)$"
+)
+_KEYS = ("stage", "split", "slice")
+
+
+def parse_threshold(
+    line: str, *, source: str | None = None, line_number: int | None = None
+) -> Threshold:
+    """Parse ``METRIC OP VALUE [stage=S] [split=S] [slice=S]``; InputError naming the fix."""
+
+    def problem(message: str, fix: str) -> InputError:
+        return InputError(
+            Problem(f"{line.strip()!r}: {message}", fix=fix, source=source, line=line_number)
+        )
+
+    match = _THRESHOLD.match(line)
+    if match is None:
+        raise problem(
+            "is not a gate",
+            "write METRIC OP VALUE [stage=NAME] [split=NAME] [slice=NAME], e.g. recall@50 >= 0.90",
+        )
+    try:
+        spec = MetricSpec.parse(match["metric"])
+    except InputError as exc:
+        raise problem(str(exc.problems[0].message), exc.problems[0].fix or "") from None
+    try:
+        value = float(match["value"])
+    except ValueError:
+        raise problem(
+            f"threshold {match['value']!r} is not a number",
+            "write a number between 0 and 1, e.g. 0.90",
+        ) from None
+    try:
+        value = check_threshold(value)
+    except GateUsageError as exc:
+        raise problem(str(exc), "metrics are fractions between 0 and 1") from None
+    options: dict[str, str] = {}
+    for token in match["rest"].split():
+        key, sep, val = token.partition("=")
+        if not sep or key not in _KEYS or not val:
+            raise problem(
+                f"cannot read {token!r}",
+                "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice)",
+            )
+        if key in options:
+            raise problem(f"{key} is given twice", f"keep one {key}=...")
+        options[key] = val
+    return Threshold(
+        spec,
+        match["op"],
+        value,
+        Selection(options.get("stage"), options.get("split"), options.get("slice")),
+    )
+
+
+def describe_op_failure(value: float | None, op: str, threshold: float) -> str:
+    """``0.8125 < 0.9`` style text for a failed comparison."""
+    shown = "n/a (no query could be scored)" if value is None else f"{value:.4f}"
+    return f"{shown} {_NEGATION[op]} {threshold:g}" if value is not None else shown
+
+
+GATES_FILE_NAME = "retrieval-gates.yaml"
+
+
+def _gates_file_entries(path: str) -> list[tuple[str, int | None]]:
+    """The threshold lines of a gates file, each with its line number when known."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise InputError(
+            Problem("gates file not found", fix="check retrieval_gates_file", source=path)
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(f"cannot read the gates file: {exc}", source=path)) from None
+    try:
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(
+            Problem(
+                f"YAML syntax error: {getattr(exc, 'problem', exc)}",
+                fix="fix the YAML syntax",
+                source=path,
+                line=mark.line + 1 if mark else None,
+                column=mark.column + 1 if mark else None,
+            )
+        ) from None
+    expected = "a mapping with 'version: 1' and a 'thresholds:' list of gate lines"
+    if not isinstance(root, yaml.MappingNode):
+        raise InputError(Problem(f"expected {expected}", source=path, line=1))
+    entries: list[tuple[str, int | None]] = []
+    problems: list[Problem] = []
+    known = ("version", "thresholds", "regressions")
+    for key_node, value_node in root.value:
+        key = key_node.value
+        line = key_node.start_mark.line + 1
+        if key not in known:
+            import difflib
+
+            close = difflib.get_close_matches(str(key), known, n=1)
+            problems.append(
+                Problem(
+                    f"unknown key {key!r}",
+                    source=path,
+                    line=line,
+                    fix=f"did you mean {close[0]!r}?"
+                    if close
+                    else f"known keys: {', '.join(known)}",
+                )
+            )
+        elif key == "version" and value_node.value != "1":
+            problems.append(
+                Problem(
+                    f"unknown version {value_node.value!r}",
+                    fix="write version: 1",
+                    source=path,
+                    line=line,
+                )
+            )
+        elif key == "thresholds":
+            if not isinstance(value_node, yaml.SequenceNode):
+                problems.append(
+                    Problem(
+                        "thresholds must be a list of gate lines",
+                        source=path,
+                        line=line,
+                        fix="write one '- recall@50 >= 0.9' per line",
+                    )
+                )
+                continue
+            for item in value_node.value:
+                if not isinstance(item, yaml.ScalarNode):
+                    problems.append(
+                        Problem(
+                            "a gate must be one line of text",
+                            source=path,
+                            line=item.start_mark.line + 1,
+                            fix="write e.g. - ndcg@10 >= 0.6 slice=multi-hop",
+                        )
+                    )
+                    continue
+                entries.append((item.value, item.start_mark.line + 1))
+    if problems:
+        raise InputError(problems, title=f"{path}: {len(problems)} problem(s) in the gates file")
+    return entries
+
+
+def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Threshold]:
+    """Every declared gate: ini ``retrieval_thresholds`` lines, then the gates file.
+
+    ``slice=*`` expands to one gate per slice. Unknown slice or split names are errors that list
+    the known ones (stages are checked when the gate runs, once the run's stages are known).
+    """
+    import os
+
+    entries: list[tuple[str, str | None, int | None]] = [
+        (line, "retrieval_thresholds", None) for line in settings.thresholds
+    ]
+    path = settings.gates_file
+    if path is None:
+        candidate = os.path.join(str(rootdir), GATES_FILE_NAME)
+        path = candidate if os.path.isfile(candidate) else None
+    if path is not None:
+        entries += [(line, path, number) for line, number in _gates_file_entries(path)]
+    thresholds: list[Threshold] = []
+    problems: list[Problem] = []
+    for line, source, number in entries:
+        try:
+            threshold = parse_threshold(line, source=source, line_number=number)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        selection = threshold.selection
+        if selection.split is not None and selection.split not in golden.splits:
+            problems.append(
+                Problem(
+                    f"{line.strip()!r}: unknown split {selection.split!r}",
+                    fix=f"the golden set has: {', '.join(golden.splits)}",
+                    source=source,
+                    line=number,
+                )
+            )
+            continue
+        if selection.slice == "*":
+            # Every slice that has a query to score: a slice of no-answer queries only has no
+            # value under no_relevant=skip, so it is left out rather than failed.
+            for name in golden.slices:
+                members = [q for q in golden if name in q.slices]
+                if settings.no_relevant == "skip" and all(q.is_no_answer for q in members):
+                    continue
+                thresholds.append(
+                    Threshold(
+                        threshold.spec,
+                        threshold.op,
+                        threshold.value,
+                        Selection(selection.stage, selection.split, name),
+                    )
+                )
+            continue
+        if selection.slice is not None and selection.slice not in golden.slices:
+            problems.append(
+                Problem(
+                    f"{line.strip()!r}: unknown slice {selection.slice!r}",
+                    fix=f"the golden set has: {', '.join(golden.slices) or 'no slices'}",
+                    source=source,
+                    line=number,
+                )
+            )
+            continue
+        thresholds.append(threshold)
+    if problems:
+        raise InputError(problems, title=f"pytest-retrieval: {len(problems)} invalid gate(s)")
+    return thresholds

@@ -1,0 +1,812 @@
+"""Golden sets: the labelled queries every retrieval gate stands on.
+
+A :class:`GoldenSet` is an ordered tuple of :class:`Query` records. Each query has a string id,
+its text, graded judgments (``{doc id: grade}``: grade 0 means judged not relevant, a doc that is
+absent is unjudged, and an empty mapping marks a *no-answer* query), any number of slice tags and
+exactly one split (``tune`` unless stated; the held-out split is called ``heldout`` unless
+configured otherwise).
+
+:func:`load_golden` reads every supported format (canonical YAML, JSON, JSONL, CSV, TREC qrels
+with optional topics, a BEIR folder) and reports *all* problems it finds in one
+:class:`~pytest_retrieval.errors.GoldenSetError`; :func:`write_golden` writes YAML, JSON or JSONL.
+Nothing heavy (yaml, csv readers) is imported until a file is actually read, because the pytest
+plugin imports this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import string
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from .errors import GoldenSetError, InputError, Problem
+
+if TYPE_CHECKING:
+    from .formats.golden_schema import Parsed
+
+__all__ = [
+    "DEFAULT_HELDOUT_SPLIT",
+    "DEFAULT_SPLIT",
+    "READ_FORMATS",
+    "SCHEMA_VERSION",
+    "WRITE_FORMATS",
+    "DocId",
+    "GoldenSet",
+    "Judgments",
+    "Query",
+    "QueryId",
+    "check_corpus",
+    "compute_fingerprint",
+    "infer_format",
+    "is_plain_name",
+    "load_golden",
+    "normalise_text",
+    "read_corpus_ids",
+    "write_golden",
+]
+
+QueryId = str
+DocId = str
+#: ``{doc id: grade}``; 0 = judged not relevant, a doc that is absent is unjudged.
+Judgments = Mapping[DocId, int]
+
+#: The split of a query that names none.
+DEFAULT_SPLIT = "tune"
+#: The default name of the held-out split (configurable per load).
+DEFAULT_HELDOUT_SPLIT = "heldout"
+#: The only ``version:`` of the canonical schema this release reads and writes.
+SCHEMA_VERSION = 1
+#: Format names :func:`load_golden` accepts.
+READ_FORMATS = ("yaml", "json", "jsonl", "csv", "trec", "beir")
+#: Format names :func:`write_golden` accepts.
+WRITE_FORMATS = ("yaml", "json", "jsonl")
+
+#: A path, or an iterable of doc ids given from code.
+CorpusSpec = str | os.PathLike[str] | Iterable[str]
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter or digit"
+
+_SUFFIX_FORMATS = {
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".qrels": "trec",
+}
+
+
+def is_plain_name(name: object) -> bool:
+    """True if ``name`` is a usable slice or split name: ``[A-Za-z0-9][A-Za-z0-9_.-]*``."""
+    return isinstance(name, str) and _PLAIN_NAME.match(name) is not None
+
+
+# Only category P* (not symbols such as '+' or '$'), so the ASCII fast path agrees with the
+# Unicode path below.
+_ASCII_PUNCTUATION = str.maketrans(
+    "", "", "".join(c for c in string.punctuation if unicodedata.category(c).startswith("P"))
+)
+
+
+def normalise_text(text: str) -> str:
+    """The form of a query text used to detect leakage between splits.
+
+    Case-folded, punctuation (Unicode category P*) deleted, runs of white space collapsed to one
+    space and trimmed: ``"What's  the Refund-window?"`` becomes ``"whats the refundwindow"``.
+    """
+    if text.isascii():
+        folded = text.translate(_ASCII_PUNCTUATION).lower()
+    else:
+        folded = "".join(
+            ch for ch in text if not unicodedata.category(ch).startswith("P")
+        ).casefold()
+    return " ".join(folded.split())
+
+
+def _query_problems(
+    query_id: object, text: object, judgments: object, slices: object, split: object
+) -> tuple[list[Problem], dict[str, int], tuple[str, ...]]:
+    """Check the parts of one query; return the problems, the judgments and the slices."""
+    problems: list[Problem] = []
+    qid = query_id if isinstance(query_id, str) else None
+    if not isinstance(query_id, str) or not query_id.strip():
+        problems.append(
+            Problem(f"query id must be a non-blank string, got {query_id!r}", field="id")
+        )
+    if text is not None and (not isinstance(text, str) or not text.strip()):
+        problems.append(
+            Problem(f"text must be a non-blank string, got {text!r}", query_id=qid, field="text")
+        )
+    grades: dict[str, int] = {}
+    pairs: Iterable[tuple[object, object]]
+    if isinstance(judgments, Mapping):
+        pairs = judgments.items()
+    elif isinstance(judgments, (str, bytes)) or not isinstance(judgments, Iterable):
+        problems.append(
+            Problem(
+                f"judgments must be a list of doc ids or a mapping of doc id to grade, got "
+                f"{judgments!r}",
+                query_id=qid,
+                field="relevant",
+            )
+        )
+        pairs = ()
+    else:
+        pairs = ((doc, 1) for doc in judgments)
+    for doc, grade in pairs:
+        if not isinstance(doc, str) or not doc.strip():
+            problems.append(
+                Problem(
+                    f"doc id must be a non-blank string, got {doc!r}",
+                    query_id=qid,
+                    field="relevant",
+                )
+            )
+        elif type(grade) is not int or grade < 0:
+            problems.append(
+                Problem(
+                    f"grade of {doc!r} must be an integer >= 0, got {grade!r}",
+                    query_id=qid,
+                    field="relevant",
+                )
+            )
+        elif doc in grades:
+            problems.append(Problem(f"doc {doc!r} is judged twice", query_id=qid, field="relevant"))
+        else:
+            grades[doc] = grade
+    names: tuple[str, ...] = ()
+    if isinstance(slices, (str, bytes)) or not isinstance(slices, Iterable):
+        problems.append(
+            Problem(f"slices must be a list of names, got {slices!r}", query_id=qid, field="slices")
+        )
+    else:
+        names = tuple(slices)
+        for name in names:
+            if not is_plain_name(name):
+                problems.append(
+                    Problem(
+                        f"slice name {name!r} is not a plain identifier",
+                        _PLAIN_NAME_FIX,
+                        query_id=qid,
+                        field="slices",
+                    )
+                )
+    if not is_plain_name(split):
+        problems.append(
+            Problem(
+                f"split name {split!r} is not a plain identifier",
+                _PLAIN_NAME_FIX,
+                query_id=qid,
+                field="split",
+            )
+        )
+    return problems, grades, names
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Query:
+    """One labelled query.
+
+    ``Query(id, text, judgments, slices=(), split="tune")``. ``judgments`` is either a list of
+    doc ids (grade 1 each) or a mapping ``{doc id: grade}`` with integer grades >= 0 (0 = judged
+    not relevant); an empty list or mapping makes a *no-answer* query. Ids are strings: convert
+    numeric ids yourself (the file loaders do). ``text`` is ``None`` only for TREC qrels read
+    without a topics file. Slices are stored sorted and without duplicates; the judgments keep
+    their given order in a read-only mapping. Invalid parts raise
+    :class:`~pytest_retrieval.errors.GoldenSetError`.
+    """
+
+    id: QueryId
+    text: str | None
+    judgments: Judgments = field(hash=False)
+    slices: tuple[str, ...]
+    split: str
+
+    def __init__(
+        self,
+        id: QueryId,
+        text: str | None,
+        judgments: Judgments | Iterable[DocId],
+        slices: Iterable[str] = (),
+        split: str = DEFAULT_SPLIT,
+    ) -> None:
+        problems, grades, names = _query_problems(id, text, judgments, slices, split)
+        if problems:
+            raise GoldenSetError(problems, title=f"invalid query {id!r}")
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "judgments", MappingProxyType(grades))
+        object.__setattr__(self, "slices", tuple(sorted(set(names))))
+        object.__setattr__(self, "split", split)
+
+    @classmethod
+    def _from_checked(
+        cls,
+        query_id: QueryId,
+        text: str | None,
+        judgments: dict[DocId, int],
+        slices: Iterable[str],
+        split: str,
+    ) -> Query:
+        """Build a query from parts a reader has already validated (no checks: fast)."""
+        query = object.__new__(cls)
+        object.__setattr__(query, "id", query_id)
+        object.__setattr__(query, "text", text)
+        object.__setattr__(query, "judgments", MappingProxyType(judgments))
+        object.__setattr__(query, "slices", tuple(sorted(set(slices))))
+        object.__setattr__(query, "split", split)
+        return query
+
+    def __reduce__(self) -> tuple[type[Query], tuple[Any, ...]]:
+        # A mappingproxy cannot be pickled, so rebuild from a plain dict.
+        return (Query, (self.id, self.text, dict(self.judgments), self.slices, self.split))
+
+    @property
+    def relevant(self) -> tuple[DocId, ...]:
+        """The doc ids with a grade > 0, in judgment order."""
+        return tuple(doc for doc, grade in self.judgments.items() if grade > 0)
+
+    @property
+    def is_no_answer(self) -> bool:
+        """True if no document has a grade > 0 (``relevant: []``, or only grade-0 judgments)."""
+        return not any(grade > 0 for grade in self.judgments.values())
+
+
+def _canonical_query(query: Query) -> dict[str, Any]:
+    return {
+        "id": query.id,
+        "text": query.text,
+        "judgments": query.judgments,
+        "slices": query.slices,
+        "split": query.split,
+    }
+
+
+def _encode_default(value: object) -> object:
+    # json cannot encode a mappingproxy; handing it a dict view here avoids a copy per query.
+    if isinstance(value, MappingProxyType):
+        return dict(value)
+    raise TypeError(f"cannot encode {type(value).__name__}")  # pragma: no cover
+
+
+def compute_fingerprint(queries: Iterable[Query]) -> str:
+    """sha256 (hex) of the canonical serialisation of ``queries``.
+
+    The serialisation is compact JSON (``sort_keys``, no white space, UTF-8 unescaped) of a list,
+    sorted by query id, of ``{"id", "text", "judgments", "slices", "split"}`` per query. It is
+    therefore independent of the file format, key order, white space and the order of the
+    queries in the file (reordering changes no label), and changes with any id, text, grade,
+    slice or split. The set's name, corpus version and source path are not part of it.
+    """
+    ordered = sorted(queries, key=lambda q: q.id)
+    payload = json.dumps(
+        [_canonical_query(q) for q in ordered],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=_encode_default,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _where(index: int, lines: Sequence[int | None] | None) -> str:
+    line = lines[index] if lines is not None else None
+    return f"on line {line}" if line is not None else f"by query #{index + 1}"
+
+
+#: What the cross-query checks need of a query: id, text and split (None where invalid).
+Entry = tuple[str, str | None, str | None]
+
+
+def _set_problems(
+    entries: Sequence[Entry],
+    *,
+    source: str | None = None,
+    lines: Sequence[int | None] | None = None,
+) -> list[Problem]:
+    """Problems that span queries: duplicate ids and the same text in two splits (leakage).
+
+    ``entries[i]`` is ``(id, text, split)`` of the i-th query of the file, ``lines[i]`` its
+    line where the format has lines. A loader also passes the queries that failed other checks
+    (with None for their invalid parts), so a duplicate id is reported even then.
+    """
+    problems: list[Problem] = []
+    first_of_id: dict[str, int] = {}
+    first_of_text: dict[str, dict[str, int]] = {}
+    for index, (query_id, text, split) in enumerate(entries):
+        line = lines[index] if lines is not None else None
+        if query_id in first_of_id:
+            problems.append(
+                Problem(
+                    f"duplicate query id: already used {_where(first_of_id[query_id], lines)}",
+                    "give every query a unique id, or merge the two entries",
+                    source=source,
+                    line=line,
+                    query_id=query_id,
+                    field="id",
+                )
+            )
+            continue
+        first_of_id[query_id] = index
+        if text is None or split is None:
+            continue
+        splits = first_of_text.setdefault(normalise_text(text), {})
+        if splits and split not in splits:
+            other_split, other = next(iter(splits.items()))
+            problems.append(
+                Problem(
+                    f"leakage: the same text as query {entries[other][0]!r} "
+                    f"({_where(other, lines)}) is in split {split!r} and in split "
+                    f"{other_split!r}",
+                    "a query text must be in one split only: delete one of the two queries "
+                    "or move both into the same split",
+                    source=source,
+                    line=line,
+                    query_id=query_id,
+                    field="text",
+                )
+            )
+        splits.setdefault(split, index)
+    return problems
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class GoldenSet:
+    """An ordered, validated collection of :class:`Query` records.
+
+    Construction checks that query ids are unique and that no query text (compared by
+    :func:`normalise_text`) appears in two splits, raising
+    :class:`~pytest_retrieval.errors.GoldenSetError` otherwise. An empty set is allowed here (a
+    selection may be empty) but not when loading a file. Iteration follows file order.
+    ``source`` is the file it was read from, ``corpus_version`` the index build the labels
+    belong to, ``heldout_split`` the name of the held-out split.
+    """
+
+    queries: tuple[Query, ...]
+    source: str | None = None
+    name: str | None = None
+    corpus_version: str | None = None
+    heldout_split: str = DEFAULT_HELDOUT_SPLIT
+    _by_id: Mapping[str, Query] = field(init=False, repr=False, compare=False, hash=False)
+    _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        queries = tuple(self.queries)
+        problems = [
+            Problem(f"expected a Query, got {type(q).__name__}", source=self.source)
+            for q in queries
+            if not isinstance(q, Query)
+        ]
+        if not is_plain_name(self.heldout_split):
+            problems.append(
+                Problem(
+                    f"held-out split name {self.heldout_split!r} is not a plain identifier",
+                    _PLAIN_NAME_FIX,
+                    field="heldout_split",
+                )
+            )
+        if not problems:
+            entries = [(q.id, q.text, q.split) for q in queries]
+            problems = _set_problems(entries, source=self.source)
+        if problems:
+            title = f"{self.source or 'golden set'}: {len(problems)} problem(s)"
+            raise GoldenSetError(problems, title=title)
+        object.__setattr__(self, "queries", queries)
+        object.__setattr__(self, "_by_id", MappingProxyType({q.id: q for q in queries}))
+
+    @classmethod
+    def _from_checked(
+        cls,
+        queries: tuple[Query, ...],
+        *,
+        source: str | None,
+        name: str | None,
+        corpus_version: str | None,
+        heldout_split: str,
+    ) -> GoldenSet:
+        """Build a set whose cross-query checks already passed (a loader's, or a subset of a
+        valid set, since unique ids and split-disjoint texts stay so in any subset)."""
+        golden = object.__new__(cls)
+        for name_, value in (
+            ("queries", queries),
+            ("source", source),
+            ("name", name),
+            ("corpus_version", corpus_version),
+            ("heldout_split", heldout_split),
+            ("_by_id", MappingProxyType({q.id: q for q in queries})),
+            ("_fingerprint", None),
+        ):
+            object.__setattr__(golden, name_, value)
+        return golden
+
+    def __reduce__(self) -> tuple[type[GoldenSet], tuple[Any, ...]]:
+        return (
+            GoldenSet,
+            (self.queries, self.source, self.name, self.corpus_version, self.heldout_split),
+        )
+
+    def __repr__(self) -> str:
+        # A golden set can hold 100,000 queries: never print them all (pytest shows reprs).
+        about = [f"{len(self.queries)} queries"]
+        about += [
+            f"{key}={value!r}"
+            for key, value in (
+                ("name", self.name),
+                ("source", self.source),
+                ("corpus_version", self.corpus_version),
+            )
+            if value is not None
+        ]
+        about.append(f"splits={self.splits!r}")
+        return f"GoldenSet({', '.join(about)})"
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __iter__(self) -> Iterator[Query]:
+        return iter(self.queries)
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._by_id
+
+    def __getitem__(self, query_id: QueryId) -> Query:
+        """The query with this id (``KeyError`` if there is none)."""
+        return self._by_id[query_id]
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 hex digest of the labels; see :func:`compute_fingerprint`. Computed once."""
+        if self._fingerprint is None:
+            object.__setattr__(self, "_fingerprint", compute_fingerprint(self.queries))
+        assert self._fingerprint is not None
+        return self._fingerprint
+
+    @property
+    def short_fingerprint(self) -> str:
+        """The first 12 hex characters of :attr:`fingerprint`, for display."""
+        return self.fingerprint[:12]
+
+    @property
+    def slices(self) -> tuple[str, ...]:
+        """Every slice name used by at least one query, sorted."""
+        return tuple(sorted({name for q in self.queries for name in q.slices}))
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """Every split name used by at least one query, sorted."""
+        return tuple(sorted({q.split for q in self.queries}))
+
+    def _subset(self, queries: Iterable[Query]) -> GoldenSet:
+        return GoldenSet._from_checked(
+            tuple(queries),
+            source=self.source,
+            name=self.name,
+            corpus_version=self.corpus_version,
+            heldout_split=self.heldout_split,
+        )
+
+    def in_split(self, split: str) -> GoldenSet:
+        """The queries of one split, in file order (possibly none). Has its own fingerprint."""
+        return self._subset(q for q in self.queries if q.split == split)
+
+    def in_slice(self, name: str) -> GoldenSet:
+        """The queries tagged with slice ``name``, in file order (possibly none)."""
+        return self._subset(q for q in self.queries if name in q.slices)
+
+    def heldout(self) -> GoldenSet:
+        """The queries of the held-out split (:attr:`heldout_split`)."""
+        return self.in_split(self.heldout_split)
+
+    def qrels(self) -> dict[QueryId, dict[DocId, int]]:
+        """``{query id: {doc id: grade}}`` for every query, no-answer queries included (``{}``).
+
+        Fresh dicts: the caller may modify them.
+        """
+        return {q.id: dict(q.judgments) for q in self.queries}
+
+    def texts(self) -> dict[QueryId, str]:
+        """``{query id: text}`` in file order, skipping queries without text (TREC qrels)."""
+        return {q.id: q.text for q in self.queries if q.text is not None}
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def infer_format(path: str | os.PathLike[str]) -> str:
+    """The format name for ``path``: a folder is ``beir``; otherwise by suffix.
+
+    ``.yaml``/``.yml``, ``.json``, ``.jsonl``/``.ndjson``, ``.csv``/``.tsv``, and ``.qrels`` or a
+    file name starting with ``qrels`` (``qrels.test``, ``qrels.txt``) for TREC. Raises
+    :class:`~pytest_retrieval.errors.GoldenSetError` if it cannot tell.
+    """
+    p = Path(path)
+    if p.is_dir():
+        return "beir"
+    fmt = _SUFFIX_FORMATS.get(p.suffix.lower())
+    if fmt is None and p.name.lower().startswith("qrels"):
+        fmt = "trec"
+    if fmt is None:
+        raise GoldenSetError(
+            Problem(
+                "cannot tell the golden-set format from the file name",
+                f"use a known suffix (.yaml, .json, .jsonl, .csv, .tsv, .qrels) or pass the "
+                f"format explicitly (one of {', '.join(READ_FORMATS)})",
+                source=os.fspath(path),
+            )
+        )
+    return fmt
+
+
+def _read(fmt: str, source: str, topics: str | None) -> Parsed:
+    if fmt in ("yaml", "json", "jsonl"):
+        from .formats import golden_files
+
+        return golden_files.read(source, fmt)
+    if fmt == "csv":
+        from .formats import golden_csv
+
+        return golden_csv.read_csv(source)
+    if fmt == "trec":
+        from .formats import golden_trec
+
+        return golden_trec.read_trec(source, topics=topics)
+    from .formats import golden_beir
+
+    return golden_beir.read_beir(source)
+
+
+def load_golden(
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    corpus: CorpusSpec | None = None,
+    heldout_split: str = DEFAULT_HELDOUT_SPLIT,
+    topics: str | os.PathLike[str] | None = None,
+) -> GoldenSet:
+    """Read and validate a golden set.
+
+    ``format`` is one of :data:`READ_FORMATS`, inferred from ``path`` when omitted (see
+    :func:`infer_format`). ``topics`` gives query texts for TREC qrels (a TSV ``qid<TAB>text``
+    or a TREC topics file). ``corpus`` (a file of ids, a BEIR ``corpus.jsonl`` or folder, or an
+    iterable of doc ids) turns on the corpus check: every judged doc id must be in it.
+    ``heldout_split`` names the held-out split.
+
+    Every problem found (syntax, schema, duplicates, leakage, stale doc ids) is reported in one
+    :class:`~pytest_retrieval.errors.GoldenSetError`; no other exception escapes for bad input.
+    """
+    source = os.fspath(path)
+    fmt = infer_format(path) if format is None else format
+    usage: list[Problem] = []
+    if fmt not in READ_FORMATS:
+        usage.append(
+            Problem(
+                f"unknown golden-set format {fmt!r}",
+                f"use one of {', '.join(READ_FORMATS)}",
+                source=source,
+                field="format",
+            )
+        )
+    if topics is not None and fmt != "trec":
+        usage.append(
+            Problem(
+                "a topics file only applies to TREC qrels",
+                "drop the topics file, or pass format='trec'",
+                source=source,
+                field="topics",
+            )
+        )
+    if not is_plain_name(heldout_split):
+        usage.append(
+            Problem(
+                f"held-out split name {heldout_split!r} is not a plain identifier",
+                _PLAIN_NAME_FIX,
+                field="heldout_split",
+            )
+        )
+    if not os.path.exists(source):
+        usage.append(Problem("no such file or folder", "check the path", source=source))
+    if usage:
+        raise GoldenSetError(usage, title=f"{source}: cannot load golden set")
+    parsed = _read(fmt, source, os.fspath(topics) if topics is not None else None)
+    problems = list(parsed.problems)
+    line_source = parsed.line_source or source
+    problems.extend(_set_problems(parsed.entries, source=line_source, lines=parsed.entry_lines))
+    if corpus is not None:
+        try:
+            problems.extend(
+                _corpus_problems(
+                    parsed.queries,
+                    read_corpus_ids(corpus),
+                    source=line_source,
+                    lines=parsed.lines,
+                    corpus_version=parsed.corpus_version,
+                )
+            )
+        except GoldenSetError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise GoldenSetError(problems, title=f"{source}: golden set has {len(problems)} problem(s)")
+    return GoldenSet._from_checked(
+        tuple(parsed.queries),
+        source=source,
+        name=parsed.name,
+        corpus_version=parsed.corpus_version,
+        heldout_split=heldout_split,
+    )
+
+
+def write_golden(
+    golden: GoldenSet,
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+) -> None:
+    """Write ``golden`` as canonical YAML, JSON or JSONL (inferred from the suffix).
+
+    Every query is written with its resolved split and slices (no ``defaults``), so reading the
+    file back gives an equal set with the same fingerprint. Queries without text (TREC qrels
+    read without topics) cannot be written: that raises
+    :class:`~pytest_retrieval.errors.GoldenSetError` listing them.
+    """
+    target = os.fspath(path)
+    fmt = format
+    if fmt is None:
+        fmt = _SUFFIX_FORMATS.get(Path(target).suffix.lower())
+    if fmt not in WRITE_FORMATS:
+        raise InputError(
+            Problem(
+                f"cannot write golden sets as {fmt or 'this file type'}",
+                f"write one of {', '.join(WRITE_FORMATS)} (.yaml, .json or .jsonl)",
+                source=target,
+                field="format",
+            )
+        )
+    textless = [
+        Problem(
+            "query has no text, which the canonical formats require",
+            "load the TREC qrels with a topics file that gives every query's text",
+            source=golden.source,
+            query_id=q.id,
+            field="text",
+        )
+        for q in golden.queries
+        if q.text is None
+    ]
+    if textless:
+        raise GoldenSetError(
+            textless, title=f"cannot write {target}: {len(textless)} query(ies) without text"
+        )
+    from .formats import golden_files
+
+    golden_files.write(golden, target, fmt)
+
+
+# --- corpus check ----------------------------------------------------------------------------
+
+
+def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
+    """The doc ids of a corpus.
+
+    ``corpus`` is a path to a BEIR folder (its ``corpus.jsonl`` is read), a ``.jsonl`` file with
+    one JSON object per line (``_id`` as in BEIR, or ``id``), or any other file with one id per
+    line (blank lines skipped, surrounding white space ignored); or an iterable of ids from
+    code. Unreadable files raise :class:`~pytest_retrieval.errors.GoldenSetError`.
+    """
+    if not isinstance(corpus, (str, os.PathLike)):
+        return frozenset(str(doc) for doc in corpus)
+    source = os.fspath(corpus)
+    if os.path.isdir(source):
+        source = os.path.join(source, "corpus.jsonl")
+    is_jsonl = source.lower().endswith((".jsonl", ".ndjson"))
+    ids: set[str] = set()
+    problems: list[Problem] = []
+    try:
+        with open(source, encoding="utf-8-sig") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                if not is_jsonl:
+                    ids.add(line.strip())
+                    continue
+                doc_id = _jsonl_doc_id(line)
+                if doc_id is None:
+                    problems.append(
+                        Problem(
+                            "not a JSON object with an '_id' (or 'id') string",
+                            "write one document per line, as in BEIR's corpus.jsonl",
+                            source=source,
+                            line=number,
+                        )
+                    )
+                else:
+                    ids.add(doc_id)
+    except FileNotFoundError:
+        problems.append(Problem("corpus file not found", "check the path", source=source))
+    except UnicodeDecodeError as exc:
+        problems.append(
+            Problem(f"is not valid UTF-8 ({exc.reason})", "save it as UTF-8", source=source)
+        )
+    except OSError as exc:
+        problems.append(Problem(f"cannot read the corpus: {exc.strerror}", source=source))
+    if problems:
+        raise GoldenSetError(problems, title=f"{source}: cannot read corpus ids")
+    return frozenset(ids)
+
+
+def _jsonl_doc_id(line: str) -> str | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    doc_id = record.get("_id", record.get("id"))
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+        return None
+    return str(doc_id)
+
+
+_LISTED_STALE_IDS = 10
+
+
+def _corpus_problems(
+    queries: Sequence[Query],
+    known: frozenset[str],
+    *,
+    source: str | None,
+    lines: Sequence[int | None] | None,
+    corpus_version: str | None,
+) -> list[Problem]:
+    version = f" (labelled for corpus_version {corpus_version!r})" if corpus_version else ""
+    problems: list[Problem] = []
+    for index, query in enumerate(queries):
+        stale = [doc for doc in query.judgments if doc not in known]
+        if not stale:
+            continue
+        shown = ", ".join(repr(doc) for doc in stale[:_LISTED_STALE_IDS])
+        if len(stale) > _LISTED_STALE_IDS:
+            shown += f" and {len(stale) - _LISTED_STALE_IDS} more"
+        problems.append(
+            Problem(
+                f"{len(stale)} judged doc id(s) not in the corpus{version}: {shown}",
+                "the documents were removed or given new ids since labelling: re-label them, "
+                "or check that the corpus matches the index build",
+                source=source,
+                line=lines[index] if lines is not None else None,
+                query_id=query.id,
+                field="relevant",
+            )
+        )
+    return problems
+
+
+def check_corpus(golden: GoldenSet, corpus: CorpusSpec) -> None:
+    """Raise :class:`~pytest_retrieval.errors.GoldenSetError` if a judged doc id is not in
+    ``corpus`` (any form :func:`read_corpus_ids` accepts), listing the stale ids per query.
+
+    Every judged id counts, grade 0 included.
+    """
+    problems = _corpus_problems(
+        golden.queries,
+        read_corpus_ids(corpus),
+        source=golden.source,
+        lines=None,
+        corpus_version=golden.corpus_version,
+    )
+    if problems:
+        raise GoldenSetError(
+            problems,
+            title=f"{golden.source or 'golden set'}: {len(problems)} query(ies) judge doc ids "
+            "missing from the corpus",
+        )

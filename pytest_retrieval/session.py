@@ -1,0 +1,419 @@
+"""What one test session knows: the golden set, the run, the scores and the gate outcomes.
+
+:class:`RetrievalSession` is the pure core behind the plugin's fixtures and gates. It scores the
+run per stage (``retriever``, ``reranker``), split and slice, explains failed gates with the worst
+queries, and enforces the held-out guard:
+
+* The held-out split is sealed unless ``settings.heldout`` is set: it is never scored, and a gate
+  naming it is skipped with the reason.
+* Unsealed, it is scored, but its per-query details (ids, texts, rankings, worst queries) appear
+  nowhere unless ``settings.heldout_details`` is also set; only aggregates do.
+* Without a split, a score covers every query outside the held-out split ("overall").
+
+A query whose retriever call failed is scored as an empty ranking (0 on every metric) so an error
+can never raise a number; the session also fails with the list of such queries.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from .evaluate import Evaluation, evaluate
+from .gates import (
+    OPS,
+    Gate,
+    GateOutcome,
+    GateUsageError,
+    Score,
+    Selection,
+    describe_op_failure,
+)
+from .golden import GoldenSet, Query
+from .metrics import MetricSpec
+from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome
+from .settings import Settings
+
+__all__ = ["RetrievalSession", "SealedSplit", "WorstQuery"]
+
+SEALED_REASON = "held-out split is sealed; CI unseals it with --retrieval-heldout"
+
+
+class SealedSplit(Exception):
+    """Raised (by default) when a gate names the sealed held-out split."""
+
+
+def _raise_sealed(reason: str) -> NoReturn:
+    raise SealedSplit(reason)
+
+
+@dataclass(frozen=True, slots=True)
+class WorstQuery:
+    """One of the lowest-scoring queries, for failure messages."""
+
+    query_id: str
+    text: str | None
+    value: float
+    missed: tuple[str, ...]
+    first_relevant_rank: int | None
+
+    def describe(self, spec: MetricSpec) -> str:
+        """One line: id, text, value, missed relevant ids and where the first relevant sat."""
+        text = "" if self.text is None else f" {_clip(self.text, 60)!r}"
+        first = (
+            f"first relevant at rank {self.first_relevant_rank}"
+            if self.first_relevant_rank is not None
+            else "no relevant document retrieved"
+        )
+        missed = f"; missed {', '.join(self.missed[:5])}" if self.missed else ""
+        if len(self.missed) > 5:
+            missed += f" (+{len(self.missed) - 5} more)"
+        return f"{self.query_id}{text}: {spec} = {self.value:.4f}{missed}; {first}"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass
+class RetrievalSession:
+    """The golden set, the run and everything scored from it, for one test session."""
+
+    settings: Settings
+    golden: GoldenSet
+    outcomes: dict[str, QueryOutcome] | None = None
+    gate_outcomes: list[GateOutcome] = field(default_factory=list)
+    retriever_name: str | None = None
+    on_sealed: Callable[[str], NoReturn] = _raise_sealed
+    current_test: str | None = None
+    ensure_run: Callable[[], None] | None = None
+    _pending: list[Gate] = field(default_factory=list)
+    _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- which queries -------------------------------------------------------------------
+
+    @property
+    def heldout_name(self) -> str:
+        """The held-out split's name."""
+        return self.settings.heldout_split
+
+    @property
+    def unsealed(self) -> bool:
+        """True when the held-out split is scored (``--retrieval-heldout``)."""
+        return self.settings.heldout
+
+    @property
+    def show_heldout_details(self) -> bool:
+        """True when held-out per-query details may be shown."""
+        return self.settings.heldout and self.settings.heldout_details
+
+    def scorable_queries(self) -> list[Query]:
+        """The queries the retriever runs on: all but the held-out ones, unless unsealed."""
+        return [q for q in self.golden if self.unsealed or q.split != self.heldout_name]
+
+    def visible_golden(self) -> GoldenSet:
+        """The golden set the ``golden_set`` fixture gives: without the held-out split."""
+        return self.golden._subset(q for q in self.golden if q.split != self.heldout_name)
+
+    def is_redacted(self, query: Query) -> bool:
+        """True when this query's details must not be shown."""
+        return query.split == self.heldout_name and not self.show_heldout_details
+
+    def select(self, selection: Selection) -> list[Query]:
+        """The queries of a split/slice selection; errors name the known splits and slices."""
+        split, slice_name = selection.split, selection.slice
+        if split is not None and split not in self.golden.splits:
+            known = ", ".join(self.golden.splits) or "none"
+            raise GateUsageError(f"unknown split {split!r}; the golden set has: {known}")
+        if slice_name is not None and slice_name not in self.golden.slices:
+            known = ", ".join(self.golden.slices) or "none"
+            raise GateUsageError(f"unknown slice {slice_name!r}; the golden set has: {known}")
+        if split == self.heldout_name and not self.unsealed:
+            self.on_sealed(SEALED_REASON)
+        queries = [
+            q
+            for q in self.golden
+            if (q.split == split if split is not None else q.split != self.heldout_name)
+        ]
+        if slice_name is not None:
+            queries = [q for q in queries if slice_name in q.slices]
+        return queries
+
+    # --- the run ------------------------------------------------------------------------
+
+    @property
+    def has_run(self) -> bool:
+        """True once the retriever has run."""
+        return self.outcomes is not None
+
+    def set_outcomes(self, outcomes: Iterable[QueryOutcome]) -> None:
+        """Store the run (one outcome per scorable query) and forget cached scores."""
+        with self._lock:
+            self.outcomes = {o.query_id: o for o in outcomes}
+            self._cache.clear()
+
+    def _require_run(self) -> dict[str, QueryOutcome]:
+        if self.outcomes is None and self.ensure_run is not None:
+            self.ensure_run()
+        if self.outcomes is None:
+            raise RuntimeError("the retriever has not run yet (no test fixture could run it)")
+        return self.outcomes
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """The stages present in the run, retriever first."""
+        if not self.outcomes:
+            return ()
+        seen = {stage for o in self.outcomes.values() for stage in o.rankings}
+        seen |= {o.error_stage for o in self.outcomes.values() if o.error_stage}
+        ordered = [s for s in (RETRIEVER_STAGE, RERANKER_STAGE) if s in seen]
+        return tuple(ordered + sorted(seen - set(ordered)))
+
+    @property
+    def default_stage(self) -> str:
+        """The last stage (the final ranking)."""
+        return self.stages[-1] if self.stages else RETRIEVER_STAGE
+
+    def failed_queries(self) -> list[QueryOutcome]:
+        """Outcomes whose retriever or reranker call failed, in golden-set order."""
+        if not self.outcomes:
+            return []
+        return [o for o in self.outcomes.values() if o.error is not None]
+
+    def ranking(self, query_id: str, stage: str) -> tuple[str, ...]:
+        """The ranking of one query at one stage (empty if it failed)."""
+        assert self.outcomes is not None
+        outcome = self.outcomes.get(query_id)
+        return outcome.rankings.get(stage, ()) if outcome else ()
+
+    def _stage(self, stage: str | None) -> str:
+        if stage is None:
+            return self.default_stage
+        if stage not in self.stages:
+            known = ", ".join(self.stages) or RETRIEVER_STAGE
+            raise GateUsageError(f"unknown stage {stage!r}; this run has: {known}")
+        return stage
+
+    def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
+        """Every scorable query scored at ``stage`` on ``specs`` (cached)."""
+        self._require_run()
+        key = (stage, tuple(str(s) for s in specs))
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        outcomes = self._require_run()
+        queries = self.scorable_queries()
+        run = {
+            q.id: outcomes[q.id].rankings[stage]
+            for q in queries
+            if q.id in outcomes and stage in outcomes[q.id].rankings
+        }
+        result = evaluate(
+            run,
+            {q.id: q.judgments for q in queries},
+            specs,
+            gain=self.settings.gain,  # type: ignore[arg-type]
+            min_grade=self.settings.min_grade,
+            no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
+        )
+        with self._lock:
+            self._cache[key] = result
+        return result
+
+    def _evaluation_for(self, stage: str, spec: MetricSpec) -> Evaluation:
+        table = self.settings.metric_specs
+        if spec in table:
+            return self.evaluation(stage, table)
+        return self.evaluation(stage, (spec,))
+
+    # --- scores and gates ------------------------------------------------------------------
+
+    def score(self, spec: MetricSpec, selection: Selection) -> Score:
+        """The mean of ``spec`` over a selection, with the worst queries as explanation."""
+        queries = self.select(selection)
+        self._require_run()
+        stage = self._stage(selection.stage)
+        evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
+        value = evaluation.means[str(spec)]
+        return Score(
+            spec=spec,
+            value=value,
+            n=evaluation.counts[str(spec)],
+            skipped=len(evaluation.skipped_no_relevant),
+            stage=stage,
+            split=selection.split,
+            slice=selection.slice,
+            explanation=tuple(self._explain(spec, stage, queries, evaluation)),
+        )
+
+    def worst_queries(
+        self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
+    ) -> list[WorstQuery]:
+        """The lowest-scoring queries of a selection (held-out ones left out unless shown)."""
+        column = evaluation.columns[str(spec)]
+        by_id = {q.id: q for q in queries}
+        scored = [
+            (value, qid)
+            for qid, value in zip(evaluation.query_ids, column)
+            if value is not None and not self.is_redacted(by_id[qid])
+        ]
+        scored.sort()
+        worst = []
+        for value, qid in scored[: self.settings.worst]:
+            query = by_id[qid]
+            ranking = self.ranking(qid, stage)
+            top = ranking if spec.k is None else ranking[: spec.k]
+            relevant = [d for d, g in query.judgments.items() if g >= self.settings.min_grade]
+            shown = set(top)
+            missed = tuple(d for d in relevant if d not in shown)
+            relevant_set = set(relevant)
+            first = next((i for i, d in enumerate(ranking, 1) if d in relevant_set), None)
+            worst.append(WorstQuery(qid, query.text, value, missed, first))
+        return worst
+
+    def _explain(
+        self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
+    ) -> list[str]:
+        lines = [
+            f"queries scored: {evaluation.counts[str(spec)]}, skipped (no relevant document): "
+            f"{len(evaluation.skipped_no_relevant)}"
+        ]
+        failed = [o for o in self.failed_queries() if o.query_id in {q.id for q in queries}]
+        if failed:
+            lines.append(
+                f"{len(failed)} queries failed in the retriever and scored 0: "
+                + ", ".join(o.query_id for o in failed[:10])
+            )
+        worst = self.worst_queries(spec, stage, queries, evaluation)
+        if worst:
+            lines.append(f"worst {len(worst)} queries:")
+            lines.extend(f"  {w.describe(spec)}" for w in worst)
+        if any(self.is_redacted(q) for q in queries):
+            lines.append(
+                "held-out per-query details are hidden (--retrieval-heldout-details shows them)"
+            )
+        return lines
+
+    def check(
+        self,
+        spec: MetricSpec,
+        selection: Selection,
+        op: str,
+        threshold: float,
+        *,
+        kind: str = "assert",
+        name: str | None = None,
+    ) -> GateOutcome:
+        """Compare a score with a threshold, record the outcome and return it.
+
+        A gate on the sealed held-out split is recorded as skipped, then skipped through
+        :attr:`on_sealed` (pytest.skip under the plugin).
+        """
+        if selection.split == self.heldout_name and not self.unsealed:
+            with self._lock:
+                self.gate_outcomes.append(
+                    GateOutcome(
+                        name=name or f"{spec}{op}{threshold:g}",
+                        metric=str(spec),
+                        op=op,
+                        threshold=threshold,
+                        value=None,
+                        passed=True,
+                        stage=selection.stage,
+                        split=selection.split,
+                        slice=selection.slice,
+                        n=0,
+                        skipped=0,
+                        kind=kind,
+                        nodeid=self.current_test,
+                        message=SEALED_REASON,
+                        skipped_reason=SEALED_REASON,
+                    )
+                )
+            self.on_sealed(SEALED_REASON)
+        score = self.score(spec, selection)
+        passed = score.value is not None and OPS[op](score.value, threshold)
+        where = Selection(score.stage, selection.split or "overall", selection.slice).label()
+        head = f"{spec} = {describe_op_failure(score.value, op, threshold)}"
+        message = (
+            f"{spec} {op} {threshold:g} holds ({score.value:.4f}) [{where}]"
+            if passed and score.value is not None
+            else "\n".join([f"{head}, expected {op} {threshold:g} [{where}]", *score.explanation])
+        )
+        outcome = GateOutcome(
+            name=name or f"{spec}{op}{threshold:g}",
+            metric=str(spec),
+            op=op,
+            threshold=threshold,
+            value=score.value,
+            passed=passed,
+            stage=score.stage,
+            split=selection.split,
+            slice=selection.slice,
+            n=score.n,
+            skipped=score.skipped,
+            kind=kind,
+            nodeid=self.current_test,
+            message=message,
+        )
+        with self._lock:
+            self.gate_outcomes.append(outcome)
+        return outcome
+
+    def gate_created(self, gate: Gate) -> None:
+        """Remember a gate created in the current test."""
+        self._pending.append(gate)
+
+    def take_uncompared(self) -> list[Gate]:
+        """The gates of the current test that were never compared (and forget them all)."""
+        pending, self._pending = self._pending, []
+        return [g for g in pending if not g.compared]
+
+    # --- summaries ------------------------------------------------------------------------
+
+    def latency_percentiles(self, stage: str = RETRIEVER_STAGE) -> tuple[float, float] | None:
+        """(p50, p95) latency in milliseconds of one stage, or None without a run."""
+        if not self.outcomes:
+            return None
+        values = sorted(
+            o.latency_ms[stage] for o in self.outcomes.values() if stage in o.latency_ms
+        )
+        if not values:
+            return None
+
+        def percentile(p: float) -> float:
+            index = min(len(values) - 1, max(0, round(p * (len(values) - 1))))
+            return values[index]
+
+        return percentile(0.5), percentile(0.95)
+
+    def columns(self) -> list[tuple[str, Selection]]:
+        """The summary table's columns: overall, each slice, and held-out when unsealed."""
+        visible = [q for q in self.golden if q.split != self.heldout_name]
+        slices = sorted({s for q in visible for s in q.slices})
+        cols = [("overall", Selection())]
+        cols += [(name, Selection(slice=name)) for name in slices]
+        if self.unsealed and any(q.split == self.heldout_name for q in self.golden):
+            cols.append((self.heldout_name, Selection(split=self.heldout_name)))
+        return cols
+
+    def table(self, stage: str) -> tuple[list[str], list[list[Any]]]:
+        """(headers, rows) of the summary: each metric at each K by overall/slices/held-out."""
+        specs = self.settings.metric_specs
+        evaluation = self.evaluation(stage, specs)
+        headers = ["metric"]
+        subsets = []
+        for label, selection in self.columns():
+            queries = self.select(selection)
+            sub = evaluation.restrict(q.id for q in queries)
+            headers.append(f"{label} (n={sub.evaluated})")
+            subsets.append(sub)
+        rows = []
+        for spec in sorted(specs, key=lambda s: s.sort_key):
+            name = str(spec)
+            rows.append([name, *(sub.means[name] for sub in subsets)])
+        return headers, rows

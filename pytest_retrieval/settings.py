@@ -1,0 +1,493 @@
+"""Every setting of the plugin, declared once, resolved once into a frozen :class:`Settings`.
+
+Each setting is an ini key ``retrieval_<name>`` (pytest.ini, tox.ini, setup.cfg or
+``[tool.pytest.ini_options]`` in pyproject.toml) and, where it makes sense per run, a flag
+``--retrieval-<name>`` with the same help text. Precedence: command line > ini > default. A bad
+value is rejected with where it came from (``retrieval_ks = 5,ten in pyproject.toml: 'ten' is not
+a positive integer``). This module does not import pytest: ``plugin.py`` registers the options
+from :data:`OPTIONS` and hands the raw values to :func:`resolve`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import InputError, Problem
+from .metrics import METRIC_NAMES, MetricSpec, check_gain
+
+__all__ = ["OPTIONS", "Option", "Settings", "resolve"]
+
+IniType = Literal["string", "linelist", "bool"]
+
+
+class _Invalid(ValueError):
+    """A value that does not parse; its message says what was expected."""
+
+
+def _positive_int(text: str) -> int:
+    text = text.strip()
+    if not text.isdigit() or int(text) < 1:
+        raise _Invalid(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def _non_negative_int(text: str) -> int:
+    text = text.strip()
+    if not text.isdigit():
+        raise _Invalid(f"{text!r} is not an integer >= 0")
+    return int(text)
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _Invalid(f"{text!r} is not a number") from None
+    if math.isnan(value) or value < 0:
+        raise _Invalid(f"{text!r} is not a number >= 0")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _Invalid(f"{text!r} is not a number") from None
+    if not 0.0 < value < 1.0:
+        raise _Invalid(f"{text!r} is not a number strictly between 0 and 1")
+    return value
+
+
+def _split_list(text: str) -> list[str]:
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    values = [_positive_int(part) for part in _split_list(text)]
+    if not values:
+        raise _Invalid("no cutoff given; write e.g. 1,5,10,50")
+    return tuple(sorted(set(values)))
+
+
+def _metrics(text: str) -> tuple[str, ...]:
+    """Metric families (``recall``, computed at every K) or full spellings (``r_precision``)."""
+    names: list[str] = []
+    for part in _split_list(text):
+        lowered = part.lower()
+        if lowered in METRIC_NAMES:
+            names.append(lowered)
+            continue
+        try:
+            spec = MetricSpec.parse(part)
+        except InputError as exc:
+            raise _Invalid(str(exc)) from None
+        names.append(spec.name if spec.k is None and spec.name != "r_precision" else str(spec))
+    if not names:
+        raise _Invalid("no metric given; write e.g. recall, ndcg, mrr")
+    return tuple(dict.fromkeys(names))
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise _Invalid(f"{text!r} is not one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _gain(text: str) -> str:
+    try:
+        return check_gain(text.strip().lower())
+    except ValueError as exc:
+        raise _Invalid(str(exc)) from None
+
+
+def _text(text: str) -> str:
+    value = text.strip()
+    if not value:
+        raise _Invalid("is empty")
+    return value
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise _Invalid(f"{text!r} is not true or false")
+
+
+def _lines(text: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting: its ini key, its flag (if any), its help text, default and parser."""
+
+    name: str
+    help: str
+    default: Any
+    parse: Callable[[str], Any]
+    ini_type: IniType = "string"
+    flag: bool = True
+    metavar: str | None = None
+    is_path: bool = False
+    store_true: bool = False
+
+    @property
+    def ini(self) -> str:
+        """The ini key, e.g. ``retrieval_ks``."""
+        return f"retrieval_{self.name}"
+
+    @property
+    def flag_name(self) -> str:
+        """The command-line flag, e.g. ``--retrieval-ks``."""
+        return "--retrieval-" + self.name.replace("_", "-")
+
+
+DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
+DEFAULT_METRICS = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr")
+
+#: Every setting, in the order ``pytest --help`` lists them.
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "golden",
+        "golden set file(s) or BEIR folder; turns the plugin on",
+        (),
+        _split_list,
+        metavar="PATH[,PATH]",
+        is_path=True,
+    ),
+    Option(
+        "golden_format",
+        "golden set format when the file name does not tell (yaml, json, jsonl, csv, trec, beir)",
+        None,
+        _choice("yaml", "json", "jsonl", "csv", "trec", "beir"),
+        metavar="FORMAT",
+    ),
+    Option(
+        "corpus",
+        "file of the corpus' document ids (or a BEIR corpus.jsonl): every judged "
+        "id must exist in it",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "ks",
+        f"cutoffs K for the summary table (default {','.join(map(str, DEFAULT_KS))})",
+        DEFAULT_KS,
+        _ks,
+        metavar="K[,K]",
+    ),
+    Option(
+        "metrics",
+        f"metrics in the summary table, each at every K (default "
+        f"{','.join(DEFAULT_METRICS)}; r_precision also allowed)",
+        DEFAULT_METRICS,
+        _metrics,
+        metavar="NAME[,NAME]",
+    ),
+    Option(
+        "gain",
+        "NDCG gain: exponential (2**grade-1, default) or linear (grade, trec_eval's)",
+        "exponential",
+        _gain,
+        metavar="GAIN",
+    ),
+    Option(
+        "min_grade",
+        "lowest grade that counts as relevant for the binary metrics (default 1)",
+        1,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "no_relevant",
+        "queries with no relevant document: skip them in means (default), "
+        "or score them zero or one",
+        "skip",
+        _choice("skip", "zero", "one"),
+        metavar="MODE",
+    ),
+    Option(
+        "retriever",
+        "factory of the retriever under test, module:function (imports and runs "
+        "that code); or override the retriever_under_test fixture",
+        None,
+        _text,
+        metavar="MODULE:FUNCTION",
+        flag=False,
+    ),
+    Option(
+        "reranker",
+        "factory of an optional second stage, module:function; or override the "
+        "reranker_under_test fixture",
+        None,
+        _text,
+        metavar="MODULE:FUNCTION",
+        flag=False,
+    ),
+    Option(
+        "doc_id",
+        "where a returned item keeps its document id: a key/attribute path such as "
+        "metadata.source, or module:function mapping an item (or chunk id) to a doc id",
+        None,
+        _text,
+        metavar="PATH",
+        flag=False,
+    ),
+    Option(
+        "doc_id_map",
+        "JSON or TSV file mapping chunk ids to document ids",
+        None,
+        _text,
+        metavar="PATH",
+        flag=False,
+        is_path=True,
+    ),
+    Option(
+        "depth",
+        "how many results to ask the retriever for (default: the largest K)",
+        None,
+        _positive_int,
+        metavar="N",
+    ),
+    Option("concurrency", "queries in flight at once (default 8)", 8, _positive_int, metavar="N"),
+    Option(
+        "timeout",
+        "seconds one query may take before it counts as failed (default 60; 0 = no limit)",
+        60.0,
+        _non_negative_float,
+        metavar="SECONDS",
+    ),
+    Option(
+        "batch_size",
+        "queries per call for retrievers with a batch method (default 32)",
+        32,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "heldout_split",
+        "name of the held-out split (default heldout)",
+        "heldout",
+        _text,
+        metavar="NAME",
+    ),
+    Option(
+        "heldout",
+        "unseal the held-out split: score it (aggregates only)",
+        False,
+        _bool,
+        ini_type="bool",
+        store_true=True,
+    ),
+    Option(
+        "heldout_details",
+        "with --retrieval-heldout, also show held-out per-query details",
+        False,
+        _bool,
+        ini_type="bool",
+        store_true=True,
+    ),
+    Option(
+        "thresholds",
+        "gates as lines: 'recall@50 >= 0.90 [stage=..] [split=..] [slice=..]'",
+        (),
+        _lines,
+        ini_type="linelist",
+        flag=False,
+    ),
+    Option(
+        "gates_file",
+        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists)",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "worst",
+        "how many worst queries a failure message lists (default 5)",
+        5,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "json", "write the JSON artifact to this path", None, _text, metavar="PATH", is_path=True
+    ),
+    Option(
+        "alpha",
+        "significance level of the regression test (default 0.05)",
+        0.05,
+        _probability,
+        metavar="ALPHA",
+    ),
+    Option(
+        "confidence",
+        "confidence level of the bootstrap intervals (default 0.95)",
+        0.95,
+        _probability,
+        metavar="LEVEL",
+    ),
+    Option(
+        "seed",
+        "seed of the bootstrap and randomization tests (default 0)",
+        0,
+        _non_negative_int,
+        metavar="N",
+    ),
+)
+
+_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The resolved settings of one run (command line > ini > default). Immutable."""
+
+    golden: tuple[str, ...] = ()
+    golden_format: str | None = None
+    corpus: str | None = None
+    ks: tuple[int, ...] = DEFAULT_KS
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    gain: str = "exponential"
+    min_grade: int = 1
+    no_relevant: str = "skip"
+    retriever: str | None = None
+    reranker: str | None = None
+    doc_id: str | None = None
+    doc_id_map: str | None = None
+    depth: int | None = None
+    concurrency: int = 8
+    timeout: float = 60.0
+    batch_size: int = 32
+    heldout_split: str = "heldout"
+    heldout: bool = False
+    heldout_details: bool = False
+    thresholds: tuple[str, ...] = ()
+    gates_file: str | None = None
+    worst: int = 5
+    json: str | None = None
+    alpha: float = 0.05
+    confidence: float = 0.95
+    seed: int = 0
+
+    @property
+    def active(self) -> bool:
+        """True when a golden set is configured: the plugin is in use."""
+        return bool(self.golden)
+
+    @property
+    def metric_specs(self) -> tuple[MetricSpec, ...]:
+        """Every metric of the summary table: each family at every K, full spellings as given."""
+        specs: list[MetricSpec] = []
+        for name in self.metrics:
+            if name == "r_precision":
+                specs.append(MetricSpec("r_precision"))
+            elif name in METRIC_NAMES:
+                specs.extend(MetricSpec(name, k) for k in self.ks)
+            else:
+                specs.append(MetricSpec.parse(name))
+        return tuple(dict.fromkeys(specs))
+
+    @property
+    def retrieval_depth(self) -> int:
+        """How many results to ask for: ``depth`` if set, else the largest K."""
+        return self.depth if self.depth is not None else max(self.ks)
+
+    def affecting_numbers(self) -> dict[str, Any]:
+        """The settings that change metric values (recorded in baselines and artifacts)."""
+        return {
+            "gain": self.gain,
+            "min_grade": self.min_grade,
+            "no_relevant": self.no_relevant,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins only, for the JSON artifact."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def resolve(
+    cli: Mapping[str, Any],
+    ini: Mapping[str, Any],
+    *,
+    ini_source: str = "the ini file",
+    ini_base: Path | None = None,
+    cli_base: Path | None = None,
+) -> Settings:
+    """Resolve raw values into :class:`Settings` (command line > ini > default).
+
+    ``cli`` maps option name → the flag's raw value (``None`` when not given); ``ini`` maps option
+    name → the ini value (``None``/empty when unset). Relative paths are resolved against the ini
+    file's folder (``ini_base``) or the invocation folder (``cli_base``). Every bad value is
+    reported in one :class:`~pytest_retrieval.errors.InputError`.
+    """
+    values: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for option in OPTIONS:
+        raw: Any = None
+        source = ""
+        base: Path | None = None
+        cli_value = cli.get(option.name)
+        if cli_value is not None and cli_value is not False:
+            raw = cli_value
+            source = option.flag_name
+            base = cli_base
+        else:
+            ini_value = ini.get(option.name)
+            if ini_value not in (None, "", [], ()):
+                raw = ini_value
+                source = f"{option.ini} in {ini_source}"
+                base = ini_base
+        if raw is None:
+            continue
+        if isinstance(raw, bool):
+            values[option.name] = raw
+            continue
+        text = "\n".join(raw) if isinstance(raw, (list, tuple)) else str(raw)
+        try:
+            value = option.parse(text)
+        except _Invalid as exc:
+            shown = text.replace("\n", "; ")
+            from_ini = source != option.flag_name
+            where = f"`{option.ini} = {shown}` in {ini_source}" if from_ini else f"{source} {shown}"
+            named = option.flag_name if option.flag else option.ini
+            problems.append(Problem(str(exc), fix=f"see `pytest --help` for {named}", source=where))
+            continue
+        if option.is_path and base is not None:
+            value = _resolve_paths(value, base)
+        values[option.name] = value
+    if problems:
+        raise InputError(problems, title="pytest-retrieval: invalid settings")
+    return Settings(**values)
+
+
+def _resolve_paths(value: Any, base: Path) -> Any:
+    if isinstance(value, list):
+        return tuple(
+            str((base / item).resolve()) if not Path(item).is_absolute() else item for item in value
+        )
+    if isinstance(value, str):
+        return str((base / value).resolve()) if not Path(value).is_absolute() else value
+    return value
+
+
+def option(name: str) -> Option:
+    """The :class:`Option` called ``name``."""
+    return _BY_NAME[name]
