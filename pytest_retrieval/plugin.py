@@ -223,7 +223,8 @@ def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
     return _require(request.config).session.visible_golden()
 
 
-def _import_factory(spec: str, what: str) -> Any:
+def _import_object(spec: str, what: str) -> Any:
+    """The object named by ``module:attribute`` (exits with a usage error if there is none)."""
     from importlib import import_module
 
     module_name, _, attribute = spec.partition(":")
@@ -240,12 +241,18 @@ def _import_factory(spec: str, what: str) -> Any:
             "path and that it is importable from the rootdir",
             returncode=pytest.ExitCode.USAGE_ERROR,
         )
-    factory = getattr(module, attribute, None)
-    if factory is None:
+    found = getattr(module, attribute, None)
+    if found is None:
         pytest.exit(
             f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}",
             returncode=pytest.ExitCode.USAGE_ERROR,
         )
+    return found
+
+
+def _import_factory(spec: str, what: str) -> Any:
+    """Call the factory named by ``module:function`` and return what it builds."""
+    factory = _import_object(spec, what)
     return factory() if callable(factory) else factory
 
 
@@ -259,7 +266,8 @@ def retriever_under_test(request: pytest.FixtureRequest) -> Any:
         "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
         + _CONFTEST_SNIPPET
         + "\nor name a factory in your pytest configuration: "
-        "retrieval_retriever = myapp.search:build",
+        "retrieval_retriever = myapp.search:build\n(Declared gates, the retrieval-gates::... "
+        "items, see the fixtures of the rootdir's conftest.py: define it there.)",
         returncode=pytest.ExitCode.USAGE_ERROR,
     )
 
@@ -338,10 +346,15 @@ def _run(active: _Active, retriever: Any, reranker: Any) -> list[QueryOutcome]:
 
     settings = active.settings
     queries = active.session.scorable_queries()
-    doc_id: Any = settings.doc_id
+    # retrieval_doc_id is either a key/attribute path to the id inside each returned item, or
+    # module:function mapping each returned id (a chunk id) to its document id.
+    doc_id: str | None = settings.doc_id
+    doc_map: Any = None
     if doc_id and ":" in doc_id:
-        doc_id = _import_factory(doc_id, "retrieval_doc_id")
-    doc_map = _load_doc_map(settings.doc_id_map) if settings.doc_id_map else None
+        doc_map = _import_object(doc_id, "retrieval_doc_id")
+        doc_id = None
+    if settings.doc_id_map:
+        doc_map = _load_doc_map(settings.doc_id_map)
     try:
         return run_pipeline(
             [QueryRequest(q.id, q.text or "") for q in queries],
