@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-
 from acme_search import CANDIDATES, Settings, rerank, search
 
 Candidates = list[tuple[str, float]]
