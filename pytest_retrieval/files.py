@@ -47,6 +47,15 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "f
             )
         ) from None
     try:
+        # mkstemp creates the file private (0600); give it the mode the old file had, or the
+        # usual one for a new file, so a committed baseline keeps its permissions.
+        try:
+            mode = target.stat().st_mode & 0o777
+        except OSError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temp_name, mode)
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
             out.flush()

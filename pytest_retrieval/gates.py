@@ -257,6 +257,9 @@ class Gate:
         _active().gate_created(self)
 
     def _check(self, op: str, threshold: object) -> bool:
+        # pytest leaves these frames out of a failure's traceback, which then ends at the
+        # user's `assert_recall_at(50) >= 0.9` line, followed by our message.
+        __tracebackhide__ = True
         self.compared = True
         value = check_threshold(threshold, where=f"the threshold of {self.spec}")
         outcome = _active().check(self.spec, self.selection, op, value)
@@ -265,15 +268,19 @@ class Gate:
         return True
 
     def __ge__(self, threshold: object) -> bool:
+        __tracebackhide__ = True
         return self._check(">=", threshold)
 
     def __gt__(self, threshold: object) -> bool:
+        __tracebackhide__ = True
         return self._check(">", threshold)
 
     def __le__(self, threshold: object) -> bool:
+        __tracebackhide__ = True
         return self._check("<=", threshold)
 
     def __lt__(self, threshold: object) -> bool:
+        __tracebackhide__ = True
         return self._check("<", threshold)
 
     def __bool__(self) -> bool:
@@ -492,8 +499,10 @@ def describe_op_failure(value: float | None, op: str, threshold: float) -> str:
 GATES_FILE_NAME = "retrieval-gates.yaml"
 
 
-def _gates_file_entries(path: str) -> list[tuple[str, int | None]]:
-    """The threshold lines of a gates file, each with its line number when known."""
+def _gates_file_entries(
+    path: str,
+) -> tuple[list[tuple[str, int | None]], list[tuple[str, int | None]]]:
+    """The threshold and regression lines of a gates file, each with its line number."""
     import yaml
 
     try:
@@ -522,6 +531,7 @@ def _gates_file_entries(path: str) -> list[tuple[str, int | None]]:
     if not isinstance(root, yaml.MappingNode):
         raise InputError(Problem(f"expected {expected}", source=path, line=1))
     entries: list[tuple[str, int | None]] = []
+    budgets: list[tuple[str, int | None]] = []
     problems: list[Problem] = []
     known = ("version", "thresholds", "regressions")
     for key_node, value_node in root.value:
@@ -550,14 +560,16 @@ def _gates_file_entries(path: str) -> list[tuple[str, int | None]]:
                     line=line,
                 )
             )
-        elif key == "thresholds":
+        elif key in ("thresholds", "regressions"):
+            target = entries if key == "thresholds" else budgets
+            example = "- recall@50 >= 0.9" if key == "thresholds" else "- ndcg@10 0.02"
             if not isinstance(value_node, yaml.SequenceNode):
                 problems.append(
                     Problem(
-                        "thresholds must be a list of gate lines",
+                        f"{key} must be a list of lines",
                         source=path,
                         line=line,
-                        fix="write one '- recall@50 >= 0.9' per line",
+                        fix=f"write one '{example}' per line",
                     )
                 )
                 continue
@@ -572,29 +584,124 @@ def _gates_file_entries(path: str) -> list[tuple[str, int | None]]:
                         )
                     )
                     continue
-                entries.append((item.value, item.start_mark.line + 1))
+                target.append((item.value, item.start_mark.line + 1))
     if problems:
         raise InputError(problems, title=f"{path}: {len(problems)} problem(s) in the gates file")
-    return entries
+    return entries, budgets
+
+
+def gates_file_path(settings: Any, rootdir: Any) -> str | None:
+    """The gates file in use: the configured one, else retrieval-gates.yaml in the rootdir."""
+    import os
+
+    if settings.gates_file is not None:
+        return str(settings.gates_file)
+    candidate = os.path.join(str(rootdir), GATES_FILE_NAME)
+    return candidate if os.path.isfile(candidate) else None
+
+
+def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Any]:
+    """Every regression budget: ini ``retrieval_regression`` lines, then the gates file's
+    ``regressions:``; the default checks when a baseline is set and none is declared.
+
+    ``slice=*`` expands to one budget per slice with a query to score.
+    """
+    from .baseline import Budget, default_budgets, parse_budget
+
+    entries: list[tuple[str, str | None, int | None]] = [
+        (line, "retrieval_regression", None) for line in settings.regression
+    ]
+    path = gates_file_path(settings, rootdir)
+    if path is not None:
+        entries += [(line, path, number) for line, number in _gates_file_entries(path)[1]]
+    if entries and not settings.baseline:
+        raise InputError(
+            Problem(
+                "regression budgets are declared but no baseline is set",
+                fix="set retrieval_baseline = PATH (or pass --retrieval-baseline PATH)",
+                source=entries[0][1],
+                line=entries[0][2],
+            )
+        )
+    if not settings.baseline:
+        return []
+    if not entries:
+        return list(default_budgets(settings.ks))
+    budgets: list[Budget] = []
+    problems: list[Problem] = []
+    for line, source, number in entries:
+        try:
+            budget = parse_budget(line, source=source, line_number=number)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        selection = budget.selection
+        problem = _unknown_names(line, selection, golden, source, number)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        if selection.slice == "*":
+            for name in _scorable_slices(settings, golden):
+                budgets.append(
+                    Budget(
+                        budget.spec,
+                        budget.amount,
+                        budget.relative,
+                        Selection(selection.stage, selection.split, name),
+                    )
+                )
+            continue
+        budgets.append(budget)
+    if problems:
+        raise InputError(problems, title=f"pytest-retrieval: {len(problems)} invalid budget(s)")
+    return budgets
+
+
+def _scorable_slices(settings: Any, golden: Any) -> list[str]:
+    # A slice of no-answer queries only has no value under no_relevant=skip: left out of "*".
+    names = []
+    for name in golden.slices:
+        members = [q for q in golden if name in q.slices]
+        if settings.no_relevant == "skip" and all(q.is_no_answer for q in members):
+            continue
+        names.append(name)
+    return names
+
+
+def _unknown_names(
+    line: str, selection: Selection, golden: Any, source: str | None, number: int | None
+) -> Problem | None:
+    if selection.split is not None and selection.split not in golden.splits:
+        return Problem(
+            f"{line.strip()!r}: unknown split {selection.split!r}",
+            fix=f"the golden set has: {', '.join(golden.splits)}",
+            source=source,
+            line=number,
+        )
+    if selection.slice not in (None, "*") and selection.slice not in golden.slices:
+        return Problem(
+            f"{line.strip()!r}: unknown slice {selection.slice!r}",
+            fix=f"the golden set has: {', '.join(golden.slices) or 'no slices'}",
+            source=source,
+            line=number,
+        )
+    return None
 
 
 def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Threshold]:
     """Every declared gate: ini ``retrieval_thresholds`` lines, then the gates file.
 
-    ``slice=*`` expands to one gate per slice. Unknown slice or split names are errors that list
-    the known ones (stages are checked when the gate runs, once the run's stages are known).
+    ``slice=*`` expands to one gate per slice with a query to score (a slice of no-answer
+    queries has no value under no_relevant=skip, so it is left out rather than failed). Unknown
+    slice or split names are errors that list the known ones; stages are checked when the gate
+    runs, once the run's stages are known.
     """
-    import os
-
     entries: list[tuple[str, str | None, int | None]] = [
         (line, "retrieval_thresholds", None) for line in settings.thresholds
     ]
-    path = settings.gates_file
-    if path is None:
-        candidate = os.path.join(str(rootdir), GATES_FILE_NAME)
-        path = candidate if os.path.isfile(candidate) else None
+    path = gates_file_path(settings, rootdir)
     if path is not None:
-        entries += [(line, path, number) for line, number in _gates_file_entries(path)]
+        entries += [(line, path, number) for line, number in _gates_file_entries(path)[0]]
     thresholds: list[Threshold] = []
     problems: list[Problem] = []
     for line, source, number in entries:
@@ -604,23 +711,12 @@ def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Thr
             problems.extend(exc.problems)
             continue
         selection = threshold.selection
-        if selection.split is not None and selection.split not in golden.splits:
-            problems.append(
-                Problem(
-                    f"{line.strip()!r}: unknown split {selection.split!r}",
-                    fix=f"the golden set has: {', '.join(golden.splits)}",
-                    source=source,
-                    line=number,
-                )
-            )
+        problem = _unknown_names(line, selection, golden, source, number)
+        if problem is not None:
+            problems.append(problem)
             continue
         if selection.slice == "*":
-            # Every slice that has a query to score: a slice of no-answer queries only has no
-            # value under no_relevant=skip, so it is left out rather than failed.
-            for name in golden.slices:
-                members = [q for q in golden if name in q.slices]
-                if settings.no_relevant == "skip" and all(q.is_no_answer for q in members):
-                    continue
+            for name in _scorable_slices(settings, golden):
                 thresholds.append(
                     Threshold(
                         threshold.spec,
@@ -629,16 +725,6 @@ def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Thr
                         Selection(selection.stage, selection.split, name),
                     )
                 )
-            continue
-        if selection.slice is not None and selection.slice not in golden.slices:
-            problems.append(
-                Problem(
-                    f"{line.strip()!r}: unknown slice {selection.slice!r}",
-                    fix=f"the golden set has: {', '.join(golden.slices) or 'no slices'}",
-                    source=source,
-                    line=number,
-                )
-            )
             continue
         thresholds.append(threshold)
     if problems:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from .baseline import Budget, Snapshot
     from .evaluate import Evaluation
     from .gates import Threshold
     from .golden import GoldenSet
@@ -41,7 +42,10 @@ class _Active:
         self.session = session
         self.lock = threading.Lock()
         self.thresholds: list[Threshold] = []
+        self.budgets: list[Budget] = []
         self.artifact_error: str | None = None
+        self.baseline_note: str | None = None
+        self.baseline_error: str | None = None
         self.run_error: str | None = None
 
     @property
@@ -76,7 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
     group = parser.getgroup("retrieval", "retrieval quality gates (pytest-retrieval)")
     for option in OPTIONS:
-        parser.addini(option.ini, option.help, type=option.ini_type, default=None)
+        if not option.flag_only:
+            parser.addini(option.ini, option.help, type=option.ini_type, default=None)
         if not option.flag:
             continue
         if option.store_true:
@@ -105,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
         return
     from .errors import InputError
-    from .gates import activate
+    from .gates import activate, load_budgets, load_declared_gates
     from .golden import load_golden
     from .session import RetrievalSession
     from .settings import OPTIONS, resolve
@@ -114,12 +119,15 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = resolve(
             {o.name: config.getoption(f"retrieval_{o.name}", None) for o in OPTIONS if o.flag},
-            {o.name: config.getini(o.ini) for o in OPTIONS},
+            {o.name: config.getini(o.ini) for o in OPTIONS if not o.flag_only},
             ini_source=ini_path.name if ini_path else "the ini file",
             ini_base=ini_path.parent if ini_path else config.rootpath,
             cli_base=config.invocation_params.dir,
         )
         golden = _load_golden_sets(settings, load_golden)
+        thresholds = load_declared_gates(settings, golden, rootdir=config.rootpath)
+        budgets = load_budgets(settings, golden, rootdir=config.rootpath)
+        baseline = _load_baseline(settings)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.heldout and not golden.heldout():
@@ -128,9 +136,12 @@ def pytest_configure(config: pytest.Config) -> None:
             f"{settings.heldout_split!r} (splits: {', '.join(golden.splits)}); set "
             "retrieval_heldout_split to the split you hold out"
         )
-    session = RetrievalSession(settings=settings, golden=golden)
+    session = RetrievalSession(settings=settings, golden=golden, baseline=baseline)
     session.on_sealed = lambda reason: pytest.skip(reason)
+    session.on_skip = lambda reason: pytest.skip(reason)
     active = _Active(config, settings, session)
+    active.thresholds = thresholds
+    active.budgets = budgets
     config.stash[_STATE] = active
     context = activate(session)
     context.__enter__()
@@ -165,6 +176,29 @@ class _OnDemand:
         session.ensure_run = lambda: _ensure_run(self.active, request)
         yield
         session.ensure_run = None
+
+
+def _load_baseline(settings: Settings) -> Snapshot | None:
+    """The committed baseline (None when missing: the regression gates then say how to make it).
+
+    A corrupt or foreign file is a usage error. Updating needs a path to write to.
+    """
+    from .baseline import load_baseline
+    from .errors import InputError, Problem
+
+    if settings.update_baseline and not settings.baseline:
+        raise InputError(
+            Problem(
+                "--retrieval-update-baseline needs to know where the baseline lives",
+                fix="pass --retrieval-baseline PATH or set retrieval_baseline = PATH",
+            )
+        )
+    if not settings.baseline or settings.update_baseline:
+        return None
+    try:
+        return load_baseline(settings.baseline)
+    except FileNotFoundError:
+        return None
 
 
 def _load_golden_sets(settings: Settings, load: Callable[..., GoldenSet]) -> GoldenSet:
@@ -493,6 +527,8 @@ def pytest_assertrepr_compare(
     if score is None:
         return None
     other = right if score is left else left
+    if score is right:  # `0.9 <= recall_at(50)`: say it with the score first, as it reads
+        op = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}.get(op, op)
     where = gates.Selection(score.stage, score.split or "overall", score.slice).label()
     shown = "n/a" if score.value is None else f"{score.value:.4f}"
     return [f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]", *score.explanation]
@@ -541,6 +577,20 @@ def _gate_function(threshold: Threshold, kind: str) -> Callable[..., None]:
     return gate
 
 
+def _regression_function(budget: Budget, active: _Active) -> Callable[..., None]:
+    def regression(
+        retrieval_session: RetrievalSession, record_property: Callable[[str, Any], None]
+    ) -> None:
+        outcome = retrieval_session.regression(budget, baseline_path=str(active.settings.baseline))
+        for key in ("baseline_mean", "current_mean", "delta", "p_value", "detectable"):
+            record_property(key, getattr(outcome, key))
+        record_property("status", outcome.status)
+        if not outcome.passed:
+            raise _GateFailed(outcome.message)
+
+    return regression
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
@@ -549,19 +599,28 @@ def pytest_collection_modifyitems(
     active = _active(config)
     if active is None:
         return
-    from .errors import InputError
-    from .gates import load_declared_gates
-
-    try:
-        thresholds = load_declared_gates(
-            active.settings, active.session.golden, rootdir=config.rootpath
+    if active.budgets:
+        regressions = _GatesCollector.from_parent(
+            session, name="retrieval-regressions", nodeid="retrieval-regressions"
         )
-    except InputError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if not thresholds:
+        for budget in active.budgets:
+            item = _GateItem.from_parent(
+                regressions, name=budget.name, callobj=_regression_function(budget, active)
+            )
+            item.user_properties.extend(
+                [
+                    ("metric", str(budget.spec)),
+                    ("budget", budget.describe()),
+                    ("stage", budget.selection.stage or "default"),
+                    ("split", budget.selection.split or "overall"),
+                    ("slice", budget.selection.slice or "all"),
+                ]
+            )
+            items.append(item)
+    if not active.thresholds:
         return
     parent = _GatesCollector.from_parent(session, name="retrieval-gates", nodeid="retrieval-gates")
-    for threshold in thresholds:
+    for threshold in active.thresholds:
         item = _GateItem.from_parent(
             parent, name=threshold.name, callobj=_gate_function(threshold, "threshold")
         )
@@ -610,11 +669,55 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         merged = merge_all(Report.from_dict(p) for p in xdist.payloads)
         merged.apply_to(active.session)
     retrieval = active.session
-    failed_gates = any(not g.passed for g in retrieval.gate_outcomes)
+    failed_gates = any(not g.passed for g in retrieval.gate_outcomes) or any(
+        not r.passed for r in retrieval.regression_outcomes
+    )
     if (retrieval.failed_queries() or failed_gates) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if active.settings.update_baseline:
+        _update_baseline(active, session)
     if active.settings.json and retrieval.has_run:
         _write_artifact(active, session)
+
+
+def _update_baseline(active: _Active, session: pytest.Session) -> None:
+    """Write the baseline from this run (controller only; never from an xdist worker)."""
+    from . import __version__
+    from .baseline import dump_baseline, stamp
+    from .errors import InputError
+    from .files import atomic_write_text
+
+    if active.is_worker:  # pragma: no cover - callers return early on workers
+        raise RuntimeError("the baseline is written by the controller, never by a worker")
+    retrieval = active.session
+    path = active.settings.baseline
+    assert path is not None
+    if not retrieval.has_run:
+        active.baseline_error = (
+            f"baseline not written to {path}: no test ran the retriever (select at least one "
+            "retrieval gate)"
+        )
+    elif retrieval.failed_queries():
+        active.baseline_error = (
+            f"baseline not written to {path}: {len(retrieval.failed_queries())} queries failed "
+            "in the retriever, and a baseline must not record failures as quality"
+        )
+    if active.baseline_error:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return
+    snapshot = stamp(
+        retrieval.snapshot(extra=[b.spec for b in active.budgets]), plugin_version=__version__
+    )
+    try:
+        atomic_write_text(path, dump_baseline(snapshot), what="baseline")
+    except InputError as exc:
+        active.baseline_error = str(exc)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return
+    active.baseline_note = (
+        f"baseline written to {path} ({len(snapshot.queries)} queries, golden fingerprint "
+        f"{snapshot.fingerprint[:12]}): review the diff and commit it"
+    )
 
 
 def _write_artifact(active: _Active, session: pytest.Session) -> None:
@@ -626,7 +729,9 @@ def _write_artifact(active: _Active, session: pytest.Session) -> None:
     from .report import build_artifact
 
     assert active.settings.json is not None
-    document = build_artifact(active.session, plugin_version=__version__)
+    document = build_artifact(
+        active.session, plugin_version=__version__, extra_specs=[b.spec for b in active.budgets]
+    )
     try:
         atomic_write_text(
             active.settings.json, json.dumps(document, indent=2) + "\n", what="JSON artifact"
@@ -655,7 +760,9 @@ def pytest_terminal_summary(
                 terminalreporter.write_line(line)
     gate_lines = render_gates(retrieval, quiet=quiet)
     if gate_lines:
-        failed = sum(1 for g in retrieval.gate_outcomes if not g.passed)
+        failed = sum(1 for g in retrieval.gate_outcomes if not g.passed) + sum(
+            1 for r in retrieval.regression_outcomes if not r.passed
+        )
         terminalreporter.write_sep(
             "=",
             f"retrieval gates: {failed} failed" if failed else "retrieval gates: all passed",
@@ -664,6 +771,10 @@ def pytest_terminal_summary(
         )
         for line in gate_lines:
             terminalreporter.write_line(line)
+    if active.baseline_error:
+        terminalreporter.write_line(f"pytest-retrieval: {active.baseline_error}", red=True)
+    elif active.baseline_note:
+        terminalreporter.write_line(f"retrieval: {active.baseline_note}", green=True)
     if active.artifact_error:
         terminalreporter.write_line(f"pytest-retrieval: {active.artifact_error}", red=True)
     elif active.settings.json and retrieval.has_run and not quiet:

@@ -9,12 +9,14 @@ schema-versioned JSON artifact, with held-out rows redacted unless their details
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .baseline import RegressionOutcome
 from .gates import GateOutcome
+from .metrics import MetricSpec
 from .retriever import QueryOutcome
 from .session import RetrievalSession
 
@@ -57,21 +59,30 @@ class Report:
 
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
     gates: list[dict[str, Any]] = field(default_factory=list)
+    regressions: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
         """The report of a session (builtins only)."""
         outcomes = {qid: outcome_to_dict(o) for qid, o in (session.outcomes or {}).items()}
-        return cls(outcomes, [g.to_dict() for g in session.gate_outcomes])
+        return cls(
+            outcomes,
+            [g.to_dict() for g in session.gate_outcomes],
+            [r.to_dict() for r in session.regression_outcomes],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins only (execnet sends no pickles)."""
-        return {"outcomes": self.outcomes, "gates": self.gates}
+        return {"outcomes": self.outcomes, "gates": self.gates, "regressions": self.regressions}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:
         """Inverse of :meth:`to_dict`."""
-        return cls(dict(data.get("outcomes", {})), list(data.get("gates", [])))
+        return cls(
+            dict(data.get("outcomes", {})),
+            list(data.get("gates", [])),
+            list(data.get("regressions", [])),
+        )
 
     def merge(self, other: Report) -> Report:
         """Union of two reports; idempotent and independent of order.
@@ -86,7 +97,12 @@ class Report:
                 outcomes[qid] = outcome
         gates = {_gate_key(g): g for g in [*self.gates, *other.gates]}
         ordered = [gates[key] for key in sorted(gates, key=lambda k: (gates[k]["nodeid"] or "", k))]
-        return Report(dict(sorted(outcomes.items())), ordered)
+        regressions = {_gate_key(r): r for r in [*self.regressions, *other.regressions]}
+        ordered_regressions = [
+            regressions[key]
+            for key in sorted(regressions, key=lambda k: (regressions[k]["name"], k))
+        ]
+        return Report(dict(sorted(outcomes.items())), ordered, ordered_regressions)
 
     def apply_to(self, session: RetrievalSession) -> None:
         """Load the merged outcomes and gates into the controller's session."""
@@ -95,6 +111,7 @@ class Report:
             rows = sorted(self.outcomes.values(), key=lambda o: order.get(o["query_id"], 1 << 30))
             session.set_outcomes(outcome_from_dict(o) for o in rows)
         session.gate_outcomes = [GateOutcome.from_dict(g) for g in self.gates]
+        session.regression_outcomes = [RegressionOutcome.from_dict(r) for r in self.regressions]
 
 
 def merge_all(reports: Iterable[Report]) -> Report:
@@ -115,7 +132,12 @@ def _counts(values: Iterable[str]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def build_artifact(session: RetrievalSession, *, plugin_version: str) -> dict[str, Any]:
+def build_artifact(
+    session: RetrievalSession,
+    *,
+    plugin_version: str,
+    extra_specs: Sequence[MetricSpec] = (),
+) -> dict[str, Any]:
     """The JSON artifact of a session (see the README's "JSON artifact" section)."""
     golden = session.golden
     settings = session.settings
@@ -222,8 +244,10 @@ def build_artifact(session: RetrievalSession, *, plugin_version: str) -> dict[st
             if not session.is_redacted(golden[o.query_id])
         ],
         "latency_ms": latency,
+        "regressions": [r.to_dict() for r in session.regression_outcomes],
         "queries": rows,
         "redacted_queries": redacted,
+        "snapshot": session.snapshot(extra=extra_specs).to_dict() if session.has_run else None,
     }
 
 
@@ -336,4 +360,17 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             f"{verdict} {gate.metric} {gate.op} {gate.threshold:g}: {value}"
             f"{' [' + where + ']' if where else ''} (n={gate.n}) — {origin}"
         )
+    for regression in session.regression_outcomes:
+        verdict = {
+            "pass": "PASS",
+            "improvement": "PASS",
+            "skipped": "SKIP",
+            "regression": "FAIL",
+        }.get(regression.status, "FAIL")
+        if quiet and verdict != "FAIL" and regression.status != "improvement":
+            continue
+        body = regression.message.splitlines()
+        lines.append(f"{verdict} {regression.name}: {body[0]}")
+        if verdict == "FAIL" or regression.status == "improvement" or regression.warning:
+            lines.extend(f"    {line}" for line in body[1:])
     return lines

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .evaluate import Evaluation, evaluate
 from .gates import (
@@ -35,6 +35,9 @@ from .golden import GoldenSet, Query
 from .metrics import MetricSpec
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .baseline import Budget, RegressionOutcome, Snapshot
 
 __all__ = ["RetrievalSession", "SealedSplit", "WorstQuery"]
 
@@ -85,6 +88,9 @@ class RetrievalSession:
     golden: GoldenSet
     outcomes: dict[str, QueryOutcome] | None = None
     gate_outcomes: list[GateOutcome] = field(default_factory=list)
+    regression_outcomes: list[RegressionOutcome] = field(default_factory=list)
+    baseline: Snapshot | None = None
+    on_skip: Callable[[str], NoReturn] = _raise_sealed
     retriever_name: str | None = None
     on_sealed: Callable[[str], NoReturn] = _raise_sealed
     current_test: str | None = None
@@ -116,7 +122,7 @@ class RetrievalSession:
 
     def visible_golden(self) -> GoldenSet:
         """The golden set the ``golden_set`` fixture gives: without the held-out split."""
-        return self.golden._subset(q for q in self.golden if q.split != self.heldout_name)
+        return self.golden.where(lambda q: q.split != self.heldout_name)
 
     def is_redacted(self, query: Query) -> bool:
         """True when this query's details must not be shown."""
@@ -417,3 +423,99 @@ class RetrievalSession:
             name = str(spec)
             rows.append([name, *(sub.means[name] for sub in subsets)])
         return headers, rows
+
+    # --- baselines and regressions ---------------------------------------------------------
+
+    def snapshot(self, extra: Sequence[MetricSpec] = ()) -> Snapshot:
+        """Per-query values, relevant ranks and top ids of every non-held-out query, per stage.
+
+        Held-out queries never enter with per-query detail; when the split is unsealed only its
+        means are kept.
+        """
+        from .baseline import TOP_KEPT, QuerySnapshot, Snapshot, label_hash
+
+        specs = tuple(dict.fromkeys([*self.settings.metric_specs, *extra]))
+        stages = self.stages
+        per_stage = {stage: self.evaluation(stage, specs) for stage in stages}
+        columns = {
+            stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
+        }
+        names = [str(s) for s in specs]
+        visible = self.visible_golden()
+        queries: dict[str, QuerySnapshot] = {}
+        for query in visible:
+            relevant = [d for d, g in query.judgments.items() if g >= self.settings.min_grade]
+            metrics: dict[str, dict[str, float | None]] = {}
+            ranks: dict[str, dict[str, int | None]] = {}
+            tops: dict[str, tuple[str, ...]] = {}
+            for stage in stages:
+                row = columns[stage].get(query.id)
+                evaluation = per_stage[stage]
+                metrics[stage] = {
+                    n: (evaluation.columns[n][row] if row is not None else None) for n in names
+                }
+                ranking = self.ranking(query.id, stage)
+                first: dict[str, int] = {}
+                wanted = set(relevant)
+                for rank, doc in enumerate(ranking, start=1):
+                    if doc in wanted and doc not in first:
+                        first[doc] = rank
+                ranks[stage] = {doc: first.get(doc) for doc in relevant}
+                tops[stage] = ranking[:TOP_KEPT]
+            queries[query.id] = QuerySnapshot(
+                split=query.split,
+                slices=query.slices,
+                labels=label_hash(query.text, query.judgments, query.slices, query.split),
+                metrics=metrics,
+                relevant_ranks=ranks,
+                top=tops,
+            )
+        heldout: dict[str, Any] = {}
+        if self.unsealed:
+            held = [q.id for q in self.golden if q.split == self.heldout_name]
+            for stage in stages:
+                sub = per_stage[stage].restrict(held)
+                heldout[stage] = {"n": sub.evaluated, "means": sub.means}
+        return Snapshot(
+            fingerprint=visible.fingerprint,
+            settings=self.settings.affecting_numbers(),
+            stages=stages,
+            metrics=tuple(names),
+            queries=queries,
+            heldout=heldout,
+        )
+
+    def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
+        """Check one budget against the loaded baseline; record and return the outcome."""
+        from .baseline import CompareOptions, compare
+
+        if self.settings.update_baseline:
+            reason = "this run updates the baseline; regressions are checked on the next run"
+            self.on_skip(reason)
+        self._require_run()
+        stage = budget.selection.stage
+        if stage is not None and stage not in self.stages:
+            known = ", ".join(self.stages)
+            raise GateUsageError(f"unknown stage {stage!r}; this run has: {known}")
+        options = CompareOptions(
+            alpha=self.settings.alpha,
+            confidence=self.settings.confidence,
+            resamples=self.settings.resamples,
+            seed=self.settings.seed,
+            mode=self.settings.baseline_mode,
+            heldout_split=self.heldout_name,
+            shown=self.settings.worst,
+        )
+        outcome = compare(
+            self.baseline,
+            self.snapshot(extra=(budget.spec,)),
+            budget,
+            stage=stage or self.default_stage,
+            options=options,
+            baseline_path=baseline_path,
+        )
+        with self._lock:
+            self.regression_outcomes.append(outcome)
+        if outcome.status == "skipped":
+            self.on_skip(outcome.message)
+        return outcome

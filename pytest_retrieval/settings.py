@@ -141,6 +141,7 @@ class Option:
     metavar: str | None = None
     is_path: bool = False
     store_true: bool = False
+    flag_only: bool = False
 
     @property
     def ini(self) -> str:
@@ -347,6 +348,48 @@ OPTIONS: tuple[Option, ...] = (
         _non_negative_int,
         metavar="N",
     ),
+    Option(
+        "resamples",
+        "bootstrap and randomization resamples (default 10000)",
+        10_000,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "baseline",
+        "the committed baseline file to check regressions against",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "update_baseline",
+        "write the baseline file from this run (review and commit it)",
+        False,
+        _bool,
+        ini_type="bool",
+        store_true=True,
+        flag_only=True,
+    ),
+    Option(
+        "baseline_mode",
+        "when the golden set changed since the baseline: strict (default: incomparable) or "
+        "intersect (compare the unchanged queries)",
+        "strict",
+        _choice("strict", "intersect"),
+        metavar="MODE",
+    ),
+    Option(
+        "regression",
+        "regression budgets as lines: 'ndcg@10 0.02 [stage=..] [split=..] [slice=..]' or "
+        "'recall@50 2%' (relative); default: recall@<largest K> on the retriever, ndcg@10 and "
+        "mrr, 0.01 each",
+        (),
+        _lines,
+        ini_type="linelist",
+        flag=False,
+    ),
 )
 
 _BY_NAME = {option.name: option for option in OPTIONS}
@@ -382,6 +425,11 @@ class Settings:
     alpha: float = 0.05
     confidence: float = 0.95
     seed: int = 0
+    resamples: int = 10_000
+    baseline: str | None = None
+    update_baseline: bool = False
+    baseline_mode: str = "strict"
+    regression: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
