@@ -269,6 +269,13 @@ class Budget:
         shown = f"{self.amount * 100:g}%" if self.relative else f"{self.amount:g}"
         return f"{self.spec}[budget={shown}{',' + label if label else ''}]"
 
+    @property
+    def line(self) -> str:
+        """The budget in the grammar :func:`parse_budget` reads back."""
+        amount = f"{self.amount * 100:g}%" if self.relative else f"{self.amount:g}"
+        label = self.selection.label()
+        return f"{self.spec} {amount}" + (f" {label}" if label else "")
+
     def allowed(self, baseline_mean: float) -> float:
         """The drop allowed, in metric units."""
         return self.amount * baseline_mean if self.relative else self.amount
@@ -643,9 +650,11 @@ def compare(
     regressed = -delta > allowed and worse_test.significant
     improved = delta > allowed and better_test.significant
     detectable: float | None = None
-    if len(pairs) >= 2:
+    spread = _spread(worse_test.deltas) if len(pairs) >= 2 else 0.0
+    if spread > 0.0:
+        # From the observed spread of the paired deltas; identical runs (no spread) say nothing.
         detectable = stats.minimum_detectable_drop(
-            list(worse_test.deltas), alpha=options.alpha, power=0.8
+            spread, len(pairs), alpha=options.alpha, power=0.8
         )
     warning = None
     if (
@@ -690,10 +699,10 @@ def compare(
         )
     else:
         verdict = f"no regression: {head}"
-    lines = [verdict]
     if detectable is not None:
         shown = f"{detectable:.4f}" if math.isfinite(detectable) else "none (too few queries)"
-        lines.append(f"smallest detectable drop: {shown} (alpha {options.alpha:g}, power 0.8)")
+        verdict += f"; smallest detectable drop {shown} (alpha {options.alpha:g}, power 0.8)"
+    lines = [verdict]
     if warning:
         lines.append(f"warning: {warning}")
     if note:
@@ -729,6 +738,12 @@ def compare(
     )
 
 
+def _spread(values: Sequence[float]) -> float:
+    """Sample standard deviation (ddof=1) of at least two values."""
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 def default_budgets(ks: Sequence[int], stages_hint: Sequence[str] = ()) -> list[Budget]:
     """The checks made when a baseline is set but no budget is configured.
 
@@ -742,3 +757,48 @@ def default_budgets(ks: Sequence[int], stages_hint: Sequence[str] = ()) -> list[
         Budget(MetricSpec("ndcg", ndcg_k), DEFAULT_BUDGET),
         Budget(MetricSpec("mrr"), DEFAULT_BUDGET),
     ]
+
+
+def snapshot_mean(
+    snapshot: Snapshot, metric: str, selection: Selection, *, heldout_split: str = "heldout"
+) -> tuple[float | None, int, str]:
+    """(mean, queries counted, stage) of a metric over a selection of a snapshot's queries.
+
+    Used by ``pytest-retrieval gate`` to re-apply a threshold to a stored run. Raises
+    InputError when the stage or metric is not in the snapshot, or the split is held out.
+    """
+    stage = selection.stage or (snapshot.stages[-1] if snapshot.stages else None)
+    if stage is None or stage not in snapshot.stages:
+        raise InputError(
+            Problem(
+                f"stage {stage!r} is not in the run",
+                fix=f"stages: {', '.join(snapshot.stages) or 'none'}",
+            )
+        )
+    if metric not in snapshot.metrics:
+        raise InputError(
+            Problem(
+                f"the run did not record {metric}",
+                fix="add it to retrieval_metrics / retrieval_ks and run the tests again",
+            )
+        )
+    if selection.split == heldout_split:
+        raise InputError(
+            Problem(
+                "held-out queries are not stored per query, so held-out gates cannot be re-applied",
+                fix="gate the held-out split in the pytest run (--retrieval-heldout)",
+            )
+        )
+    values = []
+    for query in snapshot.queries.values():
+        in_split = (
+            query.split == selection.split
+            if selection.split is not None
+            else query.split != heldout_split
+        )
+        if not in_split or (selection.slice is not None and selection.slice not in query.slices):
+            continue
+        value = query.metrics.get(stage, {}).get(metric)
+        if value is not None:
+            values.append(value)
+    return (sum(values) / len(values) if values else None), len(values), stage

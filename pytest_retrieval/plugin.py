@@ -730,7 +730,13 @@ def _write_artifact(active: _Active, session: pytest.Session) -> None:
 
     assert active.settings.json is not None
     document = build_artifact(
-        active.session, plugin_version=__version__, extra_specs=[b.spec for b in active.budgets]
+        active.session,
+        plugin_version=__version__,
+        extra_specs=[b.spec for b in active.budgets],
+        declared={
+            "thresholds": [str(t) for t in active.thresholds],
+            "regressions": [b.line for b in active.budgets],
+        },
     )
     try:
         atomic_write_text(

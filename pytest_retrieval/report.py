@@ -9,7 +9,7 @@ schema-versioned JSON artifact, with held-out rows redacted unless their details
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -137,6 +137,7 @@ def build_artifact(
     *,
     plugin_version: str,
     extra_specs: Sequence[MetricSpec] = (),
+    declared: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """The JSON artifact of a session (see the README's "JSON artifact" section)."""
     golden = session.golden
@@ -245,6 +246,7 @@ def build_artifact(
         ],
         "latency_ms": latency,
         "regressions": [r.to_dict() for r in session.regression_outcomes],
+        "declared": {k: list(v) for k, v in (declared or {}).items()},
         "queries": rows,
         "redacted_queries": redacted,
         "snapshot": session.snapshot(extra=extra_specs).to_dict() if session.has_run else None,
@@ -328,15 +330,19 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
     if failed:
         lines.append("")
         lines.append(f"{len(failed)} queries failed (they score 0 and fail the session):")
-        for outcome in failed[:20]:
-            if session.is_redacted(golden[outcome.query_id]):
-                continue
+        shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
+        for outcome in shown[:20]:
             lines.append(
                 f"  {outcome.query_id} [{outcome.error_stage}] "
                 f"{outcome.error_type}: {outcome.error}"
             )
-        if len(failed) > 20:
-            lines.append(f"  ... and {len(failed) - 20} more (see the JSON artifact)")
+        if len(shown) > 20:
+            lines.append(f"  ... and {len(shown) - 20} more (see the JSON artifact)")
+        if len(shown) < len(failed):  # counted, never named (the held-out guard)
+            lines.append(
+                f"  {len(failed) - len(shown)} held-out queries (details hidden; "
+                "--retrieval-heldout-details shows them)"
+            )
     if quiet and not failed and not failed_gates:
         return []
     return lines

@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from . import evaluate as evaluate_command
     from . import golden as golden_command
+    from . import offline as offline_command
 
     parser = argparse.ArgumentParser(
         prog="pytest-retrieval",
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     evaluate_command.register(subparsers)
     golden_command.register(subparsers)
+    offline_command.register(subparsers)
     return parser
 
 

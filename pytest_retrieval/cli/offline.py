@@ -1,0 +1,292 @@
+"""``pytest-retrieval compare`` and ``pytest-retrieval gate``: gating a stored run, offline.
+
+Both read the JSON artifact a pytest run wrote (``--retrieval-json``) and apply the very same
+code as the plugin: ``compare`` the regression rule against a baseline, ``gate`` the thresholds
+(and, with ``--baseline``, the budgets), so a team can change a threshold without running the
+retriever again. Exit status: 0 every check passed, 1 a check failed, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from ..baseline import Budget, Snapshot
+    from ..gates import Threshold
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``compare`` and ``gate`` commands."""
+    compare = subparsers.add_parser(
+        "compare",
+        help="check a stored run (JSON artifact) for regressions against a baseline",
+        description=(
+            "Apply the regression rule (drop larger than the budget AND significant in a "
+            "paired sign-flip test) to a run's JSON artifact against a baseline file, and "
+            "print the per-query diff. Exit 0 no regression, 1 regression, 2 usage error."
+        ),
+    )
+    compare.add_argument("baseline", metavar="BASELINE", help="baseline file")
+    compare.add_argument("artifact", metavar="ARTIFACT", help="JSON artifact of the run")
+    _budget_options(compare)
+    compare.set_defaults(func=run_compare)
+
+    gate = subparsers.add_parser(
+        "gate",
+        help="re-apply thresholds (and budgets) to a stored run, without the retriever",
+        description=(
+            "Re-apply thresholds such as 'recall@50 >= 0.9 slice=multi-hop' to a run's JSON "
+            "artifact; with --baseline, apply the regression budgets too. Without --threshold "
+            "or --gates, the thresholds recorded in the artifact's settings are used."
+        ),
+    )
+    gate.add_argument("artifact", metavar="ARTIFACT", help="JSON artifact of the run")
+    gate.add_argument(
+        "-t",
+        "--threshold",
+        dest="thresholds",
+        action="append",
+        metavar="GATE",
+        help="a gate line, e.g. 'ndcg@10 >= 0.6 slice=multi-hop' (repeatable)",
+    )
+    gate.add_argument("--baseline", metavar="BASELINE", help="also check regressions")
+    _budget_options(gate)
+    gate.set_defaults(func=run_gate)
+
+
+def _budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-b",
+        "--budget",
+        dest="budgets",
+        action="append",
+        metavar="BUDGET",
+        help="a regression budget, e.g. 'ndcg@10 0.02' or 'recall@50 2%%' (repeatable; default: "
+        "the run's declared budgets, else the default checks)",
+    )
+    parser.add_argument(
+        "--gates", metavar="FILE", help="a retrieval-gates.yaml (thresholds and regressions)"
+    )
+    parser.add_argument("--alpha", type=float, help="significance level (default: the run's)")
+    parser.add_argument(
+        "--mode",
+        choices=("strict", "intersect"),
+        help="when the golden set changed: strict (incomparable) or intersect",
+    )
+
+
+def _read_artifact(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise InputError(Problem("artifact not found", fix="check the path", source=path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(f"cannot be read ({exc})", source=path)) from None
+    if not isinstance(data, dict) or data.get("schema") != "pytest-retrieval/artifact":
+        raise InputError(
+            Problem(
+                "not a pytest-retrieval JSON artifact",
+                fix="pass the file written by pytest --retrieval-json PATH",
+                source=path,
+            )
+        )
+    if not data.get("snapshot"):
+        raise InputError(
+            Problem(
+                "the artifact has no per-query snapshot (did the run score anything?)", source=path
+            )
+        )
+    return data
+
+
+def _snapshot(document: dict[str, Any], source: str) -> Snapshot:
+    from ..baseline import Snapshot
+
+    try:
+        return Snapshot.from_dict(document["snapshot"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(
+            Problem(f"malformed snapshot in the artifact ({exc!r})", source=source)
+        ) from None
+
+
+def _gates_file(
+    path: str | None,
+) -> tuple[list[tuple[str, int | None]], list[tuple[str, int | None]]]:
+    from ..gates import _gates_file_entries
+
+    if path is None:
+        return [], []
+    if not os.path.isfile(path):
+        raise InputError(Problem("gates file not found", fix="check the path", source=path))
+    return _gates_file_entries(path)
+
+
+def _scorable_slices(snapshot: Snapshot) -> list[str]:
+    """Slices with at least one query that has a value (what ``slice=*`` expands to)."""
+    names: set[str] = set()
+    for query in snapshot.queries.values():
+        if any(v is not None for stage in query.metrics.values() for v in stage.values()):
+            names.update(query.slices)
+    return sorted(names)
+
+
+def _budgets(
+    args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
+) -> list[Budget]:
+    from ..baseline import Budget, default_budgets, parse_budget
+    from ..gates import Selection
+
+    lines: list[tuple[str, str | None, int | None]] = [
+        (line, "--budget", None) for line in args.budgets or ()
+    ]
+    lines += [(line, args.gates, n) for line, n in _gates_file(args.gates)[1]]
+    settings = document.get("settings", {})
+    if not lines:
+        lines = [
+            (line, "the run's declared budgets", None)
+            for line in document.get("declared", {}).get("regressions", ())
+        ]
+    if not lines:
+        return default_budgets(settings.get("ks") or [10])
+    budgets: list[Budget] = []
+    slices = _scorable_slices(snapshot)
+    for line, source, number in lines:
+        budget = parse_budget(line, source=source, line_number=number)
+        if budget.selection.slice == "*":
+            budgets.extend(
+                Budget(
+                    budget.spec,
+                    budget.amount,
+                    budget.relative,
+                    Selection(budget.selection.stage, budget.selection.split, name),
+                )
+                for name in slices
+            )
+        else:
+            budgets.append(budget)
+    return budgets
+
+
+def _options(args: argparse.Namespace, document: dict[str, Any]) -> Any:
+    from ..baseline import CompareOptions
+
+    settings = document.get("settings", {})
+    return CompareOptions(
+        alpha=args.alpha if args.alpha is not None else settings.get("alpha", 0.05),
+        confidence=settings.get("confidence", 0.95),
+        resamples=settings.get("resamples", 10_000),
+        seed=settings.get("seed", 0),
+        mode=args.mode or settings.get("baseline_mode", "strict"),
+        heldout_split=settings.get("heldout_split", "heldout"),
+        shown=settings.get("worst", 5),
+    )
+
+
+def _check_regressions(
+    baseline_path: str, args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
+) -> bool:
+    from ..baseline import compare, load_baseline
+
+    try:
+        baseline: Snapshot | None = load_baseline(baseline_path)
+    except FileNotFoundError:
+        raise InputError(
+            Problem("baseline not found", fix="check the path", source=baseline_path)
+        ) from None
+    ok = True
+    options = _options(args, document)
+    for budget in _budgets(args, document, snapshot):
+        outcome = compare(
+            baseline,
+            snapshot,
+            budget,
+            stage=budget.selection.stage,
+            options=options,
+            baseline_path=baseline_path,
+        )
+        verdict = {"pass": "PASS", "improvement": "PASS", "skipped": "SKIP"}.get(
+            outcome.status, "FAIL"
+        )
+        lines = outcome.message.splitlines()
+        print(f"{verdict} {outcome.name}: {lines[0]}")
+        for line in lines[1:]:
+            print(f"    {line}")
+        ok = ok and outcome.passed
+    return ok
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Check the artifact's run against the baseline; 0 pass, 1 regression."""
+    document = _read_artifact(args.artifact)
+    snapshot = _snapshot(document, args.artifact)
+    return 0 if _check_regressions(args.baseline, args, document, snapshot) else 1
+
+
+def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Threshold]:
+    from ..gates import parse_threshold
+
+    lines: list[tuple[str, str | None, int | None]] = [
+        (line, "--threshold", None) for line in args.thresholds or ()
+    ]
+    lines += [(line, args.gates, n) for line, n in _gates_file(args.gates)[0]]
+    if not lines:
+        lines = [
+            (line, "the run's declared gates", None)
+            for line in document.get("declared", {}).get("thresholds", ())
+        ]
+    return [parse_threshold(line, source=source, line_number=n) for line, source, n in lines]
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    """Re-apply thresholds (and budgets with --baseline) to the artifact's run."""
+    from ..baseline import snapshot_mean
+    from ..gates import OPS, Selection
+
+    document = _read_artifact(args.artifact)
+    snapshot = _snapshot(document, args.artifact)
+    heldout = document.get("settings", {}).get("heldout_split", "heldout")
+    thresholds = _thresholds(args, document)
+    if not thresholds and not args.baseline:
+        raise InputError(
+            Problem(
+                "nothing to gate: no threshold given and none recorded in the run",
+                fix="pass --threshold 'recall@50 >= 0.9' or --gates FILE",
+            )
+        )
+    slices = _scorable_slices(snapshot)
+    ok = True
+    for threshold in thresholds:
+        selections = (
+            [
+                Selection(threshold.selection.stage, threshold.selection.split, name)
+                for name in slices
+            ]
+            if threshold.selection.slice == "*"
+            else [threshold.selection]
+        )
+        for selection in selections:
+            value, n, stage = snapshot_mean(
+                snapshot, str(threshold.spec), selection, heldout_split=heldout
+            )
+            passed = value is not None and OPS[threshold.op](value, threshold.value)
+            shown = "n/a" if value is None else f"{value:.4f}"
+            where = Selection(stage, selection.split or "overall", selection.slice).label()
+            print(
+                f"{'PASS' if passed else 'FAIL'} {threshold.spec} {threshold.op} "
+                f"{threshold.value:g}: {shown} [{where}] (n={n})"
+            )
+            ok = ok and passed
+    if args.baseline:
+        ok = _check_regressions(args.baseline, args, document, snapshot) and ok
+    return 0 if ok else 1
