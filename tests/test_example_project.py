@@ -1,0 +1,153 @@
+"""The example project, run as a user runs it: as shipped it passes; broken, it fails usefully.
+
+The example needs its own dependency (bm25s, in the test extra) and finds its package through
+PYTHONPATH, so these tests work whether or not ``pip install -e ./example_project`` was run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "example_project"
+
+
+def run_example(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, str, dict[str, Any]]:
+    """Run the example's gates in a subprocess; return (exit status, output, JSON artifact)."""
+    artifact = tmp_path / "report.json"
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]),
+        **(env or {}),
+    }
+    for name in ("ACME_TOKENIZER", "ACME_RERANKER", "ACME_CHUNK_SIZE", "ACME_CHUNK_OVERLAP"):
+        if env is None or name not in env:
+            environment.pop(name, None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--retrieval-json",
+            str(artifact),
+            *args,
+        ],
+        cwd=EXAMPLE,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    document = json.loads(artifact.read_text()) if artifact.exists() else {}
+    return result.returncode, output, document
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, dict[str, Any]]:
+    return run_example(tmp_path_factory.mktemp("shipped"))
+
+
+def test_the_example_passes_as_shipped(shipped: tuple[int, str, dict[str, Any]]) -> None:
+    status, output, document = shipped
+    assert status == 0, output[-3000:]
+    assert "retrieval gates: all passed" in output
+    assert document["stages"] == ["retriever", "reranker"]
+    # 158 queries, 39 of them held out and sealed: 119 scored.
+    assert document["golden"]["queries"] == 158
+    assert document["heldout"]["scored"] is False
+    assert len(document["queries"]) == 119
+
+
+def test_the_example_broken_as_documented_fails_and_names_what_it_lost(tmp_path: Path) -> None:
+    status, output, _document = run_example(tmp_path, env={"ACME_TOKENIZER": "naive"})
+    assert status == 1, output[-3000:]
+    assert "FAILED retrieval-regressions::" in output
+    # A lost relevant document with its rank before and after, e.g. "invoice-languages: rank 1 → —"
+    # (pushed out of the ranking) or "merge-duplicate-contacts: rank 1 → 17" (pushed down).
+    moves = re.findall(r"([\w-]+): rank (\d+) → (—|\d+)", output)
+    assert moves, output[-3000:]
+    assert any(after == "—" or int(after) > int(before) for _doc, before, after in moves)
+
+
+def test_turning_the_reranker_off_is_caught_by_the_baseline(tmp_path: Path) -> None:
+    status, output, document = run_example(tmp_path, env={"ACME_RERANKER": "off"})
+    assert status == 1, output[-3000:]
+    failed = [r for r in document["regressions"] if r["status"] == "regression"]
+    assert failed
+    worst = failed[0]["worse"][0]
+    assert worst["after"] < worst["before"]
+    assert any(m["before"] != m["after"] for m in worst["moves"])
+
+
+def test_two_workers_give_the_same_numbers(
+    tmp_path: Path, shipped: tuple[int, str, dict[str, Any]]
+) -> None:
+    status, output, document = run_example(tmp_path, "-n", "2")
+    assert status == 0, output[-3000:]
+    _status, _output, single = shipped
+    assert document["results"] == single["results"]
+    strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]  # noqa: E731
+    assert strip(document["queries"]) == strip(single["queries"])
+
+
+def _seed_recall(retrieved: list[str], relevant: set[str], k: int) -> float:
+    # The design seed's formula, written out here independently of pytest_retrieval.
+    return sum(1 for d in retrieved[:k] if d in relevant) / len(relevant)
+
+
+def _seed_ndcg(retrieved: list[str], grades: dict[str, int], k: int) -> float:
+    def dcg(values: list[int]) -> float:
+        return sum((2**g - 1) / math.log2(i + 1) for i, g in enumerate(values, 1))
+
+    seen: set[str] = set()
+    actual = []
+    for doc in retrieved[:k]:
+        actual.append(0 if doc in seen else grades.get(doc, 0))
+        seen.add(doc)
+    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
+    return dcg(actual) / dcg(ideal)
+
+
+def test_the_numbers_are_real_recomputed_from_the_rankings(
+    shipped: tuple[int, str, dict[str, Any]],
+) -> None:
+    _status, _output, document = shipped
+    golden = yaml.safe_load((EXAMPLE / "golden" / "acme-help.yaml").read_text())
+    labels: dict[str, dict[str, int]] = {}
+    for query in golden["queries"]:
+        relevant = query["relevant"]
+        labels[str(query["id"])] = (
+            {str(d): 1 for d in relevant}
+            if isinstance(relevant, list)
+            else {str(d): int(g) for d, g in relevant.items()}
+        )
+    recalls, ndcgs = [], []
+    for row in document["queries"]:
+        grades = labels[row["id"]]
+        relevant = {d for d, g in grades.items() if g >= 1}
+        if not relevant:
+            continue  # no-answer queries are skipped in the means (the default convention)
+        recalls.append(_seed_recall(row["rankings"]["retriever"], relevant, 50))
+        ndcgs.append(_seed_ndcg(row["rankings"]["reranker"], grades, 5))
+    overall = {(r["stage"], r["column"]): r["metrics"] for r in document["results"]}
+    assert len(recalls) == 108
+    assert overall[("retriever", "overall")]["recall@50"] == pytest.approx(
+        sum(recalls) / len(recalls)
+    )
+    assert overall[("reranker", "overall")]["ndcg@5"] == pytest.approx(sum(ndcgs) / len(ndcgs))
