@@ -376,7 +376,37 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
         if quiet and verdict != "FAIL" and regression.status != "improvement":
             continue
         body = regression.message.splitlines()
-        lines.append(f"{verdict} {regression.name}: {body[0]}")
-        if verdict == "FAIL" or regression.status == "improvement" or regression.warning:
-            lines.extend(f"    {line}" for line in body[1:])
+        if regression.delta is not None and regression.baseline_mean is not None:
+            assert regression.current_mean is not None
+            where = " ".join(
+                f"{k}={v}"
+                for k, v in (
+                    ("stage", regression.stage),
+                    ("split", regression.split),
+                    ("slice", regression.slice),
+                )
+                if v
+            )
+            p_value = "n/a" if regression.p_value is None else f"{regression.p_value:.3g}"
+            detectable = (
+                f"; detectable drop {regression.detectable:.4f}"
+                if regression.detectable is not None
+                else ""
+            )
+            lines.append(
+                f"{verdict} {regression.metric} budget {regression.budget:.4f} [{where}]: "
+                f"{regression.baseline_mean:.4f} → {regression.current_mean:.4f} "
+                f"(Δ {regression.delta:+.4f}, p = {p_value}, n = {regression.n}{detectable})"
+                + (
+                    " — improvement: refresh the baseline"
+                    if regression.status == "improvement"
+                    else ""
+                )
+            )
+        else:
+            lines.append(f"{verdict} {regression.name}: {body[0]}")
+        if verdict == "FAIL":
+            lines.extend(f"    {line}" for line in body)
+        elif regression.warning and not quiet:
+            lines.append(f"    warning: {regression.warning}")
     return lines
