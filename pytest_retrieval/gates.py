@@ -70,6 +70,23 @@ class GateUsageError(ValueError):
     """A gate was used wrongly (bad threshold, unknown slice/split/stage, no active session)."""
 
 
+def __tracebackhide__(excinfo: Any) -> bool:
+    """pytest hides this module's frames from a gate's failure, misuse or skip (a sealed split),
+    so the traceback, and a skip's location, is the user's ``assert_recall_at(50) >= 0.9`` line.
+    """
+    return bool(excinfo.errisinstance((AssertionError, GateUsageError))) or _is_pytest_outcome(
+        excinfo
+    )
+
+
+def _is_pytest_outcome(excinfo: Any) -> bool:
+    # pytest.skip/fail raised through the session's callbacks. Only pytest calls this, so
+    # importing it here keeps the module itself free of pytest.
+    import pytest
+
+    return bool(excinfo.errisinstance((pytest.skip.Exception, pytest.fail.Exception)))
+
+
 def check_threshold(value: object, *, where: str = "threshold") -> float:
     """Return ``value`` as a float if it is a number in [0, 1], else raise GateUsageError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -257,9 +274,6 @@ class Gate:
         _active().gate_created(self)
 
     def _check(self, op: str, threshold: object) -> bool:
-        # pytest leaves these frames out of a failure's traceback, which then ends at the
-        # user's `assert_recall_at(50) >= 0.9` line, followed by our message.
-        __tracebackhide__ = True
         self.compared = True
         value = check_threshold(threshold, where=f"the threshold of {self.spec}")
         outcome = _active().check(self.spec, self.selection, op, value)
@@ -268,19 +282,15 @@ class Gate:
         return True
 
     def __ge__(self, threshold: object) -> bool:
-        __tracebackhide__ = True
         return self._check(">=", threshold)
 
     def __gt__(self, threshold: object) -> bool:
-        __tracebackhide__ = True
         return self._check(">", threshold)
 
     def __le__(self, threshold: object) -> bool:
-        __tracebackhide__ = True
         return self._check("<=", threshold)
 
     def __lt__(self, threshold: object) -> bool:
-        __tracebackhide__ = True
         return self._check("<", threshold)
 
     def __bool__(self) -> bool:
@@ -469,8 +479,13 @@ def parse_threshold(
         ) from None
     try:
         value = check_threshold(value)
-    except GateUsageError as exc:
-        raise problem(str(exc), "metrics are fractions between 0 and 1") from None
+    except GateUsageError:
+        # Said once, with the number as written (check_threshold's text would add its own fix
+        # and show the parsed float: "got 90.0").
+        raise problem(
+            f"threshold {match['value']} is not between 0 and 1",
+            "metrics are fractions: write 0.9, not 90",
+        ) from None
     options: dict[str, str] = {}
     for token in match["rest"].split():
         key, sep, val = token.partition("=")

@@ -21,7 +21,7 @@ import os
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -122,11 +122,20 @@ def _query_problems(
     qid = query_id if isinstance(query_id, str) else None
     if not isinstance(query_id, str) or not query_id.strip():
         problems.append(
-            Problem(f"query id must be a non-blank string, got {query_id!r}", field="id")
+            Problem(
+                f"query id must be a non-blank string, got {query_id!r}",
+                "give every query a unique string id",
+                field="id",
+            )
         )
     if text is not None and (not isinstance(text, str) or not text.strip()):
         problems.append(
-            Problem(f"text must be a non-blank string, got {text!r}", query_id=qid, field="text")
+            Problem(
+                f"text must be a non-blank string, got {text!r}",
+                "give the query's text as a user would type it",
+                query_id=qid,
+                field="text",
+            )
         )
     grades: dict[str, int] = {}
     pairs: Iterable[tuple[object, object]]
@@ -137,6 +146,7 @@ def _query_problems(
             Problem(
                 f"judgments must be a list of doc ids or a mapping of doc id to grade, got "
                 f"{judgments!r}",
+                "pass [doc_id, ...] for binary labels or {doc_id: grade} for graded ones",
                 query_id=qid,
                 field="relevant",
             )
@@ -149,6 +159,7 @@ def _query_problems(
             problems.append(
                 Problem(
                     f"doc id must be a non-blank string, got {doc!r}",
+                    "convert numeric ids with str()",
                     query_id=qid,
                     field="relevant",
                 )
@@ -157,18 +168,31 @@ def _query_problems(
             problems.append(
                 Problem(
                     f"grade of {doc!r} must be an integer >= 0, got {grade!r}",
+                    "use 0 for judged not relevant and 1 or more for relevant",
                     query_id=qid,
                     field="relevant",
                 )
             )
         elif doc in grades:
-            problems.append(Problem(f"doc {doc!r} is judged twice", query_id=qid, field="relevant"))
+            problems.append(
+                Problem(
+                    f"doc {doc!r} is judged twice",
+                    "list each judged doc once",
+                    query_id=qid,
+                    field="relevant",
+                )
+            )
         else:
             grades[doc] = grade
     names: tuple[str, ...] = ()
     if isinstance(slices, (str, bytes)) or not isinstance(slices, Iterable):
         problems.append(
-            Problem(f"slices must be a list of names, got {slices!r}", query_id=qid, field="slices")
+            Problem(
+                f"slices must be a list of names, got {slices!r}",
+                "pass a list, e.g. ['multi-hop']",
+                query_id=qid,
+                field="slices",
+            )
         )
     else:
         names = tuple(slices)
@@ -496,6 +520,10 @@ class GoldenSet:
             heldout_split=self.heldout_split,
         )
 
+    def where(self, predicate: Callable[[Query], bool]) -> GoldenSet:
+        """The queries for which ``predicate`` is true, in file order (possibly none)."""
+        return self._subset(q for q in self.queries if predicate(q))
+
     def in_split(self, split: str) -> GoldenSet:
         """The queries of one split, in file order (possibly none). Has its own fingerprint."""
         return self._subset(q for q in self.queries if q.split == split)
@@ -586,6 +614,11 @@ def load_golden(
     :class:`~pytest_retrieval.errors.GoldenSetError`; no other exception escapes for bad input.
     """
     source = os.fspath(path)
+    if not os.path.exists(source):
+        raise GoldenSetError(
+            Problem("no such file or folder", "check the path", source=source),
+            title=f"{source}: cannot load golden set",
+        )
     fmt = infer_format(path) if format is None else format
     usage: list[Problem] = []
     if fmt not in READ_FORMATS:
@@ -614,8 +647,6 @@ def load_golden(
                 field="heldout_split",
             )
         )
-    if not os.path.exists(source):
-        usage.append(Problem("no such file or folder", "check the path", source=source))
     if usage:
         raise GoldenSetError(usage, title=f"{source}: cannot load golden set")
     parsed = _read(fmt, source, os.fspath(topics) if topics is not None else None)

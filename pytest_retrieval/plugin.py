@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -137,7 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "retrieval_heldout_split to the split you hold out"
         )
     session = RetrievalSession(settings=settings, golden=golden, baseline=baseline)
-    session.on_sealed = lambda reason: pytest.skip(reason)
+    session.on_sealed = _skip
     session.on_skip = lambda reason: pytest.skip(reason)
     active = _Active(config, settings, session)
     active.thresholds = thresholds
@@ -161,6 +161,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_OnDemand(active), "retrieval-on-demand")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(active), "retrieval-xdist")
+
+
+def _skip(reason: str) -> NoReturn:
+    """Skip the running test; hidden from the traceback, so the skip's location is the user's
+    line (the session's and the gates' frames hide themselves too)."""
+    __tracebackhide__ = True
+    pytest.skip(reason)
 
 
 class _OnDemand:

@@ -422,12 +422,17 @@ def _stage_call(
                 on_done=chunk_done,
             )
             return
-        call = _with_k(_single_caller(stage_fn), depth)
+        single = _single_caller(stage_fn)
+        # Asked before _with_k wraps an ``async def search(text, k)`` in a plain lambda, which
+        # would hide that its calls return coroutines to await.
+        is_async = _is_async(single)
+        call = _with_k(single, depth)
         args: Callable[[int], tuple[Any, ...]] = lambda i: (inputs[i],)  # noqa: E731
     else:
         call = _single_caller(stage_fn)
+        is_async = _is_async(call)
         args = lambda i: tuple(inputs[i])  # noqa: E731
-    if _is_async(call):
+    if is_async:
         _run_async(
             lambda payload: call(*payload),
             [args(i) for i in range(count)],  # type: ignore[misc]

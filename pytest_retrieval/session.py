@@ -29,6 +29,7 @@ from .gates import (
     GateUsageError,
     Score,
     Selection,
+    _is_pytest_outcome,
     describe_op_failure,
 )
 from .golden import GoldenSet, Query
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
 __all__ = ["RetrievalSession", "SealedSplit", "WorstQuery"]
 
 SEALED_REASON = "held-out split is sealed; CI unseals it with --retrieval-heldout"
+
+
+def __tracebackhide__(excinfo: Any) -> bool:
+    """pytest hides this module's frames when a gate is misused (unknown slice, split or
+    stage) or skipped (a sealed split): the traceback, and a skip's location, is the user's
+    line."""
+    return bool(excinfo.errisinstance(GateUsageError)) or _is_pytest_outcome(excinfo)
 
 
 class SealedSplit(Exception):
@@ -288,11 +296,16 @@ class RetrievalSession:
             f"queries scored: {evaluation.counts[str(spec)]}, skipped (no relevant document): "
             f"{len(evaluation.skipped_no_relevant)}"
         ]
-        failed = [o for o in self.failed_queries() if o.query_id in {q.id for q in queries}]
+        by_id = {q.id: q for q in queries}
+        failed = [o for o in self.failed_queries() if o.query_id in by_id]
         if failed:
+            # A held-out query's id is a per-query detail too: counted, never named.
+            named = [o.query_id for o in failed if not self.is_redacted(by_id[o.query_id])]
+            hidden = len(failed) - len(named)
             lines.append(
-                f"{len(failed)} queries failed in the retriever and scored 0: "
-                + ", ".join(o.query_id for o in failed[:10])
+                f"{len(failed)} queries failed in the retriever and scored 0"
+                + (": " + ", ".join(named[:10]) if named else "")
+                + (f" ({hidden} held-out, not named)" if hidden else "")
             )
         worst = self.worst_queries(spec, stage, queries, evaluation)
         if worst:

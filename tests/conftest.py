@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from plugin_helpers import RetrievalProject
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -22,3 +23,10 @@ def shared_dir() -> Path:
 def trec_eval_dir(shared_dir: Path) -> Path:
     """trec_eval's own test files (qrels, runs and expected outputs)."""
     return shared_dir / "peer-suites" / "trec_eval"
+
+
+@pytest.fixture
+def retrieval_project(pytester: pytest.Pytester) -> RetrievalProject:
+    """A user project (golden set, ini, conftest, tests) in a pytester folder; see
+    ``plugin_helpers``."""
+    return RetrievalProject(pytester)

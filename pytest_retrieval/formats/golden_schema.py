@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import GoldenSetError, Problem
+from ..errors import Problem
 from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, Query, is_plain_name
 
 __all__ = [
@@ -188,12 +188,6 @@ class Parsed:
         """Record a problem in this file (or in ``where["source"]``)."""
         where.setdefault("source", self.source)
         self.problems.append(Problem(message, fix, **where))
-
-    def error(self) -> GoldenSetError:
-        """The problems so far as one error."""
-        return GoldenSetError(
-            self.problems, title=f"{self.source}: golden set has {len(self.problems)} problem(s)"
-        )
 
 
 @dataclass(frozen=True, slots=True)
