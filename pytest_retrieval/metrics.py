@@ -22,7 +22,6 @@ everywhere in pytest-retrieval:
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -338,6 +337,8 @@ class MetricSpec:
 
 
 def _suggestion(name_text: str, k_text: str | None) -> str:
+    import difflib  # only on the error path: keeps importing the plugin cheap
+
     candidates = sorted(set(_ALIASES) | set(METRIC_NAMES))
     close = difflib.get_close_matches(name_text, candidates, n=1, cutoff=0.5)
     valid = "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision"
