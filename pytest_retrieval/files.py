@@ -8,15 +8,17 @@ either the old file or the new one, never a mix.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 from .errors import InputError, Problem
 
-__all__ = ["atomic_write_text", "file_lock"]
+__all__ = ["atomic_write", "atomic_write_json", "atomic_write_text", "file_lock"]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "file") -> None:
@@ -25,6 +27,29 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "f
     Raises :class:`~pytest_retrieval.errors.InputError` naming the path when it cannot be written
     (missing or unwritable folder, a directory in the way); the old file, if any, is untouched.
     """
+    atomic_write(path, lambda out: out.write(text), what=what)
+
+
+def atomic_write_json(
+    path: str | os.PathLike[str], document: Any, *, what: str = "file"
+) -> None:
+    """Stream ``document`` as compact JSON (one trailing newline) to ``path`` atomically.
+
+    Compact, because an artifact of 100,000 queries indented would be several times larger and
+    slower; streamed, so the whole text never sits in memory at once.
+    """
+
+    def write(out: TextIO) -> None:
+        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+        out.write("\n")
+
+    atomic_write(path, write, what=what)
+
+
+def atomic_write(
+    path: str | os.PathLike[str], write: Callable[[TextIO], object], *, what: str = "file"
+) -> None:
+    """Call ``write(handle)`` on a temporary file beside ``path``, then rename it over ``path``."""
     target = Path(path)
     if target.is_dir():
         raise InputError(
@@ -57,13 +82,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "f
             mode = 0o666 & ~umask
         os.chmod(temp_name, mode)
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
+            write(out)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp_name, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
+        if isinstance(exc, OSError):  # e.g. disk full: the old file is intact, say so
+            raise InputError(
+                Problem(
+                    f"cannot write the {what}: {exc.strerror or exc}; the previous file, if "
+                    "any, is unchanged",
+                    fix="check the free space and permissions of the folder",
+                    source=str(target),
+                )
+            ) from None
         raise
 
 

@@ -63,10 +63,13 @@ def _active(config: pytest.Config) -> _Active | None:
 def _require(config: pytest.Config) -> _Active:
     active = _active(config)
     if active is None:
-        raise pytest.UsageError(
+        # Only fixtures get here, from inside a test: the message is the whole story, a
+        # traceback through the plugin would only hide it.
+        pytest.fail(
             "pytest-retrieval has no golden set: set retrieval_golden = PATH in your pytest "
             "configuration (e.g. [tool.pytest.ini_options] in pyproject.toml) or pass "
-            "--retrieval-golden PATH"
+            "--retrieval-golden PATH",
+            pytrace=False,
         )
     return active
 
@@ -81,7 +84,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("retrieval", "retrieval quality gates (pytest-retrieval)")
     for option in OPTIONS:
         if not option.flag_only:
-            parser.addini(option.ini, option.help, type=option.ini_type, default=None)
+            # A bool is read as text and parsed by the setting itself: pytest's own bool parsing
+            # fails with an INTERNALERROR on a value such as "maybe", where ours names the key.
+            ini_type = "string" if option.ini_type == "bool" else option.ini_type
+            parser.addini(option.ini, option.help, type=ini_type, default=None)
         if not option.flag:
             continue
         if option.store_true:
@@ -528,14 +534,14 @@ def pytest_assertrepr_compare(
     gates = sys.modules.get("pytest_retrieval.gates")
     if gates is None:
         return None
-    score = (
-        left if isinstance(left, gates.Score) else right if isinstance(right, gates.Score) else None
-    )
-    if score is None:
-        return None
-    other = right if score is left else left
-    if score is right:  # `0.9 <= recall_at(50)`: say it with the score first, as it reads
+    if isinstance(left, gates.Score):
+        score, other = left, right
+    elif isinstance(right, gates.Score):
+        # `0.9 <= recall_at(50)`: said score first, with the comparison turned to match
+        score, other = right, left
         op = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}.get(op, op)
+    else:
+        return None
     where = gates.Selection(score.stage, score.split or "overall", score.slice).label()
     shown = "n/a" if score.value is None else f"{score.value:.4f}"
     return [f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]", *score.explanation]
@@ -606,6 +612,7 @@ def pytest_collection_modifyitems(
     active = _active(config)
     if active is None:
         return
+    start = len(items)
     if active.budgets:
         regressions = _GatesCollector.from_parent(
             session, name="retrieval-regressions", nodeid="retrieval-regressions"
@@ -624,24 +631,37 @@ def pytest_collection_modifyitems(
                 ]
             )
             items.append(item)
-    if not active.thresholds:
-        return
-    parent = _GatesCollector.from_parent(session, name="retrieval-gates", nodeid="retrieval-gates")
-    for threshold in active.thresholds:
-        item = _GateItem.from_parent(
-            parent, name=threshold.name, callobj=_gate_function(threshold, "threshold")
+    if active.thresholds:
+        parent = _GatesCollector.from_parent(
+            session, name="retrieval-gates", nodeid="retrieval-gates"
         )
-        item.user_properties.extend(
-            [
-                ("metric", str(threshold.spec)),
-                ("op", threshold.op),
-                ("threshold", threshold.value),
-                ("stage", threshold.selection.stage or "default"),
-                ("split", threshold.selection.split or "overall"),
-                ("slice", threshold.selection.slice or "all"),
-            ]
-        )
-        items.append(item)
+        for threshold in active.thresholds:
+            item = _GateItem.from_parent(
+                parent, name=threshold.name, callobj=_gate_function(threshold, "threshold")
+            )
+            item.user_properties.extend(
+                [
+                    ("metric", str(threshold.spec)),
+                    ("op", threshold.op),
+                    ("threshold", threshold.value),
+                    ("stage", threshold.selection.stage or "default"),
+                    ("split", threshold.selection.split or "overall"),
+                    ("slice", threshold.selection.slice or "all"),
+                ]
+            )
+            items.append(item)
+    _report_collected(session, items[start:])
+
+
+def _report_collected(session: pytest.Session, added: list[pytest.Item]) -> None:
+    """Report the items added here as collected, as pytest does for the ones it collects, so
+    that "collected N items" counts them (it would say "collected 0 items" and then run gates)."""
+    by_parent: dict[str, list[pytest.Item]] = {}
+    for item in added:
+        by_parent.setdefault(item.parent.nodeid if item.parent else "", []).append(item)
+    for nodeid, members in by_parent.items():
+        report = pytest.CollectReport(nodeid, "passed", None, list(members))
+        session.ihook.pytest_collectreport(report=report)
 
 
 # --- the end of the session ------------------------------------------------------------------
@@ -728,11 +748,9 @@ def _update_baseline(active: _Active, session: pytest.Session) -> None:
 
 
 def _write_artifact(active: _Active, session: pytest.Session) -> None:
-    import json
-
     from . import __version__
     from .errors import InputError
-    from .files import atomic_write_text
+    from .files import atomic_write_json
     from .report import build_artifact
 
     assert active.settings.json is not None
@@ -746,9 +764,7 @@ def _write_artifact(active: _Active, session: pytest.Session) -> None:
         },
     )
     try:
-        atomic_write_text(
-            active.settings.json, json.dumps(document, indent=2) + "\n", what="JSON artifact"
-        )
+        atomic_write_json(active.settings.json, document, what="JSON artifact")
     except InputError as exc:
         active.artifact_error = str(exc)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
