@@ -30,9 +30,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "f
     atomic_write(path, lambda out: out.write(text), what=what)
 
 
-def atomic_write_json(
-    path: str | os.PathLike[str], document: Any, *, what: str = "file"
-) -> None:
+def atomic_write_json(path: str | os.PathLike[str], document: Any, *, what: str = "file") -> None:
     """Stream ``document`` as compact JSON (one trailing newline) to ``path`` atomically.
 
     Compact, because an artifact of 100,000 queries indented would be several times larger and

@@ -55,11 +55,13 @@ def _gate_key(gate: dict[str, Any]) -> str:
 
 @dataclass
 class Report:
-    """What one process learned: per-query outcomes (by query id) and gate outcomes."""
+    """What one process learned: per-query outcomes (by query id), gate outcomes, and the name
+    of the retriever that ran (only the worker that ran it knows it)."""
 
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
     gates: list[dict[str, Any]] = field(default_factory=list)
     regressions: list[dict[str, Any]] = field(default_factory=list)
+    retriever_name: str | None = None
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
@@ -69,11 +71,17 @@ class Report:
             outcomes,
             [g.to_dict() for g in session.gate_outcomes],
             [r.to_dict() for r in session.regression_outcomes],
+            session.retriever_name,
         )
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins only (execnet sends no pickles)."""
-        return {"outcomes": self.outcomes, "gates": self.gates, "regressions": self.regressions}
+        return {
+            "outcomes": self.outcomes,
+            "gates": self.gates,
+            "regressions": self.regressions,
+            "retriever_name": self.retriever_name,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:
@@ -82,6 +90,7 @@ class Report:
             dict(data.get("outcomes", {})),
             list(data.get("gates", [])),
             list(data.get("regressions", [])),
+            data.get("retriever_name"),
         )
 
     def merge(self, other: Report) -> Report:
@@ -102,7 +111,13 @@ class Report:
             regressions[key]
             for key in sorted(regressions, key=lambda k: (regressions[k]["name"], k))
         ]
-        return Report(dict(sorted(outcomes.items())), ordered, ordered_regressions)
+        names = [n for n in (self.retriever_name, other.retriever_name) if n is not None]
+        return Report(
+            dict(sorted(outcomes.items())),
+            ordered,
+            ordered_regressions,
+            min(names) if names else None,  # all workers build the same retriever
+        )
 
     def apply_to(self, session: RetrievalSession) -> None:
         """Load the merged outcomes and gates into the controller's session."""
@@ -112,6 +127,8 @@ class Report:
             session.set_outcomes(outcome_from_dict(o) for o in rows)
         session.gate_outcomes = [GateOutcome.from_dict(g) for g in self.gates]
         session.regression_outcomes = [RegressionOutcome.from_dict(r) for r in self.regressions]
+        if self.retriever_name is not None:
+            session.retriever_name = self.retriever_name
 
 
 def merge_all(reports: Iterable[Report]) -> Report:
@@ -328,7 +345,8 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
             if pair is not None:
                 lines.append(f"latency {stage}: p50 {pair[0]:.1f} ms, p95 {pair[1]:.1f} ms")
     if failed:
-        lines.append("")
+        if lines:  # under -q the failures are the whole section: no blank line first
+            lines.append("")
         lines.append(f"{len(failed)} queries failed (they score 0 and fail the session):")
         shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
         for outcome in shown[:20]:

@@ -197,7 +197,10 @@ def _accepts_k(fn: Callable[..., Any]) -> str | None:
         if name in signature.parameters:
             return name
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params):
+    # Only a *required* second parameter is taken for the cutoff. An optional one may be
+    # anything (LangChain's ``invoke(input, config=None)``), and ``*args`` is usually a
+    # decorator's wrapper around ``search(text)``: passing the cutoff there breaks every call.
+    if len(positional) >= 2 and positional[1].default is inspect.Parameter.empty:
         return "positional"
     return None
 

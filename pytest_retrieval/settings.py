@@ -84,6 +84,14 @@ def _metrics(text: str) -> tuple[str, ...]:
         try:
             spec = MetricSpec.parse(part)
         except InputError as exc:
+            import difflib  # only for the error message: this module loads in every run
+
+            close = difflib.get_close_matches(lowered, METRIC_NAMES, n=1)
+            if close:  # a misspelt family: suggest the family, not one cutoff of it
+                raise _Invalid(
+                    f"{part!r} is not a metric; did you mean {close[0]!r}? (known: "
+                    f"{', '.join(METRIC_NAMES)}, or one cutoff such as ndcg@10)"
+                ) from None
             raise _Invalid(str(exc)) from None
         names.append(spec.name if spec.k is None and spec.name != "r_precision" else str(spec))
     if not names:
@@ -241,7 +249,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "doc_id",
         "where a returned item keeps its document id: a key/attribute path such as "
-        "metadata.source, or module:function mapping an item (or chunk id) to a doc id",
+        "metadata.source, or module:function mapping each returned (chunk) id to its "
+        "document id, chunks of one document collapsing to its best rank",
         None,
         _text,
         metavar="PATH",

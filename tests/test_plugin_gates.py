@@ -1,0 +1,424 @@
+"""Gate helpers in a user's tests: every assert_* gate passing and failing, the Score twins.
+
+Expected values are computed by hand from the standard project (see plugin_helpers): the overall
+selection is refund, sso and invoice (fax has no relevant document and is skipped in means).
+
+    refund   shipping, refund-policy*, contact     relevant {refund-policy: 1}
+    sso      okta*, mfa, sso-setup*                relevant {sso-setup: 2, okta: 1}
+    invoice  faq, pricing, contact                 relevant {invoices: 1, billing: 1}
+"""
+
+from __future__ import annotations
+
+import pytest
+from plugin_helpers import RetrievalProject, esc
+
+# (helper call, hand-computed value, a threshold it passes, a threshold it fails)
+CASES = [
+    # recall@3 = (1 + 1 + 0) / 3
+    ("assert_recall_at(3)", "recall@3", 2 / 3, 0.6, 0.7),
+    # precision@3 = (1/3 + 2/3 + 0) / 3
+    ("assert_precision_at(3)", "precision@3", 1 / 3, 0.3, 0.4),
+    # hit_rate@1 = (0 + 1 + 0) / 3: only sso has a relevant document at rank 1
+    ("assert_hit_rate_at(1)", "hit_rate@1", 1 / 3, 0.3, 0.4),
+    # ndcg@3, exponential gain 2**g - 1, discount 1/log2(rank + 1):
+    #   refund  DCG = 1/log2(3) = 0.63093, IDCG = 1                      -> 0.63093
+    #   sso     DCG = 1/1 + 3/log2(4) = 2.5, IDCG = 3/1 + 1/log2(3) = 3.63093 -> 0.68853
+    #   invoice 0                                  mean = 1.31946 / 3 = 0.43982
+    ("assert_ndcg_at(3)", "ndcg@3", 0.43982, 0.4, 0.5),
+    # map@3: refund 1/2; sso (1/1 + 2/3) / 2 = 5/6; invoice 0 -> (1/2 + 5/6) / 3 = 4/9
+    ("assert_map_at(3)", "map@3", 4 / 9, 0.4, 0.5),
+    # mrr: refund 1/2, sso 1, invoice 0 -> 1/2
+    ("assert_mrr()", "mrr", 0.5, 0.5, 0.6),
+    # mrr@1: refund's first relevant is at rank 2, outside the cutoff -> (0 + 1 + 0) / 3
+    ("assert_mrr_at(1)", "mrr@1", 1 / 3, 0.3, 0.4),
+]
+
+
+@pytest.mark.parametrize(("call", "metric", "value", "passes", "fails"), CASES)
+def test_every_gate_helper_passes_and_fails_with_the_exact_message(
+    retrieval_project: RetrievalProject,
+    call: str,
+    metric: str,
+    value: float,
+    passes: float,
+    fails: float,
+) -> None:
+    retrieval_project.write(
+        tests=f"""
+        from pytest_retrieval.gates import *
+
+        def test_passes():
+            {call} >= {passes}
+
+        def test_fails():
+            {call} >= {fails}
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    shown = f"{value:.4f}"
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*_ test_fails _*",
+                f">       {call} >= {fails}",
+                f"E *AssertionError: {metric} = {shown} < {fails}, expected >= {fails} "
+                "[stage=retriever split=overall]",
+                "E *queries scored: 3, skipped (no relevant document): 1",
+            ]
+        )
+    )
+    # The traceback stops at the user's line: the helper's own frames are hidden.
+    result.stdout.no_fnmatch_line("*pytest_retrieval/gates.py*")
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*= retrieval gates: 1 failed =*",
+                f"PASS {metric} >= {passes}: {shown} [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_passes",
+                f"FAIL {metric} >= {fails}: {shown} [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_fails",
+            ]
+        )
+    )
+
+
+def test_a_failing_gate_names_the_worst_queries(retrieval_project: RetrievalProject) -> None:
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_recall():
+            assert_recall_at(3) >= 0.9
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(failed=1)
+    # Lowest value first, ties by id; missed = relevant documents outside the top 3; the first
+    # relevant rank is counted over the whole ranking.
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: recall@3 = 0.6667 < 0.9, expected >= 0.9 "
+                "[stage=retriever split=overall]",
+                "E *queries scored: 3, skipped (no relevant document): 1",
+                "E *worst 3 queries:",
+                "E *invoice 'Where do I download invoices?': recall@3 = 0.0000; missed "
+                "invoices, billing; no relevant document retrieved",
+                "E *refund 'How long is the refund window?': recall@3 = 1.0000; first "
+                "relevant at rank 2",
+                "E *sso 'How do I set up SSO with Okta?': recall@3 = 1.0000; first relevant "
+                "at rank 1",
+            ]
+        )
+    )
+
+
+def test_retrieval_worst_limits_the_queries_a_failure_lists(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        ini={"retrieval_worst": "1"},
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_recall():
+            assert_recall_at(1) >= 0.9
+        """,
+    )
+    result = retrieval_project.run()
+    # recall@1 per query: refund 0, sso 1/2, invoice 0 -> worst is invoice (0, then by id).
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *worst 1 queries:",
+                "E *invoice 'Where do I download invoices?': recall@1 = 0.0000; missed "
+                "invoices, billing; no relevant document retrieved",
+            ]
+        )
+    )
+    result.stdout.no_fnmatch_line("E *refund *")
+
+
+def test_every_comparison_operator_gates(retrieval_project: RetrievalProject) -> None:
+    # mrr = 0.5 (see CASES)
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_mrr
+
+        def test_ge(): assert_mrr() >= 0.5
+        def test_gt(): assert_mrr() > 0.4
+        def test_le(): assert_mrr() <= 0.5
+        def test_lt(): assert_mrr() < 0.6
+        def test_gt_fails(): assert_mrr() > 0.5
+        def test_lt_fails(): assert_mrr() < 0.5
+        def test_in_an_assert(): assert assert_mrr() >= 0.5
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=5, failed=2)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: mrr = 0.5000 <= 0.5, expected > 0.5 "
+                "[stage=retriever split=overall]"
+            ]
+        )
+    )
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: mrr = 0.5000 >= 0.5, expected < 0.5 "
+                "[stage=retriever split=overall]"
+            ]
+        )
+    )
+
+
+def test_a_gate_on_a_slice_scores_only_that_slice(retrieval_project: RetrievalProject) -> None:
+    # exact-lookup = refund and invoice: recall@3 = (1 + 0) / 2 = 0.5; multi-hop = sso: 1.
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_multi_hop():
+            assert_recall_at(3, slice="multi-hop") >= 1.0
+
+        def test_exact_lookup():
+            assert_recall_at(3, slice="exact-lookup") >= 0.6
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: recall@3 = 0.5000 < 0.6, expected >= 0.6 "
+                "[stage=retriever split=overall slice=exact-lookup]",
+                "E *queries scored: 2, skipped (no relevant document): 0",
+                "E *worst 2 queries:",
+                "E *invoice *",
+                "E *refund *",
+            ]
+        )
+    )
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "PASS recall@3 >= 1: 1.0000 [stage=retriever slice=multi-hop] (n=1) — "
+                "test_retrieval.py::test_multi_hop",
+            ]
+        )
+    )
+
+
+def test_a_gate_on_an_explicit_split(retrieval_project: RetrievalProject) -> None:
+    # Every visible query is in "tune": the same numbers as overall, labelled split=tune.
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_tune():
+            assert_recall_at(3, split="tune") >= 0.7
+        """
+    )
+    result = retrieval_project.run()
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: recall@3 = 0.6667 < 0.7, expected >= 0.7 "
+                "[stage=retriever split=tune]"
+            ]
+        )
+    )
+
+
+def test_gate_misuse_is_reported_with_the_fix(retrieval_project: RetrievalProject) -> None:
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at, recall_at
+
+        def test_percent():
+            assert_recall_at(3) >= 90
+
+        def test_unknown_slice():
+            assert_recall_at(3, slice="multihop") >= 0.5
+
+        def test_unknown_split():
+            assert recall_at(3, split="dev") >= 0.5
+
+        def test_unknown_stage():
+            assert_recall_at(3, stage="reranker") >= 0.5
+
+        def test_bad_k():
+            assert_recall_at(0) >= 0.5
+
+        def test_truth_value():
+            if assert_recall_at(3):
+                pass
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(failed=6)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *pytest_retrieval.gates.GateUsageError: the threshold of recall@3 must be a "
+                "number between 0 and 1, got 90 (metrics are fractions: write 0.9, not 90)",
+            ]
+        )
+    )
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *pytest_retrieval.gates.GateUsageError: unknown slice 'multihop'; the golden "
+                "set has: exact-lookup, multi-hop, no-answer"
+            ]
+        )
+    )
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *pytest_retrieval.gates.GateUsageError: unknown split 'dev'; the golden set "
+                "has: heldout, tune"
+            ]
+        )
+    )
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *pytest_retrieval.gates.GateUsageError: unknown stage 'reranker'; this run "
+                "has: retriever"
+            ]
+        )
+    )
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *pytest_retrieval.gates.GateUsageError: the cutoff of recall must be a positive "
+                "integer (1, 5, 10, ...), got 0"
+            ]
+        )
+    )
+    result.stdout.fnmatch_lines(
+        esc(["E *TypeError: compare the gate with a threshold, e.g. assert_recall_at(...) >= 0.9"])
+    )
+
+
+def test_a_gate_that_is_never_compared_warns_naming_its_test(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_forgot_the_comparison():
+            assert_recall_at(3)
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*PytestWarning: test_retrieval.py::test_forgot_the_comparison: the gate "
+                "Gate(recall@3) was created but never compared, so it gates nothing; write e.g. "
+                "`assert_recall_at(...) >= 0.9`"
+            ]
+        )
+    )
+
+
+# --- the Score twins ------------------------------------------------------------------------
+
+
+def test_score_twins_compare_to_plain_bools_and_explain_a_failed_assert(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        tests="""
+        import pytest
+        from pytest_retrieval.gates import (
+            hit_rate_at, map_at, mrr, mrr_at, ndcg_at, precision_at, recall_at,
+        )
+
+        def test_values():
+            # the same hand-computed values as the assert_* gates
+            assert float(recall_at(3)) == pytest.approx(2 / 3)
+            assert float(precision_at(3)) == pytest.approx(1 / 3)
+            assert float(hit_rate_at(1)) == pytest.approx(1 / 3)
+            assert float(ndcg_at(3)) == pytest.approx(0.43982, abs=1e-5)
+            assert float(map_at(3)) == pytest.approx(4 / 9)
+            assert float(mrr()) == pytest.approx(0.5)
+            assert float(mrr_at(1)) == pytest.approx(1 / 3)
+            assert (recall_at(3) >= 0.9) is False
+            assert (recall_at(3) < 0.9) is True
+            assert repr(recall_at(3, slice="multi-hop")) == (
+                "Score(recall@3=1.0000 stage=retriever slice=multi-hop, n=1)"
+            )
+            with pytest.raises(TypeError, match="a Score is not a truth value"):
+                bool(recall_at(3))
+
+        def test_score_fails():
+            assert ndcg_at(3) >= 0.5
+
+        def test_reversed_fails():
+            assert 0.9 <= recall_at(3)
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: assert ndcg@3 = 0.4398 >= 0.5 does not hold "
+                "[stage=retriever split=overall]",
+                "E *queries scored: 3, skipped (no relevant document): 1",
+                "E *worst 3 queries:",
+                "E *invoice 'Where do I download invoices?': ndcg@3 = 0.0000; missed "
+                "invoices, billing; no relevant document retrieved",
+            ]
+        )
+    )
+    # Written the other way round, the explanation still reads score-first and true to the
+    # comparison that failed.
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: assert recall@3 = 0.6667 >= 0.9 does not hold "
+                "[stage=retriever split=overall]"
+            ]
+        )
+    )
+    # Scores are values, not gates: they are not listed in the gates section.
+    result.stdout.no_fnmatch_line("*= retrieval gates*")
+
+
+def test_a_score_with_no_scorable_query_is_na_and_fails_every_comparison(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # The no-answer slice holds only fax, which has no relevant document: skipped, no value.
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at, recall_at
+
+        def test_score():
+            assert not (recall_at(3, slice="no-answer") >= 0.0)
+
+        def test_gate():
+            assert_recall_at(3, slice="no-answer") >= 0.0
+        """
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: recall@3 = n/a (no query could be scored), expected >= 0 "
+                "[stage=retriever split=overall slice=no-answer]",
+                "E *queries scored: 0, skipped (no relevant document): 1",
+            ]
+        )
+    )

@@ -1,0 +1,559 @@
+"""Every retriever shape and return type the plugin accepts, and the ones it reports as errors.
+
+Each case is the standard project (plugin_helpers) with a different ``retriever_under_test``;
+whatever the shape, the final rankings must be the standard ones, so the hand-computed
+recall@3 = (1 + 1 + 0) / 3 = 0.6667 over refund, sso and invoice holds in every case.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+
+import pytest
+from plugin_helpers import RetrievalProject, conftest_with, esc
+
+STANDARD_RUN_TEST = """
+import pytest
+from pytest_retrieval.gates import recall_at
+
+def test_rankings(retrieval_run):
+    assert retrieval_run == {
+        "refund": ("shipping", "refund-policy", "contact"),
+        "sso": ("okta", "mfa", "sso-setup"),
+        "invoice": ("faq", "pricing", "contact"),
+        "fax": ("invoices",),
+    }
+
+def test_recall():
+    # (1 + 1 + 0) / 3
+    assert float(recall_at(3)) == pytest.approx(2 / 3)
+"""
+
+
+def retriever(body: str) -> str:
+    """A conftest whose session fixture returns what ``body`` (a function body) builds."""
+    indented = textwrap.indent(textwrap.dedent(body).strip(), "    ")
+    return conftest_with(
+        f"""
+@pytest.fixture(scope="session")
+def retriever_under_test():
+{indented}
+"""
+    )
+
+
+RETURN_TYPES = {
+    "a list of str ids": """
+        def search(text, k):
+            return RANKINGS[text][:k]
+        return search
+    """,
+    "a tuple": """
+        return lambda text: tuple(RANKINGS[text])
+    """,
+    "a generator": """
+        def search(text):
+            yield from RANKINGS[text]
+        return search
+    """,
+    "(id, score) pairs": """
+        def search(text):
+            return [(d, 1.0 / rank) for rank, d in enumerate(RANKINGS[text], 1)]
+        return search
+    """,
+    "dicts with an id": """
+        return lambda text: [{"id": d, "score": 0.5} for d in RANKINGS[text]]
+    """,
+    "dicts with a doc_id": """
+        return lambda text: [{"doc_id": d, "text": "..."} for d in RANKINGS[text]]
+    """,
+    "objects with an id attribute": """
+        class Hit:
+            def __init__(self, id):
+                self.id = id
+                self.score = 0.5
+        return lambda text: [Hit(d) for d in RANKINGS[text]]
+    """,
+    "LlamaIndex NodeWithScore": """
+        class TextNode:
+            def __init__(self, node_id):
+                self.node_id = node_id
+                self.text = "chunk text"
+        class NodeWithScore:
+            def __init__(self, node, score):
+                self.node = node
+                self.score = score
+        return lambda text: [NodeWithScore(TextNode(d), 0.5) for d in RANKINGS[text]]
+    """,
+}
+
+
+@pytest.mark.parametrize("body", RETURN_TYPES.values(), ids=list(RETURN_TYPES))
+def test_every_accepted_return_type_gives_the_same_rankings(
+    retrieval_project: RetrievalProject, body: str
+) -> None:
+    retrieval_project.write(conftest=retriever(body), tests=STANDARD_RUN_TEST)
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_int_ids_are_compared_as_strings(retrieval_project: RetrievalProject) -> None:
+    golden = """\
+version: 1
+queries:
+  - id: q1
+    text: first question
+    relevant: [12]
+  - id: q2
+    text: second question
+    relevant: [7, 30]
+"""
+    conftest = retriever(
+        """
+        answers = {"first question": [3, 12], "second question": [7, 8]}
+        return lambda text: answers[text]
+        """
+    )
+    retrieval_project.write(
+        golden=golden,
+        conftest=conftest,
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_run(retrieval_run):
+            assert retrieval_run == {"q1": ("3", "12"), "q2": ("7", "8")}
+
+        def test_recall():
+            # q1: 12 found (1/1); q2: 7 found, 30 missed (1/2) -> (1 + 0.5) / 2 = 0.75
+            assert_recall_at(3) >= 0.75
+            assert_recall_at(3) <= 0.75
+        """,
+    )
+    retrieval_project.run().assert_outcomes(passed=2)
+
+
+def test_langchain_documents_with_the_id_in_metadata_source(
+    retrieval_project: RetrievalProject,
+) -> None:
+    conftest = retriever(
+        """
+        class Document:
+            def __init__(self, page_content, metadata):
+                self.page_content = page_content
+                self.metadata = metadata
+                self.id = None
+
+        class Retriever:  # a LangChain-style retriever: invoke(query) -> documents
+            def invoke(self, text):
+                return [Document("...", {"source": d, "page": 1}) for d in RANKINGS[text]]
+
+        return Retriever()
+        """
+    )
+    retrieval_project.write(
+        conftest=conftest,
+        ini={"retrieval_doc_id": "metadata.source"},
+        tests=STANDARD_RUN_TEST,
+    )
+    retrieval_project.run().assert_outcomes(passed=2)
+
+
+def test_a_doc_id_path_that_is_missing_names_the_item(
+    retrieval_project: RetrievalProject,
+) -> None:
+    conftest = retriever('return lambda text: [{"metadata": {"url": d}} for d in RANKINGS[text]]')
+    retrieval_project.write(
+        conftest=conftest,
+        ini={"retrieval_doc_id": "metadata.source"},
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "4 queries failed (they score 0 and fail the session):",
+                "  refund [retriever] RetrieverOutputError: item {'metadata': {'url': "
+                "'shipping'}} has no 'metadata.source' (set by the doc id option)",
+            ]
+        )
+    )
+
+
+RETRIEVER_OBJECTS = {
+    "a function of (text)": "return lambda text: RANKINGS[text]",
+    "a function of (text, top_k=...)": """
+        def search(text, top_k=10):
+            return RANKINGS[text][:top_k]
+        return search
+    """,
+    "a callable object": """
+        class Search:
+            def __call__(self, text, k):
+                return RANKINGS[text][:k]
+        return Search()
+    """,
+    "a bound LangChain-style invoke(input, config=None)": """
+        class Retriever:
+            def invoke(self, text, config=None, **kwargs):
+                # the cutoff must not be passed as config
+                assert config is None, f"config={config!r}"
+                return RANKINGS[text]
+        return Retriever().invoke
+    """,
+    "a function behind a decorator's (*args, **kwargs) wrapper": """
+        def traced(fn):
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+
+        @traced
+        def search(text):
+            return RANKINGS[text]
+        return search
+    """,
+    "an object with retrieve (LlamaIndex)": """
+        class Retriever:
+            def retrieve(self, text):
+                return RANKINGS[text]
+        return Retriever()
+    """,
+    "an object with search": """
+        class Index:
+            def search(self, text, k):
+                return RANKINGS[text][:k]
+        return Index()
+    """,
+    "an async function of (text)": """
+        async def search(text):
+            return RANKINGS[text]
+        return search
+    """,
+    "an async function of (text, k)": """
+        async def search(text, k):
+            return RANKINGS[text][:k]
+        return search
+    """,
+    "a callable object with an async __call__": """
+        class Search:
+            async def __call__(self, text):
+                return RANKINGS[text]
+        return Search()
+    """,
+}
+
+
+@pytest.mark.parametrize("body", RETRIEVER_OBJECTS.values(), ids=list(RETRIEVER_OBJECTS))
+def test_every_retriever_shape_is_called_once_per_query(
+    retrieval_project: RetrievalProject, body: str
+) -> None:
+    # log_call wraps RANKINGS lookups: every call leaves one line in calls.log.
+    body = body.replace("RANKINGS[text]", "(log_call(text) or RANKINGS[text])")
+    retrieval_project.write(conftest=retriever(body), tests=STANDARD_RUN_TEST)
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=2)
+    assert sorted(retrieval_project.calls()) == sorted(
+        [
+            "How long is the refund window?",
+            "How do I set up SSO with Okta?",
+            "Where do I download invoices?",
+            "Can I send invoices by fax?",
+        ]
+    )
+
+
+@pytest.mark.parametrize("method", ["batch", "retrieve_batch"])
+def test_a_batch_method_is_called_with_batches_of_retrieval_batch_size(
+    retrieval_project: RetrievalProject, method: str
+) -> None:
+    conftest = retriever(
+        f"""
+        class Retriever:
+            def {method}(self, texts):
+                log_call(" | ".join(texts))
+                return [RANKINGS[t] for t in texts]
+
+            def invoke(self, text):  # never used when a batch method exists
+                raise AssertionError("invoke called")
+
+        return Retriever()
+        """
+    )
+    retrieval_project.write(
+        conftest=conftest, ini={"retrieval_batch_size": "3"}, tests=STANDARD_RUN_TEST
+    )
+    retrieval_project.run().assert_outcomes(passed=2)
+    # 4 scorable queries in batches of 3: two calls, 3 then 1 queries, in golden-set order.
+    assert sorted(retrieval_project.calls()) == [
+        "Can I send invoices by fax?",
+        "How long is the refund window? | How do I set up SSO with Okta? | "
+        "Where do I download invoices?",
+    ]
+
+
+def test_a_batch_returning_the_wrong_number_of_results_fails_its_queries(
+    retrieval_project: RetrievalProject,
+) -> None:
+    conftest = retriever(
+        """
+        class Retriever:
+            def batch(self, texts):
+                return [RANKINGS[t] for t in texts][:-1]
+        return Retriever()
+        """
+    )
+    retrieval_project.write(
+        conftest=conftest,
+        ini={"retrieval_batch_size": "2"},
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "4 queries failed (they score 0 and fail the session):",
+            "  refund [retriever] RetrieverOutputError: the batch method returned 1 results for "
+            "2 queries",
+        ]
+    )
+
+
+# --- chunk -> document mapping -----------------------------------------------------------
+
+# The retriever returns chunk ids "<doc>#<n>", several chunks of one document in a row. Refund's
+# chunks: shipping#0, shipping#1, shipping#2, refund-policy#0, refund-policy#1, contact#0.
+# Collapsed to documents at their best chunk's rank: shipping, refund-policy, contact, the
+# standard ranking (refund-policy at rank 2). Uncollapsed, refund-policy would sit at rank 4,
+# outside the top 3.
+CHUNKS = retriever(
+    """
+    def search(text):
+        chunks = []
+        for d in RANKINGS[text]:
+            chunks += [f"{d}#{n}" for n in range(3 if d == "shipping" else 2)]
+        return chunks
+    return search
+    """
+)
+
+
+def test_retrieval_doc_id_module_function_maps_chunks_to_documents(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.pytester.makepyfile(
+        chunkmap="def to_doc(chunk_id):\n    return chunk_id.split('#')[0]\n"
+    )
+    retrieval_project.write(
+        conftest=CHUNKS, ini={"retrieval_doc_id": "chunkmap:to_doc"}, tests=STANDARD_RUN_TEST
+    )
+    retrieval_project.run().assert_outcomes(passed=2)
+
+
+def _chunk_pairs() -> list[tuple[str, str]]:
+    from plugin_helpers import RANKINGS
+
+    docs = {d for ranking in RANKINGS.values() for d in ranking}
+    return [(f"{d}#{n}", d) for d in sorted(docs) for n in range(3)]
+
+
+def test_retrieval_doc_id_map_reads_a_tsv_file(retrieval_project: RetrievalProject) -> None:
+    tsv = "# chunk\tdocument\n" + "".join(f"{c}\t{d}\n" for c, d in _chunk_pairs())
+    (retrieval_project.path / "chunks.tsv").write_text(tsv, encoding="utf-8")
+    retrieval_project.write(
+        conftest=CHUNKS, ini={"retrieval_doc_id_map": "chunks.tsv"}, tests=STANDARD_RUN_TEST
+    )
+    retrieval_project.run().assert_outcomes(passed=2)
+
+
+def test_retrieval_doc_id_map_reads_a_json_file(retrieval_project: RetrievalProject) -> None:
+    (retrieval_project.path / "chunks.json").write_text(
+        json.dumps(dict(_chunk_pairs())), encoding="utf-8"
+    )
+    retrieval_project.write(
+        conftest=CHUNKS, ini={"retrieval_doc_id_map": "chunks.json"}, tests=STANDARD_RUN_TEST
+    )
+    retrieval_project.run().assert_outcomes(passed=2)
+
+
+def test_without_a_mapping_chunk_ids_stay_as_returned(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        conftest=CHUNKS,
+        tests="""
+        def test_run(retrieval_run):
+            assert retrieval_run["refund"][:4] == (
+                "shipping#0", "shipping#1", "shipping#2", "refund-policy#0"
+            )
+        """,
+    )
+    retrieval_project.run().assert_outcomes(passed=1)
+
+
+def test_a_malformed_doc_id_map_is_a_usage_error_naming_the_line(
+    retrieval_project: RetrievalProject,
+) -> None:
+    (retrieval_project.path / "chunks.tsv").write_text(
+        "shipping#0\tshipping\nrefund-policy#0 refund-policy\n", encoding="utf-8"
+    )
+    retrieval_project.write(
+        conftest=CHUNKS,
+        ini={"retrieval_doc_id_map": "chunks.tsv"},
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*/chunks.tsv:2: expected 'chunk id<TAB>document id'*"])
+
+
+# --- what is not a ranking ---------------------------------------------------------------
+
+GATE_ON_THE_REST = """
+from pytest_retrieval.gates import assert_recall_at
+
+def test_the_other_queries_still_score():
+    # invoice fails and scores 0, as its ranking did anyway: (1 + 1 + 0) / 3
+    assert_recall_at(3) >= 0.6
+"""
+
+
+@pytest.mark.parametrize(
+    ("returned", "shown"),
+    [
+        (
+            "None",
+            "returned None (NoneType); expected a list of ids, (id, score) pairs, dicts "
+            "with an id, or Document/Node objects",
+        ),
+        (
+            "'faq'",
+            "returned 'faq' (str); expected a list of ids, (id, score) pairs, dicts "
+            "with an id, or Document/Node objects",
+        ),
+        (
+            "42",
+            "returned 42 (int); expected a list of ids, (id, score) pairs, dicts with an "
+            "id, or Document/Node objects",
+        ),
+        (
+            "[{'score': 0.9}]",
+            "dict item {'score': 0.9} has none of the keys id, doc_id, "
+            "document_id, _id, node_id, chunk_id; set retrieval_doc_id to the key that holds the "
+            "document id",
+        ),
+    ],
+    ids=["None", "a string", "a number", "an item without an id"],
+)
+def test_a_malformed_return_value_fails_that_query_naming_what_was_returned(
+    retrieval_project: RetrievalProject, returned: str, shown: str
+) -> None:
+    conftest = retriever(
+        f"""
+        def search(text):
+            if text == "Where do I download invoices?":
+                return {returned}
+            return RANKINGS[text]
+        return search
+        """
+    )
+    retrieval_project.write(conftest=conftest, tests=GATE_ON_THE_REST)
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "queries: 4 run, 1 failed, 1 skipped in means*",
+                "1 queries failed (they score 0 and fail the session):",
+                f"  invoice [retriever] RetrieverOutputError: {shown}",
+            ]
+        )
+    )
+
+
+def test_a_raising_retriever_fails_that_query_and_the_session(
+    retrieval_project: RetrievalProject,
+) -> None:
+    conftest = retriever(
+        """
+        def search(text):
+            if text == "Where do I download invoices?":
+                raise ConnectionError("vector store unreachable")
+            return RANKINGS[text]
+        return search
+        """
+    )
+    retrieval_project.write(conftest=conftest, tests=GATE_ON_THE_REST)
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "1 queries failed (they score 0 and fail the session):",
+            "  invoice [retriever] ConnectionError: vector store unreachable",
+        ]
+    )
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_hanging_query_times_out_without_holding_up_the_session(
+    retrieval_project: RetrievalProject, kind: str
+) -> None:
+    if kind == "sync":
+        body = """
+        import time
+        def search(text):
+            if text == "Where do I download invoices?":
+                time.sleep(5)
+            return RANKINGS[text]
+        return search
+        """
+    else:
+        body = """
+        import asyncio
+        async def search(text):
+            if text == "Where do I download invoices?":
+                await asyncio.sleep(5)
+            return RANKINGS[text]
+        return search
+        """
+    retrieval_project.write(
+        conftest=retriever(body), ini={"retrieval_timeout": "0.5"}, tests=GATE_ON_THE_REST
+    )
+    start = time.monotonic()
+    result = retrieval_project.run()
+    elapsed = time.monotonic() - start
+    # The 5 s call is abandoned after 0.5 s; the session ends long before the call would.
+    assert elapsed < 2.5
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "1 queries failed (they score 0 and fail the session):",
+            "  invoice [retriever] TimeoutError: no answer within 0.5 s",
+        ]
+    )
+
+
+def test_a_retriever_that_cannot_be_called_fails_every_test_that_needs_it(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        conftest=retriever("return 42"),
+        tests="""
+        def test_one(retrieval_run): pass
+        def test_two(retrieval_run): pass
+        """,
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-retrieval: the retriever under test is a int, which is neither callable nor "
+            "has an invoke/retrieve/search/retrieve_batch/batch method; return a function "
+            "`retrieve(query_text) -> ranked ids` from the retriever_under_test fixture",
+        ]
+    )
