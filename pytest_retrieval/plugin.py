@@ -115,8 +115,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
         return
+    from .declared import load_budgets, load_declared_gates
     from .errors import InputError
-    from .gates import activate, load_budgets, load_declared_gates
+    from .gates import activate
     from .golden import load_golden
     from .session import RetrievalSession
     from .settings import OPTIONS, resolve
