@@ -44,6 +44,7 @@ class _Active:
         self.thresholds: list[Threshold] = []
         self.budgets: list[Budget] = []
         self.artifact_error: str | None = None
+        self.written: list[str] = []
         self.baseline_note: str | None = None
         self.baseline_error: str | None = None
         self.run_error: str | None = None
@@ -572,9 +573,9 @@ class _GatesCollector(pytest.Collector):
 
 
 def _gate_function(threshold: Threshold, kind: str) -> Callable[..., None]:
-    def gate(
-        retrieval_session: RetrievalSession, record_property: Callable[[str, Any], None]
-    ) -> None:
+    # Properties go straight onto the item: the record_property fixture warns under xunit2
+    # through item.warn, which needs a line number a declared gate does not have.
+    def gate(retrieval_session: RetrievalSession, request: pytest.FixtureRequest) -> None:
         outcome = retrieval_session.check(
             threshold.spec,
             threshold.selection,
@@ -583,8 +584,7 @@ def _gate_function(threshold: Threshold, kind: str) -> Callable[..., None]:
             kind=kind,
             name=threshold.name,
         )
-        record_property("value", outcome.value)
-        record_property("passed", outcome.passed)
+        request.node.user_properties.extend([("value", outcome.value), ("passed", outcome.passed)])
         if not outcome.passed:
             raise _GateFailed(outcome.message)
 
@@ -592,13 +592,14 @@ def _gate_function(threshold: Threshold, kind: str) -> Callable[..., None]:
 
 
 def _regression_function(budget: Budget, active: _Active) -> Callable[..., None]:
-    def regression(
-        retrieval_session: RetrievalSession, record_property: Callable[[str, Any], None]
-    ) -> None:
+    def regression(retrieval_session: RetrievalSession, request: pytest.FixtureRequest) -> None:
         outcome = retrieval_session.regression(budget, baseline_path=str(active.settings.baseline))
+        properties = request.node.user_properties
         for key in ("baseline_mean", "current_mean", "delta", "p_value", "detectable"):
-            record_property(key, getattr(outcome, key))
-        record_property("status", outcome.status)
+            properties.append((key, getattr(outcome, key)))
+        if outcome.ci is not None:
+            properties.extend([("ci_low", outcome.ci[0]), ("ci_high", outcome.ci[1])])
+        properties.append(("status", outcome.status))
         if not outcome.passed:
             raise _GateFailed(outcome.message)
 
@@ -704,8 +705,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if active.settings.update_baseline:
         _update_baseline(active, session)
-    if active.settings.json and retrieval.has_run:
-        _write_artifact(active, session)
+    if retrieval.has_run:
+        _write_reports(active, session)
 
 
 def _update_baseline(active: _Active, session: pytest.Session) -> None:
@@ -748,13 +749,18 @@ def _update_baseline(active: _Active, session: pytest.Session) -> None:
     )
 
 
-def _write_artifact(active: _Active, session: pytest.Session) -> None:
+def _write_reports(active: _Active, session: pytest.Session) -> None:
+    """The JSON artifact, the Markdown and HTML reports and the GitHub step summary, each only
+    when asked for, all rendered from one artifact document (controller only)."""
+    settings = active.settings
+    step_summary = settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY"))
+    if not (settings.json or settings.markdown or settings.html or step_summary):
+        return
     from . import __version__
     from .errors import InputError
-    from .files import atomic_write_json
+    from .files import atomic_write_json, atomic_write_text
     from .report import build_artifact
 
-    assert active.settings.json is not None
     document = build_artifact(
         active.session,
         plugin_version=__version__,
@@ -764,8 +770,32 @@ def _write_artifact(active: _Active, session: pytest.Session) -> None:
             "regressions": [b.line for b in active.budgets],
         },
     )
+    baseline = active.session.baseline
     try:
-        atomic_write_json(active.settings.json, document, what="JSON artifact")
+        if settings.json:
+            atomic_write_json(settings.json, document, what="JSON artifact")
+            active.written.append(f"JSON artifact written to {settings.json}")
+        if settings.markdown or step_summary:
+            from .report_markdown import append_step_summary, render_markdown
+
+            markdown = render_markdown(document, baseline=baseline)
+            if settings.markdown:
+                atomic_write_text(settings.markdown, markdown, what="Markdown report")
+                active.written.append(f"Markdown report written to {settings.markdown}")
+            if step_summary:
+                try:
+                    append_step_summary(markdown)
+                except OSError as exc:
+                    active.written.append(
+                        f"warning: could not append to $GITHUB_STEP_SUMMARY ({exc.strerror})"
+                    )
+        if settings.html:
+            from .report_html import render_html
+
+            atomic_write_text(
+                settings.html, render_html(document, baseline=baseline), what="HTML report"
+            )
+            active.written.append(f"HTML report written to {settings.html}")
     except InputError as exc:
         active.artifact_error = str(exc)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -805,7 +835,8 @@ def pytest_terminal_summary(
         terminalreporter.write_line(f"pytest-retrieval: {active.baseline_error}", red=True)
     elif active.baseline_note:
         terminalreporter.write_line(f"retrieval: {active.baseline_note}", green=True)
+    if not quiet:
+        for line in active.written:
+            terminalreporter.write_line(f"retrieval: {line}")
     if active.artifact_error:
         terminalreporter.write_line(f"pytest-retrieval: {active.artifact_error}", red=True)
-    elif active.settings.json and retrieval.has_run and not quiet:
-        terminalreporter.write_line(f"retrieval: JSON artifact written to {active.settings.json}")

@@ -337,6 +337,31 @@ OPTIONS: tuple[Option, ...] = (
         "json", "write the JSON artifact to this path", None, _text, metavar="PATH", is_path=True
     ),
     Option(
+        "markdown",
+        "write the Markdown report (for pull requests) to this path",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "html",
+        "write the HTML report (one self-contained page with plots) to this path",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "step_summary",
+        "append the Markdown report to $GITHUB_STEP_SUMMARY when that variable is set "
+        "(default true)",
+        True,
+        _bool,
+        ini_type="bool",
+        metavar="BOOL",
+    ),
+    Option(
         "alpha",
         "significance level of the regression test (default 0.05)",
         0.05,
@@ -431,6 +456,9 @@ class Settings:
     gates_file: str | None = None
     worst: int = 5
     json: str | None = None
+    markdown: str | None = None
+    html: str | None = None
+    step_summary: bool = True
     alpha: float = 0.05
     confidence: float = 0.95
     seed: int = 0

@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import evaluate as evaluate_command
     from . import golden as golden_command
     from . import offline as offline_command
+    from . import report as report_command
 
     parser = argparse.ArgumentParser(
         prog="pytest-retrieval",
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate_command.register(subparsers)
     golden_command.register(subparsers)
     offline_command.register(subparsers)
+    report_command.register(subparsers)
     return parser
 
 

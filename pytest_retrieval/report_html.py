@@ -1,0 +1,1052 @@
+"""The HTML report: one self-contained file (inline CSS, inline SVG, a small inline script).
+
+:func:`render_html` turns the JSON artifact dict into a page with the verdict, a recall@K /
+NDCG@K curve per stage (the baseline as a dashed second line when a baseline document is given),
+a per-slice bar chart with the gates' thresholds as markers, the gates table, the per-query
+regressions, and a searchable, sortable per-query table (rank of the first relevant document,
+relevant documents outside the top K, lost ones marked against the baseline). Held-out rows are
+absent exactly as in the artifact.
+
+Nothing is loaded from anywhere: a Content-Security-Policy forbids every network fetch and lets
+only this module's own script and style run (by hash). Every string from the artifact is
+escaped: markup is built with :func:`el`, which escapes every text child and attribute value, so
+no user text is ever formatted into HTML.
+
+The script adds search and sort to the query table and records what the browser sees on
+``<body>`` (``data-points``, ``data-bars``, ``data-markers``, ``data-rows``, ``data-visible``,
+``data-js="ready"``) so a headless-browser test can check the rendered DOM. The address's
+fragment pre-sets them: ``report.html#filter=refund&sort=rank-reranker&order=desc``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import report_view as view
+from .report_view import BaselineLike, Column
+
+__all__ = ["Markup", "el", "escape", "render_html"]
+
+#: Query diffs listed per regression check (the artifact holds them all).
+MAX_DIFFS = 200
+#: Bar charts drawn at most (one per stage and metric that a slice gate names).
+MAX_BAR_CHARTS = 6
+
+_VOID = frozenset({"meta", "input", "br", "hr", "img", "link"})
+_SERIES = (("recall", "#2563eb"), ("ndcg", "#ea580c"))
+_STATUS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
+
+
+class Markup(str):
+    """HTML this module built (already escaped); every other ``str`` is text."""
+
+    __slots__ = ()
+
+
+def escape(value: object) -> Markup:
+    """Text as HTML (``&``, ``<``, ``>``, quotes escaped); :class:`Markup` passes through."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape(str(value), quote=True))
+
+
+def _flatten(children: Iterable[object]) -> Iterable[object]:
+    for child in children:
+        if child is None:
+            continue
+        if isinstance(child, (list, tuple)):
+            yield from _flatten(child)
+        else:
+            yield child
+
+
+def el(tag: str, attrs: Mapping[str, object] | None = None, *children: object) -> Markup:
+    """An element: ``tag`` and attribute names are this module's constants; every attribute
+    value and text child is escaped (None and False attributes are left out, True is bare)."""
+    parts = [f"<{tag}"]
+    for name, value in (attrs or {}).items():
+        if value is None or value is False:
+            continue
+        if value is True:
+            parts.append(f" {name}")
+        else:
+            parts.append(f' {name}="{html.escape(str(value), quote=True)}"')
+    parts.append(">")
+    if tag in _VOID:
+        return Markup("".join(parts))
+    parts.extend(escape(child) for child in _flatten(children))
+    parts.append(f"</{tag}>")
+    return Markup("".join(parts))
+
+
+def _num(value: float) -> str:
+    return f"{round(value, 1) + 0.0:g}"
+
+
+# --- constant style and script ----------------------------------------------------------------
+
+_CSS = """
+:root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0;
+  --pass: #1a7f37; --fail: #cf222e; --skip: #9a6700; --bg-soft: #f6f8fa; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+  color: var(--fg); margin: 0 auto; padding: 20px 28px 40px; max-width: 1240px; }
+h1 { font-size: 22px; margin: 0 0 6px; }
+h2 { font-size: 17px; margin: 28px 0 10px; border-bottom: 1px solid var(--line);
+  padding-bottom: 4px; }
+h3 { font-size: 14px; margin: 14px 0 6px; }
+code, .mono { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.verdict { font-size: 18px; font-weight: 600; padding: 10px 14px; border-radius: 6px;
+  margin: 8px 0; }
+.verdict.pass { background: #dafbe1; color: #116329; border: 1px solid #a6e9b6; }
+.verdict.fail { background: #ffebe9; color: #a40e26; border: 1px solid #ffc1bc; }
+.facts { color: var(--muted); margin: 4px 0; }
+.charts { display: flex; flex-wrap: wrap; gap: 18px; }
+figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 8px; }
+figcaption { font-weight: 600; margin: 0 0 4px 4px; }
+svg text { font: 11px -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+  fill: var(--muted); }
+svg .grid { stroke: #eaeef2; stroke-width: 1; }
+svg .axis { stroke: #8c959f; stroke-width: 1; }
+svg .line { fill: none; stroke-width: 2; }
+svg .line.base { stroke-dasharray: 5 4; stroke-width: 1.5; }
+svg .pt.base { fill: #fff; stroke-width: 1.5; }
+svg .bar { fill: #54aeff; }
+svg .bar.below { fill: #ff8182; }
+svg .marker { stroke-width: 2.5; }
+svg .marker.pass { stroke: #1f2328; }
+svg .marker.fail { stroke: var(--fail); }
+svg .value { fill: var(--fg); }
+.legend { color: var(--muted); margin: 6px 2px; }
+.legend span { margin-right: 14px; white-space: nowrap; }
+.swatch { display: inline-block; width: 18px; height: 3px; vertical-align: middle;
+  margin-right: 5px; }
+.swatch.recall { background: #2563eb; } .swatch.ndcg { background: #ea580c; }
+.swatch.dashed { background: repeating-linear-gradient(90deg, #59636e 0 5px, transparent 5px 9px); }
+.swatch.marker { background: #1f2328; height: 3px; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; }
+th, td { border: 1px solid var(--line); padding: 4px 7px; text-align: left;
+  vertical-align: top; }
+th { background: var(--bg-soft); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
+.scroll { overflow-x: auto; }
+.badge { display: inline-block; font-size: 11px; font-weight: 700; padding: 1px 6px;
+  border-radius: 10px; color: #fff; }
+.badge.pass { background: var(--pass); } .badge.fail { background: var(--fail); }
+.badge.skip { background: var(--skip); }
+tr.fail td { background: #fff5f5; }
+tr.skip td { color: var(--muted); }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[aria-sort="ascending"]::after { content: " ▲"; }
+table.sortable th[aria-sort="descending"]::after { content: " ▼"; }
+.lost { color: var(--fail); font-weight: 600; }
+.err { color: var(--fail); }
+.note { color: var(--muted); }
+.search { margin: 4px 0 8px; }
+.search input { font: inherit; padding: 5px 8px; width: 320px; border: 1px solid var(--line);
+  border-radius: 6px; }
+details { margin: 6px 0; }
+summary { cursor: pointer; }
+footer { margin-top: 30px; color: var(--muted); font-size: 12px; }
+""".strip()
+
+_SCRIPT = """
+(function () {
+  "use strict";
+  var body = document.body;
+  function count(selector) { return document.querySelectorAll(selector).length; }
+  body.setAttribute("data-points", String(count("svg .pt")));
+  body.setAttribute("data-bars", String(count("svg .bar")));
+  body.setAttribute("data-markers", String(count("svg .marker")));
+  var table = document.getElementById("q-table");
+  var input = document.getElementById("q-search");
+  var counter = document.getElementById("q-count");
+  if (table && table.tBodies.length && table.tHead) {
+    var tbody = table.tBodies[0];
+    var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+    var rows = Array.prototype.slice.call(tbody.rows);
+    body.setAttribute("data-rows", String(rows.length));
+    var filter = function () {
+      var needle = input ? input.value.toLowerCase() : "";
+      var visible = 0;
+      rows.forEach(function (row) {
+        var hit = row.textContent.toLowerCase().indexOf(needle) !== -1;
+        row.hidden = !hit;
+        if (hit) { visible += 1; }
+      });
+      if (counter) { counter.textContent = visible + " of " + rows.length + " queries"; }
+      body.setAttribute("data-visible", String(visible));
+      var first = rows.filter(function (row) { return !row.hidden; })[0];
+      body.setAttribute("data-first-row", first ? first.getAttribute("data-id") : "");
+    };
+    var sortBy = function (th, descending) {
+      var index = heads.indexOf(th);
+      var numeric = th.getAttribute("data-type") === "number";
+      var direction = descending ? -1 : 1;
+      heads.forEach(function (cell) { cell.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+      var key = function (row) {
+        var cell = row.cells[index];
+        var raw = cell.getAttribute("data-sort");
+        if (raw === null) { raw = cell.textContent; }
+        if (!numeric) { return raw.toLowerCase(); }
+        return raw === "" ? Infinity : parseFloat(raw);
+      };
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x === y) { return 0; }
+        if (x === Infinity) { return 1; }
+        if (y === Infinity) { return -1; }
+        return x < y ? -direction : direction;
+      });
+      rows.forEach(function (row) { tbody.appendChild(row); });
+      filter();
+    };
+    heads.forEach(function (th) {
+      th.addEventListener("click", function () {
+        sortBy(th, th.getAttribute("aria-sort") === "ascending");
+      });
+    });
+    if (input) { input.addEventListener("input", filter); }
+    var params = new URLSearchParams(window.location.hash.slice(1));
+    if (input && params.has("filter")) { input.value = params.get("filter"); }
+    var wanted = params.get("sort");
+    var target = heads.filter(function (th) { return th.getAttribute("data-key") === wanted; })[0];
+    if (target) { sortBy(target, params.get("order") === "desc"); } else { filter(); }
+  }
+  body.setAttribute("data-js", "ready");
+}());
+""".strip()
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+
+
+#: No fetch of any kind; only this module's script and style run.
+CSP = (
+    "default-src 'none'; "
+    f"script-src '{_sha256(_SCRIPT)}'; "
+    f"style-src '{_sha256(_CSS)}'; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+
+# --- charts -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Series:
+    family: str
+    color: str
+    points: Sequence[tuple[int, float]]
+    baseline: bool
+
+
+def _curve_series(
+    artifact: Mapping[str, Any], stage: str, baseline: Mapping[str, Any] | None
+) -> list[_Series]:
+    runs, bases = [], []
+    for family, color in _SERIES:
+        points = [(k, v) for k, v in view.curve(artifact, stage, family) if v is not None]
+        if points:
+            runs.append(_Series(family, color, points, False))
+        if baseline is not None:
+            base = []
+            for k, _value in view.curve(artifact, stage, family):
+                mean = view.baseline_mean(baseline, stage, "overall", f"{family}@{k}")
+                if mean is not None:
+                    base.append((k, mean))
+            if base:
+                bases.append(_Series(family, color, base, True))
+    return bases + runs  # the run drawn last, on top of an equal baseline
+
+
+def _curve_chart(stage: str, series: Sequence[_Series]) -> Markup:
+    width, height = 460.0, 250.0
+    left, right, top, bottom = 42.0, 16.0, 12.0, 40.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+    ks = sorted({k for s in series for k, _v in s.points})
+    low, high = math.log(ks[0]), math.log(ks[-1])
+
+    def x(k: int) -> float:
+        if high == low:
+            return left + plot_w / 2
+        return left + (math.log(k) - low) / (high - low) * plot_w
+
+    def y(v: float) -> float:
+        return top + (1.0 - min(1.0, max(0.0, v))) * plot_h
+
+    parts: list[Markup] = []
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            el(
+                "line",
+                {
+                    "class": "grid",
+                    "x1": _num(left),
+                    "x2": _num(width - right),
+                    "y1": _num(y(tick)),
+                    "y2": _num(y(tick)),
+                },
+            )
+        )
+        parts.append(
+            el(
+                "text",
+                {"x": _num(left - 6), "y": _num(y(tick) + 4), "text-anchor": "end"},
+                f"{tick:g}",
+            )
+        )
+    parts.append(
+        el(
+            "line",
+            {
+                "class": "axis",
+                "x1": _num(left),
+                "x2": _num(width - right),
+                "y1": _num(top + plot_h),
+                "y2": _num(top + plot_h),
+            },
+        )
+    )
+    for k in ks:
+        parts.append(
+            el(
+                "text",
+                {"x": _num(x(k)), "y": _num(top + plot_h + 15), "text-anchor": "middle"},
+                str(k),
+            )
+        )
+    parts.append(
+        el(
+            "text",
+            {"x": _num(left + plot_w / 2), "y": _num(height - 4), "text-anchor": "middle"},
+            "K (log scale)",
+        )
+    )
+    for s in series:
+        kind = "base" if s.baseline else "run"
+        coords = " ".join(f"{_num(x(k))},{_num(y(v))}" for k, v in s.points)
+        parts.append(
+            el(
+                "polyline",
+                {"class": f"line {kind} s-{s.family}", "points": coords, "stroke": s.color},
+            )
+        )
+        for k, v in s.points:
+            label = ("baseline " if s.baseline else "") + f"{s.family}@{k} = {view.fmt(v)}"
+            parts.append(
+                el(
+                    "circle",
+                    {
+                        "class": f"pt {kind} s-{s.family}",
+                        "cx": _num(x(k)),
+                        "cy": _num(y(v)),
+                        "r": "3" if s.baseline else "3.5",
+                        "fill": None if s.baseline else s.color,
+                        "stroke": s.color,
+                        "data-k": str(k),
+                        "data-value": view.fmt(v),
+                    },
+                    el("title", None, f"{label} (stage {stage})"),
+                )
+            )
+    svg = el(
+        "svg",
+        {
+            "class": "curve",
+            "data-stage": stage,
+            "width": _num(width),
+            "height": _num(height),
+            "viewBox": f"0 0 {_num(width)} {_num(height)}",
+            "role": "img",
+            "aria-label": f"recall@K and NDCG@K, stage {stage}",
+        },
+        parts,
+    )
+    return el("figure", None, el("figcaption", None, "stage ", el("code", None, stage)), svg)
+
+
+def _curves_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> Markup:
+    figures = []
+    for stage in view.stage_list(artifact):
+        series = _curve_series(artifact, stage, baseline)
+        if series:
+            figures.append(_curve_chart(stage, series))
+    if not figures:
+        return el(
+            "section",
+            {"id": "curves"},
+            el("h2", None, "Recall@K and NDCG@K"),
+            el("p", {"class": "note"}, "No recall@K or NDCG@K in this run's metrics."),
+        )
+    legend = [
+        el("span", None, el("span", {"class": "swatch recall"}), "recall@K"),
+        el("span", None, el("span", {"class": "swatch ndcg"}), "NDCG@K"),
+    ]
+    if baseline is not None:
+        legend.append(el("span", None, el("span", {"class": "swatch dashed"}), "baseline"))
+    return el(
+        "section",
+        {"id": "curves"},
+        el("h2", None, "Recall@K and NDCG@K"),
+        el("div", {"class": "charts"}, figures),
+        el("div", {"class": "legend"}, legend),
+    )
+
+
+def _gate_stage(gate: Mapping[str, Any], artifact: Mapping[str, Any]) -> str | None:
+    stage = gate.get("stage")
+    return str(stage) if stage else view.default_stage(artifact)
+
+
+def _bar_groups(artifact: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(stage, metric) of each bar chart: those slice (or split) gates name, else a default."""
+    groups: dict[tuple[str, str], None] = {}
+    for gate in artifact.get("gates") or ():
+        if not (gate.get("slice") or gate.get("split")) or gate.get("skipped_reason"):
+            continue
+        stage = _gate_stage(gate, artifact)
+        metric = str(gate.get("metric"))
+        if stage and any(
+            metric in c.metrics and (c.split, c.slice) == (gate.get("split"), gate.get("slice"))
+            for c in view.columns(artifact, stage)
+        ):
+            groups.setdefault((stage, metric), None)
+    if groups:
+        return list(groups)[:MAX_BAR_CHARTS]
+    stage = view.default_stage(artifact)
+    if stage is None:
+        return []
+    name = view.metric_near_ten(artifact, "ndcg") or next(iter(view.metric_names(artifact)), None)
+    return [(stage, name)] if name else []
+
+
+def _markers(
+    artifact: Mapping[str, Any], stage: str, metric: str, column: Column
+) -> list[Mapping[str, Any]]:
+    return [
+        gate
+        for gate in artifact.get("gates") or ()
+        if str(gate.get("metric")) == metric
+        and _gate_stage(gate, artifact) == stage
+        and gate.get("split") == column.split
+        and gate.get("slice") == column.slice
+        and not gate.get("skipped_reason")
+        and isinstance(gate.get("threshold"), (int, float))
+    ]
+
+
+def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
+    cols = view.columns(artifact, stage)
+    slot = 70.0
+    left, right, top, bottom = 42.0, 12.0, 16.0, 46.0
+    width = max(320.0, left + right + slot * len(cols))
+    height = 250.0
+    plot_h = height - top - bottom
+
+    def y(v: float) -> float:
+        return top + (1.0 - min(1.0, max(0.0, v))) * plot_h
+
+    parts: list[Markup] = []
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            el(
+                "line",
+                {
+                    "class": "grid",
+                    "x1": _num(left),
+                    "x2": _num(width - right),
+                    "y1": _num(y(tick)),
+                    "y2": _num(y(tick)),
+                },
+            )
+        )
+        parts.append(
+            el(
+                "text",
+                {"x": _num(left - 6), "y": _num(y(tick) + 4), "text-anchor": "end"},
+                f"{tick:g}",
+            )
+        )
+    for i, column in enumerate(cols):
+        center = left + slot * i + slot / 2
+        value = column.metrics.get(metric)
+        gates = _markers(artifact, stage, metric, column)
+        below = any(not g.get("passed") for g in gates)
+        if value is not None:
+            parts.append(
+                el(
+                    "rect",
+                    {
+                        "class": "bar below" if below else "bar",
+                        "x": _num(center - 18),
+                        "y": _num(y(value)),
+                        "width": "36",
+                        "height": _num(max(0.0, top + plot_h - y(value))),
+                        "data-column": column.label,
+                        "data-value": view.fmt(value),
+                    },
+                    el("title", None, f"{column.label}: {metric} = {view.fmt(value)}"),
+                )
+            )
+            parts.append(
+                el(
+                    "text",
+                    {
+                        "class": "value",
+                        "x": _num(center),
+                        "y": _num(y(value) - 4),
+                        "text-anchor": "middle",
+                    },
+                    view.fmt(value, 2),
+                )
+            )
+        else:
+            parts.append(
+                el(
+                    "text",
+                    {"x": _num(center), "y": _num(top + plot_h - 4), "text-anchor": "middle"},
+                    "n/a",
+                )
+            )
+        for gate in gates:
+            threshold = float(gate["threshold"])
+            state = "pass" if gate.get("passed") else "fail"
+            parts.append(
+                el(
+                    "line",
+                    {
+                        "class": f"marker {state}",
+                        "x1": _num(center - 26),
+                        "x2": _num(center + 26),
+                        "y1": _num(y(threshold)),
+                        "y2": _num(y(threshold)),
+                        "data-threshold": f"{threshold:g}",
+                    },
+                    el(
+                        "title",
+                        None,
+                        f"gate {metric} {gate.get('op', '>=')} {threshold:g}: "
+                        + ("passed" if state == "pass" else "failed"),
+                    ),
+                )
+            )
+        parts.append(
+            el(
+                "text",
+                {"x": _num(center), "y": _num(top + plot_h + 15), "text-anchor": "middle"},
+                el("title", None, column.label),
+                view.shorten(column.label, 11),
+            )
+        )
+        parts.append(
+            el(
+                "text",
+                {"x": _num(center), "y": _num(top + plot_h + 29), "text-anchor": "middle"},
+                f"n={column.evaluated}",
+            )
+        )
+    parts.append(
+        el(
+            "line",
+            {
+                "class": "axis",
+                "x1": _num(left),
+                "x2": _num(width - right),
+                "y1": _num(top + plot_h),
+                "y2": _num(top + plot_h),
+            },
+        )
+    )
+    svg = el(
+        "svg",
+        {
+            "class": "bars",
+            "data-stage": stage,
+            "data-metric": metric,
+            "width": _num(width),
+            "height": _num(height),
+            "viewBox": f"0 0 {_num(width)} {_num(height)}",
+            "role": "img",
+            "aria-label": f"{metric} per slice, stage {stage}",
+        },
+        parts,
+    )
+    return el(
+        "figure",
+        None,
+        el(
+            "figcaption",
+            None,
+            el("code", None, metric),
+            " per slice · stage ",
+            el("code", None, stage),
+        ),
+        svg,
+    )
+
+
+def _slices_section(artifact: Mapping[str, Any]) -> Markup:
+    groups = _bar_groups(artifact)
+    figures = [_bar_chart(artifact, stage, metric) for stage, metric in groups]
+    return el(
+        "section",
+        {"id": "slices"},
+        el("h2", None, "Per slice"),
+        el("div", {"class": "charts"}, figures)
+        if figures
+        else el("p", {"class": "note"}, "No results to chart."),
+        el(
+            "div",
+            {"class": "legend"},
+            el("span", None, el("span", {"class": "swatch marker"}), "threshold of a gate"),
+            el("span", None, "red bar: a gate on it failed"),
+        )
+        if figures
+        else None,
+    )
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+
+def _header(artifact: Mapping[str, Any]) -> Markup:
+    verdict = view.verdict(artifact)
+    golden = artifact.get("golden") or {}
+    name = golden.get("name") or golden.get("path") or "golden set"
+    heldout = artifact.get("heldout") or {}
+    held = str(heldout.get("split") or "heldout")
+    if not heldout.get("scored"):
+        held_text = f"held-out split {held} sealed"
+    elif heldout.get("details"):
+        held_text = f"held-out split {held} scored with details"
+    else:
+        held_text = f"held-out split {held} scored (aggregates only)"
+    fingerprint = str(golden.get("fingerprint") or "")
+    facts = [
+        el("span", None, "golden set ", el("strong", None, str(name))),
+        f" · {golden.get('queries', 0)} queries",
+        " · fingerprint ",
+        el("code", {"title": fingerprint}, fingerprint[:12]),
+        f" · {held_text}",
+    ]
+    if golden.get("corpus_version"):
+        facts.append(f" · corpus {golden['corpus_version']}")
+    return el(
+        "header",
+        None,
+        el("h1", None, "Retrieval report"),
+        el(
+            "p",
+            {"class": f"verdict {'pass' if verdict.passed else 'fail'}", "id": "verdict"},
+            ("PASSED: " if verdict.passed else "FAILED: ") + verdict.headline,
+        ),
+        el("p", {"class": "facts"}, facts),
+    )
+
+
+def _badge(status: str) -> Markup:
+    return el("span", {"class": f"badge {status}"}, _STATUS.get(status, status.upper()))
+
+
+def _td(text: object, *, num: bool = False, sort: object = None, cls: str = "") -> Markup:
+    classes = " ".join(c for c in ("num" if num else "", cls) if c)
+    return el(
+        "td",
+        {"class": classes or None, "data-sort": None if sort is None else str(sort)},
+        text,
+    )
+
+
+def _gates_section(artifact: Mapping[str, Any]) -> Markup:
+    rows = view.gate_rows(artifact)
+    if not rows:
+        return el(
+            "section",
+            {"id": "gates"},
+            el("h2", None, "Gates"),
+            el("p", {"class": "note"}, "No gates were checked in this run."),
+        )
+    head = el(
+        "tr",
+        None,
+        [
+            el("th", None, ""),
+            el("th", None, "Gate"),
+            el("th", None, "Stage"),
+            el("th", None, "Scope"),
+            el("th", {"class": "num"}, "Value"),
+            el("th", None, "Threshold / budget"),
+            el("th", {"class": "num"}, "Δ vs baseline [CI]"),
+            el("th", None, "Significance"),
+            el("th", {"class": "num"}, "n"),
+            el("th", None, "Note"),
+        ],
+    )
+    body = []
+    for row in rows:
+        change = "—"
+        if row.delta is not None:
+            change = view.fmt_signed(row.delta)
+            if row.ci is not None:
+                change += f" [{view.fmt_signed(row.ci[0])}, {view.fmt_signed(row.ci[1])}]"
+        body.append(
+            el(
+                "tr",
+                {"class": row.status, "data-status": row.status},
+                [
+                    _td(_badge(row.status)),
+                    _td(
+                        [
+                            el("code", None, row.metric),
+                            " vs baseline" if row.kind == "regression" else "",
+                        ]
+                    ),
+                    _td(row.stage or "—"),
+                    _td(row.scope),
+                    _td(view.fmt(row.value), num=True),
+                    _td(row.target),
+                    _td(change, num=True),
+                    _td(row.significance or "—"),
+                    _td(str(row.n), num=True),
+                    _td(row.note, cls="note"),
+                ],
+            )
+        )
+    return el(
+        "section",
+        {"id": "gates"},
+        el("h2", None, "Gates"),
+        el("table", {"class": "gates"}, el("thead", None, head), el("tbody", None, body)),
+    )
+
+
+def _moves(diff: Mapping[str, Any]) -> list[Markup]:
+    def rank(value: Any) -> str:
+        return "—" if value is None else str(value)
+
+    out: list[Markup] = []
+    for move in diff.get("moves") or ():
+        if out:
+            out.append(escape("; "))
+        out.append(el("code", None, str(move.get("doc"))))
+        out.append(escape(f" {rank(move.get('before'))} → {rank(move.get('after'))}"))
+    return out or [escape("—")]
+
+
+def _regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
+    outcomes = [r for r in artifact.get("regressions") or () if r.get("worse") or r.get("better")]
+    if not outcomes:
+        return None
+    texts = view.rows_by_id(artifact)
+    blocks = []
+    for outcome in outcomes:
+        status = str(outcome.get("status"))
+        metric = str(outcome.get("metric"))
+        where = f"stage {outcome.get('stage') or '—'}, " + view.scope_label(
+            outcome.get("split"), outcome.get("slice")
+        )
+        worse = list(outcome.get("worse") or ())
+        better = list(outcome.get("better") or ())
+        rows = []
+        for label, diffs in (("worse", worse), ("better", better)):
+            for diff in diffs[:MAX_DIFFS]:
+                qid = str(diff.get("query_id"))
+                before, after = diff.get("before"), diff.get("after")
+                delta = after - before if before is not None and after is not None else None
+                rows.append(
+                    el(
+                        "tr",
+                        {"class": "fail" if label == "worse" else None},
+                        [
+                            _td(el("code", None, qid)),
+                            _td(view.shorten(view.row_text(texts.get(qid, {})), 100)),
+                            _td(view.fmt(before), num=True),
+                            _td(view.fmt(after), num=True),
+                            _td(view.fmt_signed(delta), num=True),
+                            _td(_moves(diff)),
+                        ],
+                    )
+                )
+        hidden = max(0, len(worse) - MAX_DIFFS) + max(0, len(better) - MAX_DIFFS)
+        table = el(
+            "table",
+            None,
+            el(
+                "thead",
+                None,
+                el(
+                    "tr",
+                    None,
+                    [
+                        el("th", None, "Query"),
+                        el("th", None, "Text"),
+                        el("th", {"class": "num"}, "Before"),
+                        el("th", {"class": "num"}, "After"),
+                        el("th", {"class": "num"}, "Δ"),
+                        el("th", None, "Relevant documents (rank before → after)"),
+                    ],
+                ),
+            ),
+            el("tbody", None, rows),
+        )
+        blocks.append(
+            el(
+                "details",
+                {"open": status == "regression", "data-status": status},
+                el(
+                    "summary",
+                    None,
+                    _badge("fail" if status == "regression" else "pass"),
+                    " ",
+                    el("code", None, metric),
+                    f" ({where}): {status}; {len(worse)} worse, {len(better)} better",
+                ),
+                table,
+                el("p", {"class": "note"}, f"... and {hidden} more (all in the JSON artifact)")
+                if hidden
+                else None,
+            )
+        )
+    return el(
+        "section",
+        {"id": "regressions"},
+        el("h2", None, "Per-query changes against the baseline"),
+        blocks,
+    )
+
+
+def _query_metrics(artifact: Mapping[str, Any]) -> list[str]:
+    k = view.largest_k(artifact)
+    names = view.metric_names(artifact)
+    wanted = []
+    ndcg = view.metric_near_ten(artifact, "ndcg")
+    if ndcg is not None:
+        wanted.append(ndcg)
+    if k is not None and f"recall@{k}" in names:
+        wanted.append(f"recall@{k}")
+    return wanted
+
+
+def _queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> Markup:
+    stages = view.stage_list(artifact)
+    final = view.default_stage(artifact)
+    metrics = _query_metrics(artifact)
+    k = view.largest_k(artifact)
+    heads = [
+        el("th", {"data-key": "id"}, "Query"),
+        el("th", {"data-key": "text"}, "Text"),
+        el("th", {"data-key": "split"}, "Split"),
+        el("th", {"data-key": "slices"}, "Slices"),
+    ]
+    for stage in stages:
+        heads.append(
+            el(
+                "th",
+                {"class": "num", "data-type": "number", "data-key": f"rank-{stage}"},
+                "1st relevant ",
+                el("code", None, stage),
+            )
+        )
+    for metric in metrics:
+        heads.append(
+            el(
+                "th",
+                {"class": "num", "data-type": "number", "data-key": metric},
+                metric,
+                " ",
+                el("code", None, final) if final else "",
+            )
+        )
+    heads.append(el("th", {"data-key": "missed"}, f"Relevant not in top {k}" if k else "Missed"))
+    heads.append(
+        el("th", {"class": "num", "data-type": "number", "data-key": "latency"}, "Latency ms")
+    )
+    heads.append(el("th", {"data-key": "error"}, "Error"))
+    body = []
+    for row in artifact.get("queries") or ():
+        qid = str(row.get("id"))
+        cells = [
+            _td(el("code", None, qid)),
+            _td(view.row_text(row)),
+            _td(str(row.get("split") or "")),
+            _td(", ".join(str(s) for s in row.get("slices") or ())),
+        ]
+        for stage in stages:
+            rank, text = view.first_relevant_rank(artifact, row, stage)
+            cells.append(_td(text, num=True, sort="" if rank is None else rank))
+        values = (row.get("metrics") or {}).get(final) or {}
+        for metric in metrics:
+            value = values.get(metric)
+            cells.append(_td(view.fmt(value), num=True, sort="" if value is None else value))
+        missed = view.missed_relevant(artifact, qid, final, baseline) if final else []
+        missed_cell: list[Markup] = []
+        for doc in missed:
+            if missed_cell:
+                missed_cell.append(escape(", "))
+            if doc.lost:
+                missed_cell.append(
+                    el(
+                        "span",
+                        {"class": "lost", "title": f"the baseline ranked it {doc.baseline_rank}"},
+                        el("code", None, doc.doc),
+                        f" (lost; baseline #{doc.baseline_rank})",
+                    )
+                )
+            else:
+                missed_cell.append(el("code", None, doc.doc))
+        cells.append(_td(missed_cell or "", sort=len(missed)))
+        latency = [v for v in (row.get("latency_ms") or {}).values() if isinstance(v, (int, float))]
+        total = sum(latency) if latency else None
+        cells.append(
+            _td(
+                "—" if total is None else f"{total:.1f}",
+                num=True,
+                sort="" if total is None else total,
+            )
+        )
+        error = row.get("error")
+        error_text = (
+            f"[{error.get('stage')}] {error.get('type')}: {error.get('message')}" if error else ""
+        )
+        cells.append(_td(error_text, cls="err" if error else ""))
+        body.append(
+            el(
+                "tr",
+                {
+                    "data-id": qid,
+                    "class": "fail" if error else None,
+                    "data-lost": "1" if any(d.lost for d in missed) else None,
+                },
+                cells,
+            )
+        )
+    redacted = int(artifact.get("redacted_queries") or 0)
+    notes = []
+    if redacted:
+        notes.append(
+            el(
+                "p",
+                {"class": "note", "id": "redacted"},
+                f"{redacted} held-out queries are not listed (aggregates only; "
+                "--retrieval-heldout-details shows them).",
+            )
+        )
+    if baseline is None:
+        notes.append(
+            el(
+                "p",
+                {"class": "note"},
+                "Without a baseline, documents the baseline had found cannot be marked as lost.",
+            )
+        )
+    return el(
+        "section",
+        {"id": "queries"},
+        el("h2", None, "Queries"),
+        el(
+            "div",
+            {"class": "search"},
+            el(
+                "input",
+                {
+                    "id": "q-search",
+                    "type": "search",
+                    "placeholder": "Filter: id, text, slice, document…",
+                    "aria-label": "filter the queries",
+                },
+            ),
+            " ",
+            el("span", {"id": "q-count", "class": "note"}, f"{len(body)} queries"),
+            el("span", {"class": "note"}, " · click a column header to sort"),
+        ),
+        el(
+            "div",
+            {"class": "scroll"},
+            el(
+                "table",
+                {"id": "q-table", "class": "sortable"},
+                el("thead", None, el("tr", None, heads)),
+                el("tbody", None, body),
+            ),
+        ),
+        notes,
+    )
+
+
+def _footer(artifact: Mapping[str, Any]) -> Markup:
+    settings = artifact.get("settings") or {}
+    retriever = (artifact.get("retriever") or {}).get("name")
+    parts = [
+        f"pytest-retrieval {artifact.get('plugin_version') or ''}".strip(),
+        f"created {artifact.get('created')}" if artifact.get("created") else "",
+        f"retriever {retriever}" if retriever else "",
+        "K = " + ", ".join(str(k) for k in settings.get("ks") or ()),
+        f"gain {settings.get('gain')}" if settings.get("gain") else "",
+        f"min grade {settings.get('min_grade')}" if settings.get("min_grade") else "",
+        f"no relevant: {settings.get('no_relevant')}" if settings.get("no_relevant") else "",
+    ]
+    latency = artifact.get("latency_ms") or {}
+    for stage, pair in latency.items():
+        parts.append(
+            f"latency {stage} p50 {float(pair.get('p50', 0.0)):.1f} ms, "
+            f"p95 {float(pair.get('p95', 0.0)):.1f} ms"
+        )
+    return el("footer", None, " · ".join(p for p in parts if p))
+
+
+# --- the page ---------------------------------------------------------------------------------
+
+
+def render_html(
+    artifact: Mapping[str, Any],
+    *,
+    baseline: BaselineLike | None = None,
+    title: str = "Retrieval report",
+) -> str:
+    """The HTML report of a JSON artifact: one self-contained document (ends with a newline).
+
+    ``baseline`` (the baseline document or a Snapshot) draws the baseline's recall@K / NDCG@K
+    as dashed lines and marks relevant documents the baseline ranked inside the top K and this
+    run lost.
+    """
+    document = view.baseline_document(baseline)
+    verdict = view.verdict(artifact)
+    golden = artifact.get("golden") or {}
+    name = golden.get("name") or golden.get("path") or ""
+    head = el(
+        "head",
+        None,
+        el("meta", {"charset": "utf-8"}),
+        el("meta", {"http-equiv": "Content-Security-Policy", "content": CSP}),
+        el("meta", {"name": "viewport", "content": "width=device-width, initial-scale=1"}),
+        el(
+            "title",
+            None,
+            f"{'PASSED' if verdict.passed else 'FAILED'} · {title}"
+            + (f" · {name}" if name else ""),
+        ),
+        el("style", None, Markup(_CSS)),
+    )
+    body = el(
+        "body",
+        {"data-verdict": "pass" if verdict.passed else "fail"},
+        _header(artifact),
+        _curves_section(artifact, document),
+        _slices_section(artifact),
+        _gates_section(artifact),
+        _regressions_section(artifact),
+        _queries_section(artifact, document),
+        _footer(artifact),
+        el("script", None, Markup(_SCRIPT)),
+    )
+    return "<!DOCTYPE html>\n" + el("html", {"lang": "en"}, head, body) + "\n"

@@ -1,0 +1,462 @@
+"""The Markdown report: a PR comment / ``$GITHUB_STEP_SUMMARY`` view of the JSON artifact.
+
+:func:`render_markdown` turns the artifact dict into GitHub-flavoured Markdown: a one-line
+verdict, the gates table (✅/❌, value, threshold or budget, delta against the baseline with its
+confidence interval and significance), the headline metrics overall and per slice for each stage
+(every metric in a collapsed block), the per-query regressions in a collapsed ``<details>``
+block, and the golden set's fingerprint. Output is deterministic (the artifact's order, fixed
+rounding, no clock) and capped: long lists end with "... and N more".
+
+Every string that comes from the user (ids, query texts, slice and stage names, messages) is
+escaped, so it renders as text: HTML-significant characters become entities, Markdown
+punctuation is backslash-escaped, pipes never split a table cell, newlines never end a row.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import report_view as view
+from .report_view import BaselineLike, Column, GateRow
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_GATES",
+    "DEFAULT_MAX_ROWS",
+    "append_step_summary",
+    "md_code",
+    "md_text",
+    "render_markdown",
+]
+
+#: Per-query rows shown per regression check (and failed queries, notes) before "... and N more".
+DEFAULT_MAX_ROWS = 10
+#: Gates shown before "... and N more" (failures come first, so they are never the ones cut).
+DEFAULT_MAX_GATES = 30
+#: The longest report: GitHub accepts PR comments up to 65,536 characters.
+DEFAULT_MAX_CHARS = 60_000
+#: Characters of a query text shown in a table cell.
+TEXT_LIMIT = 60
+#: Relevant documents listed per query diff.
+MOVES_SHOWN = 3
+
+_CUT_NOTE = "_Report cut at the size limit: the HTML report and the JSON artifact have it all._"
+_STATUS = {"pass": "✅", "fail": "❌", "skip": "⏭️"}
+_MD_SPECIAL = frozenset("\\`*_[]|~")
+
+
+# --- escaping --------------------------------------------------------------------------------
+
+
+def md_text(value: object) -> str:
+    """User text as inline Markdown that renders literally, on one line, safe in a table cell."""
+    out = []
+    for char in " ".join(str(value).split()):
+        if char == "&":
+            out.append("&amp;")
+        elif char == "<":
+            out.append("&lt;")
+        elif char == ">":
+            out.append("&gt;")
+        elif char in _MD_SPECIAL:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def md_code(value: object, *, table: bool = True) -> str:
+    """User text as a code span (ids, metric names): literal, one line.
+
+    Inside a table cell a pipe is written ``\\|`` (GFM removes the backslash before the code
+    span is parsed); a backtick in the text gets a longer fence.
+    """
+    text = " ".join(str(value).split())
+    if table:
+        text = text.replace("|", "\\|")
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if longest or text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}" if text else "—"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    """A GFM table; ``align`` gives each column ``l``/``r``/``c`` (default left)."""
+    marks = {"l": "---", "r": "---:", "c": ":---:"}
+    separator = [marks.get(align[i] if i < len(align) else "l", "---") for i in range(len(headers))]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(separator) + " |"]
+    for row in rows:
+        cells = [cell if cell else " " for cell in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _more(count: int, one: str, many: str | None = None, detail: str = "") -> str:
+    """``_... and 3 more queries (all in the JSON artifact)_``."""
+    what = one if count == 1 else many or one + "s"
+    return f"_... and {count} more {what}{detail} (all in the JSON artifact)_"
+
+
+# --- sections --------------------------------------------------------------------------------
+
+
+def _where(stage: str | None, split: str | None, slice_: str | None) -> str:
+    parts = [md_text(stage)] if stage else []
+    parts.append(md_text(view.scope_label(split, slice_)))
+    return " · ".join(parts)
+
+
+def _gate_cells(row: GateRow) -> list[str]:
+    if row.kind == "regression":
+        gate = f"{md_code(row.metric)} vs baseline"
+        if row.delta is None:
+            change = md_text(row.note.split(":", 1)[0]) if row.status != "pass" else "—"
+        else:
+            change = view.fmt_signed(row.delta)
+            if row.ci is not None:
+                change += f" [{view.fmt_signed(row.ci[0])}, {view.fmt_signed(row.ci[1])}]"
+        significance = md_text(row.significance) if row.significance else "—"
+    else:
+        gate = md_code(row.metric)
+        change = "—"
+        significance = "—"
+    value = "n/a" if row.status == "skip" and row.value is None else view.fmt(row.value)
+    return [
+        _STATUS.get(row.status, "❔"),
+        gate,
+        _where(row.stage, row.split, row.slice),
+        value,
+        md_text(row.target),
+        change,
+        significance,
+    ]
+
+
+def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -> list[str]:
+    rows = view.gate_rows(artifact)
+    if not rows:
+        return [
+            "No gates: add thresholds or regression budgets (retrieval-gates.yaml) to fail "
+            "the build when quality drops."
+        ]
+    confidence = (artifact.get("settings") or {}).get("confidence", 0.95)
+    level = f"{float(confidence) * 100:g}%" if isinstance(confidence, (int, float)) else "95%"
+    headers = [
+        " ",
+        "Gate",
+        "Where",
+        "Value",
+        "Threshold / budget",
+        f"Δ vs baseline [{level} CI]",
+        "Significance",
+    ]
+    shown = rows[:max_gates]
+    lines = _table(headers, [_gate_cells(r) for r in shown], "cllrlll")
+    if len(rows) > len(shown):
+        hidden = rows[len(shown) :]
+        kinds = sorted({r.status for r in hidden})
+        lines.append("")
+        lines.append(_more(len(hidden), "gate", detail=" (" + ", ".join(kinds) + ")"))
+    notes = [r for r in rows if r.note]
+    if notes:
+        lines.append("")
+        for row in notes[:max_rows]:
+            lines.append(
+                f"- {_STATUS.get(row.status, '❔')} {md_code(row.label, table=False)} "
+                f"({_where(row.stage, row.split, row.slice)}): {md_text(row.note)}"
+            )
+        if len(notes) > max_rows:
+            lines.append(f"- {_more(len(notes) - max_rows, 'note')}")
+    return lines
+
+
+def _metric_cell(
+    column: Column, metric: str, stage: str, baseline: Mapping[str, Any] | None
+) -> str:
+    value = column.metrics.get(metric)
+    cell = view.fmt(value)
+    key = column.baseline_key
+    if baseline is not None and key is not None and value is not None:
+        before = view.baseline_mean(baseline, stage, key, metric)
+        if before is not None:
+            cell += f" ({view.fmt_signed(value - before)})"
+    return cell
+
+
+def _metric_table(
+    stage: str,
+    cols: Sequence[Column],
+    metrics: Sequence[str],
+    baseline: Mapping[str, Any] | None,
+) -> list[str]:
+    headers = ["Metric", *(f"{md_text(c.label)} (n={c.evaluated})" for c in cols)]
+    rows = [
+        [md_code(m), *(_metric_cell(c, m, stage, baseline) for c in cols)]
+        for m in metrics
+        if any(m in c.metrics for c in cols)
+    ]
+    return _table(headers, rows, "l" + "r" * len(cols))
+
+
+def _metrics_section(
+    artifact: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None,
+    max_metrics: int,
+    *,
+    full: bool = True,
+) -> list[str]:
+    lines: list[str] = []
+    headline = view.headline_metrics(artifact)
+    every = view.metric_names(artifact)
+    from .report import sparkline
+
+    for stage in view.stage_list(artifact):
+        cols = view.columns(artifact, stage)
+        if not cols:
+            continue
+        lines.append("")
+        title = f"#### Metrics · stage {md_text(stage)}"
+        points = view.curve(artifact, stage, "recall")
+        if len(points) > 1:
+            ks = ",".join(str(k) for k, _v in points)
+            title += f" · recall@K (K={ks}) {sparkline(v for _k, v in points)}"
+        lines.append(title)
+        lines.append("")
+        lines.extend(_metric_table(stage, cols, headline, baseline))
+        if full and len(every) > len(headline):
+            shown = every[:max_metrics]
+            lines.append("")
+            lines.append(f"<details><summary>All {len(every)} metrics</summary>")
+            lines.append("")
+            lines.extend(_metric_table(stage, cols, shown, baseline))
+            if len(every) > len(shown):
+                lines.append("")
+                lines.append(_more(len(every) - len(shown), "metric"))
+            lines.append("")
+            lines.append("</details>")
+    if baseline is not None and lines:
+        lines.append("")
+        lines.append("_In parentheses: the change against the baseline's mean._")
+    return lines
+
+
+def _moves(diff: Mapping[str, Any]) -> str:
+    def rank(value: Any) -> str:
+        return "—" if value is None else str(value)
+
+    moves = list(diff.get("moves") or ())
+    text = "; ".join(
+        f"{md_code(m.get('doc'))} {rank(m.get('before'))} → {rank(m.get('after'))}"
+        for m in moves[:MOVES_SHOWN]
+    )
+    if len(moves) > MOVES_SHOWN:
+        text += f"; +{len(moves) - MOVES_SHOWN} more"
+    return text or "—"
+
+
+def _drop_order(diff: Mapping[str, Any]) -> tuple[float, str]:
+    """Worst drop first, then by query id."""
+    before, after = diff.get("before"), diff.get("after")
+    delta = after - before if before is not None and after is not None else 0.0
+    return delta, str(diff.get("query_id"))
+
+
+def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
+    every = [r for r in artifact.get("regressions") or () if r.get("status") == "regression"]
+    if not every:
+        return []
+    failing = every[:max_rows]
+    rows = view.rows_by_id(artifact)
+    worse_total = sum(len(r.get("worse") or ()) for r in every)
+    lines = [
+        "",
+        f"<details><summary>Per-query regressions: {len(every)} failing "
+        f"check{'s' if len(every) != 1 else ''}, {worse_total} query drops</summary>",
+    ]
+    for outcome in failing:
+        worse = sorted(outcome.get("worse") or (), key=_drop_order)
+        metric = str(outcome.get("metric"))
+        lines.append("")
+        lines.append(
+            f"**{md_code(metric, table=False)}** "
+            f"({_where(outcome.get('stage'), outcome.get('split'), outcome.get('slice'))}): "
+            f"{len(worse)} quer{'y' if len(worse) == 1 else 'ies'} got worse, worst first"
+        )
+        if not worse:
+            continue
+        lines.append("")
+        table = []
+        for diff in worse[:max_rows]:
+            qid = str(diff.get("query_id"))
+            text = view.shorten(view.row_text(rows.get(qid, {})), TEXT_LIMIT)
+            before, after = diff.get("before"), diff.get("after")
+            delta = after - before if before is not None and after is not None else None
+            table.append(
+                [
+                    md_code(qid) + (f" {md_text(text)}" if text else ""),
+                    view.fmt(before),
+                    view.fmt(after),
+                    view.fmt_signed(delta),
+                    _moves(diff),
+                ]
+            )
+        lines.extend(
+            _table(
+                ["Query", "Before", "After", "Δ", "Relevant documents (rank before → after)"],
+                table,
+                "lrrrl",
+            )
+        )
+        if len(worse) > max_rows:
+            lines.append("")
+            lines.append(_more(len(worse) - max_rows, "query", "queries"))
+    if len(every) > len(failing):
+        lines.append("")
+        lines.append(_more(len(every) - len(failing), "failing check"))
+    lines.append("")
+    lines.append("</details>")
+    return lines
+
+
+def _errors_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
+    errors = list(artifact.get("errors") or ())
+    if not errors:
+        return []
+    lines = ["", f"#### Failed queries ({len(errors)})", ""]
+    table = [
+        [
+            md_code(e.get("query_id")),
+            md_text(e.get("stage") or "—"),
+            md_text(view.shorten(f"{e.get('type') or 'Error'}: {e.get('message') or ''}", 120)),
+        ]
+        for e in errors[:max_rows]
+    ]
+    lines.extend(_table(["Query", "Stage", "Error"], table))
+    if len(errors) > max_rows:
+        lines.append("")
+        lines.append(_more(len(errors) - max_rows, "failed query", "failed queries"))
+    return lines
+
+
+def _footer(artifact: Mapping[str, Any]) -> list[str]:
+    golden = artifact.get("golden") or {}
+    name = golden.get("name") or os.path.basename(str(golden.get("path") or "")) or "—"
+    fingerprint = str(golden.get("fingerprint") or "")
+    splits = golden.get("splits") or {}
+    split_text = ", ".join(f"{md_text(s)} {n}" for s, n in sorted(splits.items()))
+    corpus = golden.get("corpus_version")
+    heldout = artifact.get("heldout") or {}
+    held_name = md_text(heldout.get("split") or "heldout")
+    if not heldout.get("scored"):
+        held = f"held-out split {held_name} sealed"
+    elif heldout.get("details"):
+        held = f"held-out split {held_name} scored with details"
+    else:
+        held = f"held-out split {held_name} scored (aggregates only)"
+    facts = [
+        f"Golden set {md_text(name)}"
+        + (f" (corpus {md_text(corpus)})" if corpus else "")
+        + f": {golden.get('queries', 0)} queries"
+        + (f" ({split_text})" if split_text else ""),
+        f"fingerprint {md_code(fingerprint[:12], table=False)}" if fingerprint else "",
+        held,
+    ]
+    redacted = int(artifact.get("redacted_queries") or 0)
+    if redacted:
+        facts.append(f"{redacted} held-out queries redacted")
+    version = artifact.get("plugin_version")
+    if version:
+        facts.append(f"pytest-retrieval {md_text(version)}")
+    lines = ["", " · ".join(f for f in facts if f)]
+    latency = artifact.get("latency_ms") or {}
+    if latency:
+        parts = [
+            f"{md_text(stage)} p50 {float(v.get('p50', 0.0)):.1f} ms, "
+            f"p95 {float(v.get('p95', 0.0)):.1f} ms"
+            for stage, v in latency.items()
+        ]
+        lines.append("")
+        lines.append("Latency: " + " · ".join(parts))
+    return lines
+
+
+# --- the report ------------------------------------------------------------------------------
+
+
+def render_markdown(
+    artifact: Mapping[str, Any],
+    *,
+    baseline: BaselineLike | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    max_gates: int = DEFAULT_MAX_GATES,
+    max_metrics: int = 60,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    title: str = "Retrieval quality",
+) -> str:
+    """The Markdown report of a JSON artifact (ends with a newline).
+
+    ``baseline`` (the baseline document or a Snapshot) adds each metric's change against the
+    baseline's mean to the metric tables. ``max_rows`` caps every per-query list (and the notes,
+    failed queries and failing checks detailed), ``max_gates`` the gates table, ``max_metrics``
+    the full metric tables. Above ``max_chars`` (GitHub refuses comments over 65,536) the full
+    metric tables go first, then the lists get shorter; the last resort is a cut with a note.
+    """
+    if max_rows < 1 or max_gates < 1 or max_metrics < 1 or max_chars < 1000:
+        raise ValueError("max_rows, max_gates and max_metrics must be at least 1, max_chars 1000")
+    document = view.baseline_document(baseline)
+    full = True
+    text = _render(artifact, document, max_rows, max_gates, max_metrics, title, full=full)
+    # Too long for a PR comment: drop the full metric tables first, then halve the lists.
+    while len(text) > max_chars:
+        if full:
+            full = False
+        elif max_rows > 1 or max_gates > 1:
+            max_rows, max_gates = max(1, max_rows // 2), max(1, max_gates // 2)
+        else:
+            break
+        text = _render(artifact, document, max_rows, max_gates, max_metrics, title, full=full)
+    if len(text) > max_chars:
+        cut = text[: max_chars - 200].rsplit("\n", 1)[0]
+        if cut.count("<details>") > cut.count("</details>"):
+            cut += "\n\n</details>"
+        text = f"{cut}\n\n{_CUT_NOTE}\n"
+    return text
+
+
+def _render(
+    artifact: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None,
+    max_rows: int,
+    max_gates: int,
+    max_metrics: int,
+    title: str,
+    *,
+    full: bool,
+) -> str:
+    verdict = view.verdict(artifact)
+    lines = [f"### {verdict.icon} {md_text(title)}: {verdict.headline}", ""]
+    lines.extend(_gates_section(artifact, max_gates, max_rows))
+    lines.extend(_errors_section(artifact, max_rows))
+    lines.extend(_metrics_section(artifact, baseline, max_metrics, full=full))
+    lines.extend(_regressions_section(artifact, max_rows))
+    lines.extend(_footer(artifact))
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Append ``markdown`` to the file ``$GITHUB_STEP_SUMMARY`` names; return its path.
+
+    Returns None (and writes nothing) when the variable is unset or empty. An OSError is left to
+    the caller (the plugin turns it into a warning).
+    """
+    path = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY", "")
+    if not path:
+        return None
+    with open(path, "a", encoding="utf-8", newline="\n") as handle:
+        handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    return path

@@ -1,0 +1,547 @@
+"""What the Markdown and HTML reports show, read from the JSON artifact (builtins only).
+
+Both renderers (:mod:`.report_markdown`, :mod:`.report_html`) work from the artifact dict that
+:func:`~pytest_retrieval.report.build_artifact` writes, so the plugin and the
+``pytest-retrieval report`` command produce the same reports. This module turns that dict into
+plain rows (the verdict, one row per gate, the metric tables, the per-query facts) with a fixed
+order and fixed rounding; the renderers only lay them out and escape them.
+
+A *baseline document* (the baseline JSON, or a :class:`~pytest_retrieval.baseline.Snapshot`)
+is optional: with it the reports add the baseline's means (the dashed curve, the deltas of the
+metric table) and mark relevant documents the baseline had found and this run lost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from .baseline import Snapshot
+
+__all__ = [
+    "BaselineLike",
+    "Column",
+    "GateRow",
+    "MissedDoc",
+    "Verdict",
+    "alpha",
+    "baseline_document",
+    "baseline_mean",
+    "columns",
+    "curve",
+    "default_stage",
+    "first_relevant_rank",
+    "fmt",
+    "fmt_p",
+    "fmt_signed",
+    "gate_rows",
+    "headline_metrics",
+    "largest_k",
+    "metric_names",
+    "metric_near_ten",
+    "missed_relevant",
+    "row_text",
+    "rows_by_id",
+    "scope_label",
+    "shorten",
+    "split_metric",
+    "stage_list",
+    "verdict",
+]
+
+#: The baseline the reports compare with: the baseline JSON as a dict, or a loaded Snapshot.
+BaselineLike = Union[Mapping[str, Any], "Snapshot"]
+
+_OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
+
+
+# --- numbers ---------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    """``0.8291`` (fixed decimals); ``—`` for a missing or non-finite value."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{round(value, digits) + 0.0:.{digits}f}"
+
+
+def fmt_signed(value: float | None, digits: int = 4) -> str:
+    """``+0.0120`` / ``-0.0305`` (never ``-0.0000``); ``—`` when missing."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{round(value, digits) + 0.0:+.{digits}f}"
+
+
+def fmt_p(value: float | None) -> str:
+    """``p = 0.0023`` (4 significant digits), ``p < 0.001`` below that; ``—`` when missing."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    if value < 0.001:
+        return "p < 0.001"
+    return f"p = {value:.4g}"
+
+
+def split_metric(name: str) -> tuple[str, int | None]:
+    """``recall@10`` -> (``recall``, 10); ``mrr`` -> (``mrr``, None)."""
+    family, sep, k = name.partition("@")
+    if sep and k.isdigit():
+        return family, int(k)
+    return name, None
+
+
+# --- the artifact's parts --------------------------------------------------------------------
+
+
+def default_stage(artifact: Mapping[str, Any]) -> str | None:
+    """The final stage (the last one), whose ranking the user sees."""
+    stages = list(artifact.get("stages") or ())
+    return str(stages[-1]) if stages else None
+
+
+def largest_k(artifact: Mapping[str, Any]) -> int | None:
+    """The largest configured cutoff K."""
+    ks = [int(k) for k in (artifact.get("settings") or {}).get("ks") or ()]
+    return max(ks) if ks else None
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the metric table: overall, a slice, or the held-out split."""
+
+    label: str
+    split: str | None
+    slice: str | None
+    queries: int
+    evaluated: int
+    metrics: Mapping[str, float | None]
+
+    @property
+    def baseline_key(self) -> str | None:
+        """The key of the same column in a baseline's ``means`` (None: baselines lack it)."""
+        if self.split is not None:
+            return None
+        return "overall" if self.slice is None else f"slice:{self.slice}"
+
+
+def columns(artifact: Mapping[str, Any], stage: str) -> list[Column]:
+    """The metric table's columns of one stage, in the artifact's order."""
+    out = []
+    for entry in artifact.get("results") or ():
+        if entry.get("stage") != stage:
+            continue
+        out.append(
+            Column(
+                label=str(entry.get("column")),
+                split=entry.get("split"),
+                slice=entry.get("slice"),
+                queries=int(entry.get("queries") or 0),
+                evaluated=int(entry.get("evaluated") or 0),
+                metrics=dict(entry.get("metrics") or {}),
+            )
+        )
+    return out
+
+
+def metric_names(artifact: Mapping[str, Any]) -> list[str]:
+    """Every metric of the results, in the order the settings list them (family, then K)."""
+    seen: dict[str, None] = {}
+    for entry in artifact.get("results") or ():
+        for name in entry.get("metrics") or {}:
+            seen.setdefault(str(name), None)
+    families = [str(f) for f in (artifact.get("settings") or {}).get("metrics") or ()]
+
+    def key(name: str) -> tuple[int, str, int]:
+        family, k = split_metric(name)
+        rank = families.index(family) if family in families else len(families)
+        return rank, family, -1 if k is None else k
+
+    return sorted(seen, key=key)
+
+
+def _near_ten(ks: Iterable[int]) -> int | None:
+    ks = sorted(ks)
+    if not ks:
+        return None
+    below = [k for k in ks if k <= 10]
+    return below[-1] if below else ks[0]
+
+
+def metric_near_ten(artifact: Mapping[str, Any], family: str) -> str | None:
+    """``family@K`` with K = 10, or the nearest K below it, else the smallest K (None: absent)."""
+    ks = [k for fam, k in map(split_metric, metric_names(artifact)) if fam == family and k]
+    k = _near_ten(ks)
+    return None if k is None else f"{family}@{k}"
+
+
+def headline_metrics(artifact: Mapping[str, Any]) -> list[str]:
+    """The short list of metrics the Markdown shows up front.
+
+    Each configured metric at K = 10 (or the nearest K below, else the smallest), recall at the
+    largest K (the candidate recall a reranker depends on), and every metric a gate or a
+    regression check names; all restricted to what the results hold, in settings order.
+    """
+    names = metric_names(artifact)
+    available = set(names)
+    by_family: dict[str, list[int]] = {}
+    for name in names:
+        family, k = split_metric(name)
+        if k is not None:
+            by_family.setdefault(family, []).append(k)
+    wanted: set[str] = set()
+    for family, ks in by_family.items():
+        k = _near_ten(ks)
+        wanted.add(f"{family}@{k}")
+    if "recall" in by_family:
+        wanted.add(f"recall@{max(by_family['recall'])}")
+    for gate in [*(artifact.get("gates") or ()), *(artifact.get("regressions") or ())]:
+        wanted.add(str(gate.get("metric")))
+    return [name for name in names if name in wanted and name in available]
+
+
+def curve(
+    artifact: Mapping[str, Any], stage: str, family: str, column: str = "overall"
+) -> list[tuple[int, float | None]]:
+    """(K, mean) of a metric family at every K of one column of a stage, K ascending."""
+    for col in columns(artifact, stage):
+        if col.label == column:
+            points = []
+            for name, value in col.metrics.items():
+                fam, k = split_metric(name)
+                if fam == family and k is not None:
+                    points.append((k, value))
+            return sorted(points)
+    return []
+
+
+def scope_label(split: str | None, slice_: str | None) -> str:
+    """``overall``, ``slice paraphrase``, ``split heldout`` or ``split heldout, slice x``."""
+    parts = []
+    if split:
+        parts.append(f"split {split}")
+    if slice_:
+        parts.append(f"slice {slice_}")
+    return ", ".join(parts) or "overall"
+
+
+def alpha(artifact: Mapping[str, Any]) -> float:
+    """The run's significance level (0.05 when the settings do not say)."""
+    value = (artifact.get("settings") or {}).get("alpha")
+    return float(value) if isinstance(value, (int, float)) else 0.05
+
+
+# --- gates -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GateRow:
+    """One gate (threshold, assert or regression check) as the reports show it."""
+
+    status: str  # "pass", "fail" or "skip"
+    kind: str  # "threshold", "assert" or "regression"
+    metric: str
+    stage: str | None
+    split: str | None
+    slice: str | None
+    value: float | None
+    target: str  # "≥ 0.85" or "drop ≤ 0.0200"
+    delta: float | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None
+    significance: str = ""
+    note: str = ""
+    op: str | None = None
+    threshold: float | None = None
+    n: int = 0
+
+    @property
+    def label(self) -> str:
+        """``recall@50 ≥ 0.85`` or ``ndcg@10 vs baseline``."""
+        if self.kind == "regression":
+            return f"{self.metric} vs baseline"
+        return f"{self.metric} {self.target}"
+
+    @property
+    def scope(self) -> str:
+        """``overall`` / ``slice paraphrase`` ..."""
+        return scope_label(self.split, self.slice)
+
+
+def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
+    skipped = gate.get("skipped_reason")
+    status = "skip" if skipped else "pass" if gate.get("passed") else "fail"
+    op = str(gate.get("op", ">="))
+    threshold = gate.get("threshold")
+    target = f"{_OPS.get(op, op)} {threshold:g}" if isinstance(threshold, (int, float)) else op
+    return GateRow(
+        status=status,
+        kind=str(gate.get("kind") or "assert"),
+        metric=str(gate.get("metric")),
+        stage=gate.get("stage"),
+        split=gate.get("split"),
+        slice=gate.get("slice"),
+        value=gate.get("value"),
+        target=target,
+        note=str(skipped) if skipped else "",
+        op=op,
+        threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
+        n=int(gate.get("n") or 0),
+    )
+
+
+def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
+    status_word = str(outcome.get("status"))
+    status = "skip" if status_word == "skipped" else "pass" if outcome.get("passed") else "fail"
+    ci_raw = outcome.get("ci")
+    ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
+    budget = outcome.get("budget")
+    target = f"drop ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
+    p_value = outcome.get("p_value")
+    significance = ""
+    note = ""
+    if status_word == "improvement":
+        p_value = outcome.get("p_value_improvement")
+        significance = f"{fmt_p(p_value)}, significant rise"
+        note = (
+            "improvement: refresh the baseline (--retrieval-update-baseline) so the floor moves up"
+        )
+    elif status_word in ("regression", "pass") and p_value is not None:
+        significant = p_value < level
+        significance = f"{fmt_p(p_value)}, " + (
+            "significant drop" if significant else "no significant drop"
+        )
+    if status_word in ("incomparable", "missing", "skipped"):
+        note = str(outcome.get("message") or status_word).split("\n", 1)[0]
+    elif outcome.get("warning"):
+        detectable = outcome.get("detectable")
+        if isinstance(budget, (int, float)) and isinstance(detectable, (int, float)):
+            note = (
+                f"warning: the budget {fmt(budget)} is below the smallest drop this golden set "
+                f"can detect ({fmt(detectable)}): add queries or widen the budget"
+            )
+        else:
+            note = f"warning: {outcome['warning']}"
+    return GateRow(
+        status=status,
+        kind="regression",
+        metric=str(outcome.get("metric")),
+        stage=outcome.get("stage"),
+        split=outcome.get("split"),
+        slice=outcome.get("slice"),
+        value=outcome.get("current_mean"),
+        target=target,
+        delta=outcome.get("delta"),
+        ci=ci,
+        p_value=p_value,
+        significance=significance,
+        note=note,
+        n=int(outcome.get("n") or 0),
+    )
+
+
+def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:
+    """Every gate and regression check: failures first, then the artifact's order."""
+    level = alpha(artifact)
+    rows = [_threshold_row(g) for g in artifact.get("gates") or ()]
+    rows += [_regression_row(r, level) for r in artifact.get("regressions") or ()]
+    order = {"fail": 0, "pass": 1, "skip": 2}
+    return sorted(rows, key=lambda row: order.get(row.status, 3))  # stable: keeps the order
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The run's outcome in one line."""
+
+    passed: bool
+    gates: int
+    failed_gates: int
+    failed_regressions: int
+    failed_queries: int
+    queries: int
+
+    @property
+    def icon(self) -> str:
+        """✅ or ❌."""
+        return "✅" if self.passed else "❌"
+
+    @property
+    def headline(self) -> str:
+        """``3 of 21 gates failed`` / ``all 21 gates passed`` (and failed queries)."""
+        failed = self.failed_gates + self.failed_regressions
+        parts = []
+        if self.gates == 0:
+            parts.append("no gates")
+        elif failed:
+            detail = []
+            if self.failed_regressions:
+                detail.append(_plural(self.failed_regressions, "regression"))
+            if self.failed_gates:
+                detail.append(_plural(self.failed_gates, "threshold"))
+            parts.append(f"{failed} of {self.gates} gates failed ({', '.join(detail)})")
+        else:
+            parts.append(f"all {_plural(self.gates, 'gate')} passed")
+        if self.failed_queries:
+            parts.append(f"{_plural(self.failed_queries, 'query', 'queries')} failed to run")
+        return "; ".join(parts)
+
+    @property
+    def text(self) -> str:
+        """``❌ 3 of 21 gates failed (3 regressions)``."""
+        return f"{self.icon} {self.headline}"
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
+def verdict(artifact: Mapping[str, Any]) -> Verdict:
+    """Pass when no gate or regression check failed and no query failed to run."""
+    rows = gate_rows(artifact)
+    failed_gates = sum(1 for r in rows if r.status == "fail" and r.kind != "regression")
+    failed_regressions = sum(1 for r in rows if r.status == "fail" and r.kind == "regression")
+    errors = len(artifact.get("errors") or ())
+    queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
+    return Verdict(
+        passed=not (failed_gates or failed_regressions or errors),
+        gates=len(rows),
+        failed_gates=failed_gates,
+        failed_regressions=failed_regressions,
+        failed_queries=errors,
+        queries=queries,
+    )
+
+
+# --- baselines -------------------------------------------------------------------------------
+
+
+def baseline_document(baseline: BaselineLike | None) -> Mapping[str, Any] | None:
+    """The baseline as its JSON document (a Snapshot is converted)."""
+    if baseline is None:
+        return None
+    to_dict = getattr(baseline, "to_dict", None)
+    if callable(to_dict):
+        document: Mapping[str, Any] = to_dict()
+        return document
+    assert isinstance(baseline, Mapping)
+    return baseline
+
+
+def baseline_mean(
+    baseline: Mapping[str, Any] | None, stage: str, column: str, metric: str
+) -> float | None:
+    """A baseline's mean of ``metric`` (``means[stage][column][metric]``), None when absent."""
+    if baseline is None:
+        return None
+    value = ((baseline.get("means") or {}).get(stage) or {}).get(column, {}).get(metric)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+# --- per query -------------------------------------------------------------------------------
+
+
+def _relevant_ranks(
+    artifact: Mapping[str, Any], query_id: str, stage: str
+) -> Mapping[str, int | None] | None:
+    snapshot = artifact.get("snapshot") or {}
+    query = (snapshot.get("queries") or {}).get(query_id)
+    if query is None:
+        return None
+    ranks: Mapping[str, int | None] | None = (query.get("relevant_ranks") or {}).get(stage)
+    return ranks
+
+
+def first_relevant_rank(
+    artifact: Mapping[str, Any], row: Mapping[str, Any], stage: str
+) -> tuple[int | None, str]:
+    """(rank, text) of the first relevant document of a query row at a stage.
+
+    From the snapshot's relevant ranks; for rows the snapshot lacks (held-out rows shown with
+    details) from the reciprocal rank at the largest K. Text: ``3``, ``not found`` (no relevant
+    document retrieved), ``> 50`` (not in the top K) or ``—`` (no relevant document, or unknown).
+    """
+    ranks = _relevant_ranks(artifact, str(row.get("id")), stage)
+    if ranks is not None:
+        found = [r for r in ranks.values() if r is not None]
+        if not ranks:
+            return None, "—"
+        if not found:
+            return None, "not found"
+        best = min(found)
+        return best, str(best)
+    k = largest_k(artifact)
+    mrr = ((row.get("metrics") or {}).get(stage) or {}).get(f"mrr@{k}")
+    if isinstance(mrr, (int, float)) and k is not None:
+        if mrr > 0:
+            rank = round(1.0 / mrr)
+            return rank, str(rank)
+        return None, f"> {k}"
+    return None, "—"
+
+
+@dataclass(frozen=True, slots=True)
+class MissedDoc:
+    """A relevant document outside the top K; ``baseline_rank`` when the baseline had it."""
+
+    doc: str
+    rank: int | None
+    baseline_rank: int | None = None
+
+    @property
+    def lost(self) -> bool:
+        """The baseline ranked it inside the top K and this run does not."""
+        return self.baseline_rank is not None
+
+
+def missed_relevant(
+    artifact: Mapping[str, Any],
+    query_id: str,
+    stage: str,
+    baseline: Mapping[str, Any] | None = None,
+) -> list[MissedDoc]:
+    """Relevant documents of a query that are not in the top K (largest K) at a stage.
+
+    Sorted by document id. With a baseline, documents the baseline ranked inside the top K are
+    marked (they were *lost*). Empty when the snapshot does not hold the query.
+    """
+    ranks = _relevant_ranks(artifact, query_id, stage)
+    if not ranks:
+        return []
+    k = largest_k(artifact) or 0
+    before: Mapping[str, Any] = {}
+    if baseline is not None:
+        query = (baseline.get("queries") or {}).get(query_id) or {}
+        before = (query.get("relevant_ranks") or {}).get(stage) or {}
+    out = []
+    for doc in sorted(ranks):
+        rank = ranks[doc]
+        if rank is not None and rank <= k:
+            continue
+        old = before.get(doc)
+        out.append(
+            MissedDoc(doc, rank, old if isinstance(old, int) and old <= k else None),
+        )
+    return out
+
+
+def row_text(row: Mapping[str, Any]) -> str:
+    """A query row's text (empty when missing)."""
+    text = row.get("text")
+    return "" if text is None else str(text)
+
+
+def shorten(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(1, limit - 1)].rstrip() + "…"
+
+
+def rows_by_id(artifact: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The artifact's per-query rows by query id."""
+    return {str(row.get("id")): row for row in artifact.get("queries") or ()}
+
+
+def stage_list(artifact: Mapping[str, Any]) -> Sequence[str]:
+    """The stages, in pipeline order."""
+    return [str(s) for s in artifact.get("stages") or ()]
