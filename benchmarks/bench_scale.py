@@ -63,8 +63,12 @@ def write_project(folder: Path, n: int) -> None:
         out.write(json.dumps({"version": 1, "name": f"synthetic-{n}"}) + "\n")
         for q in range(n):
             grades = {f"d{q}-{j}": rng.choice((1, 2, 3)) for j in range(3)}
-            row = {"id": f"q{q}", "text": f"synthetic query number {q}", "relevant": grades,
-                   "slices": [f"s{q % 5}"]}
+            row = {
+                "id": f"q{q}",
+                "text": f"synthetic query number {q}",
+                "relevant": grades,
+                "slices": [f"s{q % 5}"],
+            }
             out.write(json.dumps(row) + "\n")
     (folder / "conftest.py").write_text(textwrap.dedent(CONFTEST))
     (folder / "test_scale.py").write_text(textwrap.dedent(TEST))
@@ -73,13 +77,26 @@ def write_project(folder: Path, n: int) -> None:
     )
 
 
-def run_pytest(folder: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, float, str]:
+def run_pytest(
+    folder: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB of the pytest child, last output line)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "--retrieval-json", str(folder / "report.json"), *args],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "--retrieval-json",
+            str(folder / "report.json"),
+            *args,
+        ],
         cwd=folder,
         capture_output=True,
         text=True,
@@ -133,8 +150,10 @@ def main() -> None:
             ideal = n * latency / concurrency
             print(f"{concurrency:>11}  {retrieval:11.2f}  {ideal:8.2f}  {retrieval / ideal:6.2f}")
     print()
-    print("retrieval s = wall time of the run minus the same run with a retriever that does not "
-          "sleep; ideal = queries x latency / concurrency.")
+    print(
+        "retrieval s = wall time of the run minus the same run with a retriever that does not "
+        "sleep; ideal = queries x latency / concurrency."
+    )
 
 
 if __name__ == "__main__":
