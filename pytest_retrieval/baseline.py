@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 from .errors import InputError, Problem
@@ -53,10 +54,29 @@ DECIMALS = 6
 TOP_KEPT = 10
 #: The budget when a regression line gives none, and of the default checks.
 DEFAULT_BUDGET = 0.01
+#: Differences of means smaller than this are float noise when comparing a drop with a budget.
+_NOISE = 1e-10
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, DECIMALS)
+
+
+def _round_all(value: Any) -> Any:
+    """``value`` (builtins) with every float in it rounded to :data:`DECIMALS` decimals."""
+    if isinstance(value, float):
+        return round(value, DECIMALS)
+    if isinstance(value, Mapping):
+        return {k: _round_all(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_round_all(v) for v in value]
+    return value
+
+
+def _plain(value: float) -> str:
+    """A number as a budget line writes it: no exponent (``0.00001``, not ``1e-05``), and no
+    float noise (``7``, not ``7.000000000000001``)."""
+    return format(Decimal(f"{value:.12g}"), "f")
 
 
 def label_hash(
@@ -134,7 +154,7 @@ class Snapshot:
             "stages": list(self.stages),
             "metrics": list(self.metrics),
             "means": self.means_by_column(),
-            "heldout": dict(self.heldout),
+            "heldout": _round_all(dict(self.heldout)),
             "queries": {qid: q.to_dict() for qid, q in sorted(self.queries.items())},
         }
 
@@ -205,8 +225,15 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
         raise InputError(
             Problem("the baseline path is a directory", fix="name a .json file", source=name)
         )
-    with open(name, encoding="utf-8") as handle:
-        text = handle.read()
+    try:
+        with open(name, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            Problem(f"the baseline cannot be read ({exc})", fix=refresh, source=name)
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -250,7 +277,10 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
 
 # --- budgets -------------------------------------------------------------------------------
 
-_BUDGET = re.compile(r"^\s*(?P<metric>[^\s:]+)\s*:?\s+(?P<amount>[0-9.]+)(?P<pct>%?)(?P<rest>.*)$")
+# The amount ends at a space or the end of the line: "0.02%stage=x" is not read as 0.02%.
+_BUDGET = re.compile(
+    r"^\s*(?P<metric>[^\s:]+)\s*:?\s+(?P<amount>[0-9.]+)(?P<pct>%?)(?P<rest>(?:\s.*)?)$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,15 +296,18 @@ class Budget:
     def name(self) -> str:
         """Item name: ``ndcg@10[budget=2%,slice=multi-hop]``."""
         label = self.selection.label().replace(" ", ",")
-        shown = f"{self.amount * 100:g}%" if self.relative else f"{self.amount:g}"
+        shown = self._amount()
         return f"{self.spec}[budget={shown}{',' + label if label else ''}]"
 
     @property
     def line(self) -> str:
         """The budget in the grammar :func:`parse_budget` reads back."""
-        amount = f"{self.amount * 100:g}%" if self.relative else f"{self.amount:g}"
+        amount = self._amount()
         label = self.selection.label()
         return f"{self.spec} {amount}" + (f" {label}" if label else "")
+
+    def _amount(self) -> str:
+        return f"{_plain(self.amount * 100)}%" if self.relative else _plain(self.amount)
 
     def allowed(self, baseline_mean: float) -> float:
         """The drop allowed, in metric units."""
@@ -282,7 +315,7 @@ class Budget:
 
     def describe(self) -> str:
         """``0.02`` or ``2% (0.0162)`` style text."""
-        return f"{self.amount * 100:g}% of the baseline" if self.relative else f"{self.amount:g}"
+        return f"{self._amount()} of the baseline" if self.relative else self._amount()
 
 
 def parse_budget(line: str, *, source: str | None = None, line_number: int | None = None) -> Budget:
@@ -588,11 +621,11 @@ def compare(
             status="skipped",
         )
     added, removed, changed = label_changes(baseline, current)
-    note = ""
+    note: str | None = None
     if baseline.fingerprint != current.fingerprint or added or removed or changed:
-        summary = (
-            f"{len(added)} added ({_listing(added)}), {len(removed)} removed "
-            f"({_listing(removed)}), {len(changed)} changed ({_listing(changed)})"
+        summary = ", ".join(
+            f"{len(ids)} {what}" + (f" ({_listing(ids)})" if ids else "")
+            for what, ids in (("added", added), ("removed", removed), ("changed", changed))
         )
         if options.mode != "intersect":
             return _incomparable(
@@ -602,8 +635,10 @@ def compare(
                 f"{summary}. Refresh the baseline (--retrieval-update-baseline), or compare the "
                 "unchanged queries with --retrieval-baseline-mode=intersect",
             )
-        note = f"intersect mode: comparing the unchanged queries only ({summary})"
+        note = summary
     shared = sorted(set(baseline.queries) & set(current.queries) - set(changed))
+    if note is not None:
+        note = f"intersect mode: comparing the {len(shared)} unchanged queries only ({note})"
 
     def selected(q: QuerySnapshot) -> bool:
         split = budget.selection.split
@@ -647,8 +682,13 @@ def compare(
     mean_before = worse_test.mean_baseline
     allowed = budget.allowed(mean_before)
     delta = worse_test.mean_delta
-    regressed = -delta > allowed and worse_test.significant
-    improved = delta > allowed and better_test.significant
+    # A drop exactly as large as the budget is within it: float noise in the mean of the deltas
+    # (0.7 - 0.8 = -0.10000000000000009) must not push it over. Values have DECIMALS decimals,
+    # so a real excess is at least 1e-6 / n, far above this for any golden set.
+    exceeds_drop = -delta - allowed > _NOISE
+    exceeds_rise = delta - allowed > _NOISE
+    regressed = exceeds_drop and worse_test.significant
+    improved = exceeds_rise and better_test.significant
     detectable: float | None = None
     spread = _spread(worse_test.deltas) if len(pairs) >= 2 else 0.0
     if spread > 0.0:
@@ -656,13 +696,18 @@ def compare(
         detectable = stats.minimum_detectable_drop(
             spread, len(pairs), alpha=options.alpha, power=0.8
         )
+    if 2.0 ** -len(pairs) > options.alpha:
+        # The smallest one-sided p-value of the sign-flip test is 2**-n: whatever the spread,
+        # this check can never be significant.
+        detectable = math.inf
     warning = None
-    if (
-        detectable is not None
-        and allowed < detectable
-        and math.isfinite(detectable)
-        and detectable > 0
-    ):
+    if detectable is not None and not math.isfinite(detectable):
+        warning = (
+            f"with {len(pairs)} queries the sign-flip test can never reach alpha "
+            f"{options.alpha:g} (its smallest one-sided p-value is 1/2^{len(pairs)} = "
+            f"{2.0 ** -len(pairs):.4g}), so this check can never fail; add queries"
+        )
+    elif detectable is not None and allowed < detectable and detectable > 0:
         warning = (
             f"the budget {allowed:.4f} is smaller than the smallest drop this golden set "
             f"can detect ({detectable:.4f} at alpha {options.alpha:g}, power 0.8): it "
@@ -692,7 +737,7 @@ def compare(
             f"improvement: {head}; significant (p = {better_test.p_value:.4g}): refresh "
             "the baseline (--retrieval-update-baseline) so the floor moves up"
         )
-    elif -delta > allowed:
+    elif exceeds_drop:
         verdict = (
             f"no regression: {head}; the drop exceeds the budget but is not significant at "
             f"alpha {options.alpha:g} (noise-level change)"

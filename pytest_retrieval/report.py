@@ -421,10 +421,14 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                     else ""
                 )
             )
-        else:
+            if regression.status == "pass" and -regression.delta > regression.budget:
+                lines[-1] += " — over budget but not significant (noise-level change)"
+            details = body
+        else:  # missing, incomparable or skipped: the message says it all
             lines.append(f"{verdict} {regression.name}: {body[0]}")
+            details = body[1:]
         if verdict == "FAIL":
-            lines.extend(f"    {line}" for line in body)
+            lines.extend(f"    {line}" for line in details)
         elif regression.warning and not quiet:
             lines.append(f"    warning: {regression.warning}")
     return lines

@@ -123,13 +123,13 @@ def _snapshot(document: dict[str, Any], source: str) -> Snapshot:
 def _gates_file(
     path: str | None,
 ) -> tuple[list[tuple[str, int | None]], list[tuple[str, int | None]]]:
-    from ..gates import _gates_file_entries
+    from ..declared import gates_file_entries
 
     if path is None:
         return [], []
     if not os.path.isfile(path):
         raise InputError(Problem("gates file not found", fix="check the path", source=path))
-    return _gates_file_entries(path)
+    return gates_file_entries(path)
 
 
 def _scorable_slices(snapshot: Snapshot) -> list[str]:
@@ -253,6 +253,13 @@ def run_gate(args: argparse.Namespace) -> int:
     from ..baseline import snapshot_mean
     from ..gates import OPS, Selection
 
+    if args.budgets and not args.baseline:
+        raise InputError(
+            Problem(
+                "--budget needs a baseline to compare against",
+                fix="add --baseline BASELINE, or use --threshold for a fixed floor",
+            )
+        )
     document = _read_artifact(args.artifact)
     snapshot = _snapshot(document, args.artifact)
     heldout = document.get("settings", {}).get("heldout_split", "heldout")
