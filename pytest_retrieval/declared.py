@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from .errors import InputError, Problem
 from .gates import Selection, Threshold, parse_threshold
+from .retriever import RERANKER_STAGE, RETRIEVER_STAGE
 
 __all__ = [
     "GATES_FILE_NAME",
@@ -37,6 +38,8 @@ Entry = tuple[str, "str | None", "int | None"]
 
 
 GATES_FILE_NAME = "retrieval-gates.yaml"
+#: Every stage a run can have.
+STAGES = (RETRIEVER_STAGE, RERANKER_STAGE)
 
 
 def gates_file_entries(
@@ -168,6 +171,15 @@ def _unknown_names(
             source=source,
             line=number,
         )
+    # Whether the reranker stage runs is only known once the run starts; a name that is no
+    # stage at all is a typo that can be refused now.
+    if selection.stage is not None and selection.stage not in STAGES:
+        return Problem(
+            f"{line.strip()!r}: unknown stage {selection.stage!r}",
+            fix=f"the stages are {' and '.join(STAGES)}",
+            source=source,
+            line=number,
+        )
     return None
 
 
@@ -211,8 +223,8 @@ def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Thr
 
     ``slice=*`` expands to one gate per slice with a query to score (a slice of no-answer
     queries has no value under no_relevant=skip, so it is left out rather than failed). Unknown
-    slice or split names are errors that list the known ones; stages are checked when the gate
-    runs, once the run's stages are known.
+    slice, split or stage names are errors that list the known ones; whether the reranker stage
+    ran is checked when the gate runs.
     """
     entries: list[tuple[str, str | None, int | None]] = [
         (line, "retrieval_thresholds", None) for line in settings.thresholds

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from .errors import InputError, Problem
 
-__all__ = ["atomic_write", "atomic_write_json", "atomic_write_text", "file_lock"]
+__all__ = ["atomic_write", "atomic_write_json", "atomic_write_text", "file_lock", "path_problem"]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "file") -> None:
@@ -49,14 +49,9 @@ def atomic_write(
 ) -> None:
     """Call ``write(handle)`` on a temporary file beside ``path``, then rename it over ``path``."""
     target = Path(path)
-    if target.is_dir():
-        raise InputError(
-            Problem(
-                f"cannot write the {what}: the path is a directory",
-                fix="name a file",
-                source=str(target),
-            )
-        )
+    problem = path_problem(target, what=what)
+    if problem is not None:
+        raise InputError(problem)
     folder = target.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -97,6 +92,28 @@ def atomic_write(
                 )
             ) from None
         raise
+
+
+def path_problem(path: str | os.PathLike[str], *, what: str = "file") -> Problem | None:
+    """Why ``path`` can never be written as a file, if the file system already says so: it is a
+    directory, or one of its folders is a file. None otherwise (permissions are the write's)."""
+    target = Path(path)
+    if target.is_dir():
+        return Problem(
+            f"cannot write the {what}: the path is a directory",
+            fix="name a file",
+            source=str(target),
+        )
+    for folder in target.parents:
+        if folder.is_dir():
+            return None
+        if folder.exists():
+            return Problem(
+                f"cannot write the {what}: {folder} is a file, not a folder",
+                fix="name a path whose folders are folders",
+                source=str(target),
+            )
+    return None
 
 
 @contextlib.contextmanager

@@ -94,10 +94,16 @@ def check_threshold(value: object, *, where: str = "threshold") -> float:
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
         raise GateUsageError(
-            f"{where} must be a number between 0 and 1, got {value!r} "
-            "(metrics are fractions: write 0.9, not 90)"
+            f"{where} must be a number between 0 and 1, got {value!r} ({_threshold_fix(number)})"
         )
     return number
+
+
+def _threshold_fix(number: float) -> str:
+    # "write 0.9, not 90" only helps a percentage; NaN and negatives need another word.
+    if number > 1.0:
+        return "metrics are fractions: write 0.9, not 90"
+    return "write a number between 0 and 1, e.g. 0.9"
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,8 +489,7 @@ def parse_threshold(
         # Said once, with the number as written (check_threshold's text would add its own fix
         # and show the parsed float: "got 90.0").
         raise problem(
-            f"threshold {match['value']} is not between 0 and 1",
-            "metrics are fractions: write 0.9, not 90",
+            f"threshold {match['value']} is not between 0 and 1", _threshold_fix(value)
         ) from None
     options: dict[str, str] = {}
     for token in match["rest"].split():

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 _OUTPUT_KEY = "pytest_retrieval"
+_USAGE_KEY = "pytest_retrieval_usage_error"
 
 
 class _Active:
@@ -48,6 +49,7 @@ class _Active:
         self.baseline_note: str | None = None
         self.baseline_error: str | None = None
         self.run_error: str | None = None
+        self.usage_error: str | None = None  # a worker's, under xdist
 
     @property
     def is_worker(self) -> bool:
@@ -115,11 +117,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "retrieval: a test that gates retrieval quality (added to config gates)"
     )
     if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
+        _refuse_flags_without_golden(config)
         return
     from .declared import load_budgets, load_declared_gates
     from .errors import InputError
     from .gates import activate
-    from .golden import load_golden
+    from .golden import DEFAULT_HELDOUT_SPLIT, load_golden
     from .session import RetrievalSession
     from .settings import OPTIONS, resolve
 
@@ -132,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
             ini_base=ini_path.parent if ini_path else config.rootpath,
             cli_base=config.invocation_params.dir,
         )
+        _check_outputs(settings)
         golden = _load_golden_sets(settings, load_golden)
         thresholds = load_declared_gates(settings, golden, rootdir=config.rootpath)
         budgets = load_budgets(settings, golden, rootdir=config.rootpath)
@@ -143,6 +147,14 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--retrieval-heldout: the golden set has no query in the held-out split "
             f"{settings.heldout_split!r} (splits: {', '.join(golden.splits)}); set "
             "retrieval_heldout_split to the split you hold out"
+        )
+    if settings.heldout_split != DEFAULT_HELDOUT_SPLIT and not golden.heldout():
+        # A renamed held-out split that matches no query seals nothing: the queries meant to
+        # be held out would be scored and shown like any other (a typo must not leak them).
+        raise pytest.UsageError(
+            f"retrieval_heldout_split = {settings.heldout_split}: the golden set has no query "
+            f"in this split (splits: {', '.join(golden.splits)}), so nothing is held out; name "
+            "the split your held-out queries are in, or remove the setting (default: heldout)"
         )
     session = RetrievalSession(settings=settings, golden=golden, baseline=baseline)
     session.on_sealed = _skip
@@ -171,6 +183,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistHooks(active), "retrieval-xdist")
 
 
+def _refuse_flags_without_golden(config: pytest.Config) -> None:
+    """A ``--retrieval-*`` flag without a golden set is a mistake, not a plain run: staying off
+    would silently drop every declared gate."""
+    from .settings import OPTIONS
+
+    given = [o.flag_name for o in OPTIONS if o.flag and config.getoption(f"retrieval_{o.name}")]
+    if not given:
+        return
+    ini = config.inipath or "none found"
+    raise pytest.UsageError(
+        f"{given[0]} is given but no golden set is configured, so pytest-retrieval is off "
+        f"(rootdir {config.rootpath}, ini file {ini}); set retrieval_golden = PATH in the ini "
+        "file or pass --retrieval-golden PATH. If the ini file does set it, pytest did not read "
+        f"it: it takes an existing path after a plugin's flag for a test path when it looks for "
+        f"the ini file, so write {given[0]}=PATH"
+    )
+
+
 def _skip(reason: str) -> NoReturn:
     """Skip the running test; hidden from the traceback, so the skip's location is the user's
     line (the session's and the gates' frames hide themselves too)."""
@@ -191,6 +221,24 @@ class _OnDemand:
         session.ensure_run = lambda: _ensure_run(self.active, request)
         yield
         session.ensure_run = None
+
+
+def _check_outputs(settings: Settings) -> None:
+    """Refuse a report path that can never be written (a directory, or a path through a file)
+    before the retriever runs, not after a long run. (A baseline to update is checked when it
+    is written: the run's verdict is shown first.)"""
+    from .errors import InputError
+    from .files import path_problem
+
+    outputs = [
+        (settings.json, "JSON artifact"),
+        (settings.markdown, "Markdown report"),
+        (settings.html, "HTML report"),
+    ]
+    problems = [path_problem(path, what=what) for path, what in outputs if path]
+    found = [p for p in problems if p is not None]
+    if found:
+        raise InputError(found)
 
 
 def _load_baseline(settings: Settings) -> Snapshot | None:
@@ -272,52 +320,66 @@ def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
     return _require(request.config).session.visible_golden()
 
 
-def _import_object(spec: str, what: str) -> Any:
+def _usage_error(config: pytest.Config, message: str) -> NoReturn:
+    """Stop the session with a usage error (exit status 4) from inside a fixture.
+
+    In an xdist worker, pytest.exit would crash the controller (an INTERNALERROR that loses the
+    message): there the test fails with the message, and the controller exits with 4.
+    """
+    if hasattr(config, "workerinput"):
+        config.workeroutput[_USAGE_KEY] = message  # type: ignore[attr-defined]
+        raise pytest.fail.Exception(message, pytrace=False) from None  # not "during handling"
+    pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _import_object(config: pytest.Config, spec: str, what: str) -> Any:
     """The object named by ``module:attribute`` (exits with a usage error if there is none)."""
     from importlib import import_module
 
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
-        pytest.exit(
+        _usage_error(
+            config,
             f"{what} = {spec!r}: expected module:function, e.g. myapp.search:build",
-            returncode=pytest.ExitCode.USAGE_ERROR,
         )
     try:
         module = import_module(module_name)
     except ImportError as exc:
-        pytest.exit(
+        _usage_error(
+            config,
             f"{what} = {spec!r}: cannot import {module_name!r} ({exc}); check the module "
             "path and that it is importable from the rootdir",
-            returncode=pytest.ExitCode.USAGE_ERROR,
         )
     found = getattr(module, attribute, None)
     if found is None:
-        pytest.exit(
-            f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}",
-            returncode=pytest.ExitCode.USAGE_ERROR,
+        _usage_error(
+            config,
+            f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}; check "
+            "the name after the ':'",
         )
     return found
 
 
-def _import_factory(spec: str, what: str) -> Any:
+def _import_factory(config: pytest.Config, spec: str, what: str) -> Any:
     """Call the factory named by ``module:function`` and return what it builds."""
-    factory = _import_object(spec, what)
+    factory = _import_object(config, spec, what)
     return factory() if callable(factory) else factory
 
 
 @pytest.fixture(scope="session")
 def retriever_under_test(request: pytest.FixtureRequest) -> Any:
     """The retriever to gate. Override it in conftest.py, or set retrieval_retriever."""
-    active = _require(request.config)
+    config = request.config
+    active = _require(config)
     if active.settings.retriever:
-        return _import_factory(active.settings.retriever, "retrieval_retriever")
-    pytest.exit(
+        return _import_factory(config, active.settings.retriever, "retrieval_retriever")
+    _usage_error(
+        config,
         "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
         + _CONFTEST_SNIPPET
         + "\nor name a factory in your pytest configuration: "
         "retrieval_retriever = myapp.search:build\n(Declared gates, the retrieval-gates::... "
         "items, see the fixtures of the rootdir's conftest.py: define it there.)",
-        returncode=pytest.ExitCode.USAGE_ERROR,
     )
 
 
@@ -326,7 +388,7 @@ def reranker_under_test(request: pytest.FixtureRequest) -> Any:
     """An optional second stage, ``reranker(query_text, candidates) -> ranking``; None if unset."""
     active = _require(request.config)
     if active.settings.reranker:
-        return _import_factory(active.settings.reranker, "retrieval_reranker")
+        return _import_factory(request.config, active.settings.reranker, "retrieval_reranker")
     return None
 
 
@@ -400,10 +462,10 @@ def _run(active: _Active, retriever: Any, reranker: Any) -> list[QueryOutcome]:
     doc_id: str | None = settings.doc_id
     doc_map: Any = None
     if doc_id and ":" in doc_id:
-        doc_map = _import_object(doc_id, "retrieval_doc_id")
+        doc_map = _import_object(active.config, doc_id, "retrieval_doc_id")
         doc_id = None
     if settings.doc_id_map:
-        doc_map = _load_doc_map(settings.doc_id_map)
+        doc_map = _load_doc_map(active.config, settings.doc_id_map)
     try:
         return run_pipeline(
             [QueryRequest(q.id, q.text or "") for q in queries],
@@ -422,28 +484,28 @@ def _run(active: _Active, retriever: Any, reranker: Any) -> list[QueryOutcome]:
         pytest.fail(active.run_error, pytrace=False)
 
 
-def _load_doc_map(path: str) -> dict[str, str]:
+def _load_doc_map(config: pytest.Config, path: str) -> dict[str, str]:
     import json
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        pytest.exit(
+        _usage_error(
+            config,
             f"retrieval_doc_id_map = {path}: cannot be read ({exc.strerror})",
-            returncode=pytest.ExitCode.USAGE_ERROR,
         )
     if path.endswith(".json"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            pytest.exit(
+            _usage_error(
+                config,
                 f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})",
-                returncode=pytest.ExitCode.USAGE_ERROR,
             )
         if not isinstance(data, dict):
-            pytest.exit(
+            _usage_error(
+                config,
                 f"{path}: expected a JSON object of chunk id -> document id",
-                returncode=pytest.ExitCode.USAGE_ERROR,
             )
         return {str(k): str(v) for k, v in data.items()}
     mapping = {}
@@ -452,9 +514,9 @@ def _load_doc_map(path: str) -> dict[str, str]:
             continue
         parts = line.split("\t")
         if len(parts) != 2:
-            pytest.exit(
+            _usage_error(
+                config,
                 f"{path}:{number}: expected 'chunk id<TAB>document id'",
-                returncode=pytest.ExitCode.USAGE_ERROR,
             )
         mapping[parts[0].strip()] = parts[1].strip()
     return mapping
@@ -557,7 +619,11 @@ class _GateItem(pytest.Function):
     """A declared gate (ini ``retrieval_thresholds`` or the gates file) as a test item."""
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, _GateFailed):
+        from .gates import GateUsageError
+
+        # A gate naming a stage the run does not have (stage=reranker without a reranker) is
+        # the gate line's mistake: its message, without a traceback through the plugin.
+        if isinstance(excinfo.value, (_GateFailed, GateUsageError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
@@ -677,6 +743,9 @@ class _XdistHooks:
         self.payloads: list[dict[str, Any]] = []
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        usage_error = getattr(node, "workeroutput", {}).get(_USAGE_KEY)
+        if usage_error is not None:
+            self.active.usage_error = usage_error
         payload = getattr(node, "workeroutput", {}).get(_OUTPUT_KEY)
         if payload is not None:
             self.payloads.append(payload)
@@ -703,6 +772,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     )
     if (retrieval.failed_queries() or failed_gates) and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if active.usage_error is not None:  # a worker's (see _usage_error)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
     if active.settings.update_baseline:
         _update_baseline(active, session)
     if retrieval.has_run:

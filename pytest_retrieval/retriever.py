@@ -321,6 +321,16 @@ def _run_async(
 ) -> None:
     """Await ``fn(text)`` for every text on a private event loop, ``concurrency`` at a time."""
 
+    async def guarded(i: int) -> tuple[Any, BaseException | None]:
+        # What the call raised is returned, not raised: asyncio lets a SystemExit escape the
+        # event loop (failing every query), and it must fail this query only, as in a thread.
+        try:
+            return await fn(texts[i]), None
+        except asyncio.CancelledError:  # the timeout cancelling the call
+            raise
+        except BaseException as exc:
+            return None, exc
+
     async def main() -> None:
         gate = asyncio.Semaphore(concurrency)
 
@@ -328,14 +338,12 @@ def _run_async(
             async with gate:
                 start = time.perf_counter()
                 try:
-                    value = await asyncio.wait_for(fn(texts[i]), timeout)
+                    value, error = await asyncio.wait_for(guarded(i), timeout)
                 except asyncio.TimeoutError:
-                    error: BaseException = TimeoutError(f"no answer within {timeout:g} s")
+                    error = TimeoutError(f"no answer within {timeout:g} s")
                     on_done(i, None, error, time.perf_counter() - start)
-                except Exception as exc:
-                    on_done(i, None, exc, time.perf_counter() - start)
                 else:
-                    on_done(i, value, None, time.perf_counter() - start)
+                    on_done(i, value, error, time.perf_counter() - start)
 
         await asyncio.gather(*(one(i) for i in range(len(texts))))
 

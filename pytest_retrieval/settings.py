@@ -87,7 +87,9 @@ def _metrics(text: str) -> tuple[str, ...]:
             import difflib  # only for the error message: this module loads in every run
 
             close = difflib.get_close_matches(lowered, METRIC_NAMES, n=1)
-            if close:  # a misspelt family: suggest the family, not one cutoff of it
+            # A misspelt family: suggest the family, not one cutoff of it. With a cutoff
+            # (recal@5, recall@0) the spec's own message says which part is wrong.
+            if close and "@" not in part:
                 raise _Invalid(
                     f"{part!r} is not a metric; did you mean {close[0]!r}? (known: "
                     f"{', '.join(METRIC_NAMES)}, or one cutoff such as ndcg@10)"

@@ -140,3 +140,39 @@ def test_batch_evaluate_equals_the_per_query_functions(
                 if not has_relevant:
                     want = 0.0  # the "zero" convention applies to every metric
                 assert row[name] == pytest.approx(want), (qid, name)
+
+
+@given(rankings, judgments, st.one_of(st.none(), cutoffs), st.integers(min_value=1, max_value=3))
+def test_average_precision_never_exceeds_one_at_any_cutoff_or_min_grade(
+    retrieved: list[str], judged: dict[str, int], k: int | None, min_grade: int
+) -> None:
+    # Duplicates in the ranking must not count a relevant document twice (AP would pass 1).
+    ap = average_precision(retrieved, judged, k, min_grade=min_grade)
+    assert ap is None or 0.0 <= ap <= 1.0 + 1e-12
+
+
+@given(
+    judgments, st.lists(st.sampled_from(DOCS), max_size=6), st.integers(min_value=1, max_value=3)
+)
+def test_average_precision_is_one_when_every_relevant_document_comes_first(
+    judged: dict[str, int], tail: list[str], min_grade: int
+) -> None:
+    relevant = [d for d, g in judged.items() if g >= min_grade]
+    ap = average_precision(relevant + tail, judged, min_grade=min_grade)
+    if relevant:
+        assert ap == pytest.approx(1.0)
+    else:
+        assert ap is None
+
+
+@given(judgments, st.lists(st.sampled_from(DOCS), max_size=6), cutoffs, gains)
+def test_a_tail_after_the_ideal_order_keeps_ndcg_at_one(
+    judged: dict[str, int], tail: list[str], k: int, gain: str
+) -> None:
+    # Whatever follows every graded document (repeats, grade 0, unjudged) gains nothing.
+    ideal = sorted((d for d, g in judged.items() if g > 0), key=lambda d: -judged[d])
+    value = ndcg_at_k(ideal + tail, judged, k, gain=gain)  # type: ignore[arg-type]
+    if ideal:
+        assert value == pytest.approx(1.0)
+    else:
+        assert value is None

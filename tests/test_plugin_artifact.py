@@ -263,16 +263,14 @@ def test_failed_queries_are_listed_as_errors(retrieval_project: RetrievalProject
     assert HELDOUT_ID not in json.dumps(artifact)
 
 
-def test_an_unwritable_artifact_path_is_a_usage_error(
+def test_an_unwritable_artifact_path_is_a_usage_error_before_the_retriever_runs(
     retrieval_project: RetrievalProject,
 ) -> None:
     (retrieval_project.path / "out.json").mkdir()
     retrieval_project.write(tests="def test_run(retrieval_run): pass")
     result = retrieval_project.run("--retrieval-json", "out.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(
-        [
-            "pytest-retrieval: */out.json: cannot write the JSON artifact: the path is a "
-            "directory (name a file)"
-        ]
+    result.stderr.fnmatch_lines(
+        ["ERROR: */out.json: cannot write the JSON artifact: the path is a directory (name a file)"]
     )
+    assert retrieval_project.calls() == []

@@ -1,0 +1,826 @@
+"""The bad-input catalogue: every way a team's inputs go wrong, and what the plugin says.
+
+One table, one test. Each case is the standard user project (``plugin_helpers``) with one thing
+broken: the golden set, a setting, a gate, the retriever, the baseline or an output path. The run
+(in process, or under xdist in a subprocess; with ``--retrieval-json out.json`` over a seeded old
+artifact) must:
+
+* exit with the status a polished plugin gives: 4 (usage error) for inputs that are wrong before
+  anything runs, 1 (failed session) for a failed gate, test or query, 0 where the input is
+  accepted and scored by the documented convention; never 3 (internal error), never a traceback;
+* say what is wrong, naming the source (file and line, option, query id) and the fix;
+* leave files whole: after a usage error the old artifact and baseline are byte-identical; after
+  a run the artifact is a complete document naming the failed queries; no temporary file stays.
+
+Expected numbers are worked out by hand in each case's comment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from plugin_helpers import CONFTEST, GOLDEN, RetrievalProject, conftest_with
+
+USAGE = pytest.ExitCode.USAGE_ERROR
+FAILED = pytest.ExitCode.TESTS_FAILED
+OK = pytest.ExitCode.OK
+
+RUN = "def test_run(retrieval_run): pass\n"
+
+#: The artifact every case starts with: a usage error must leave it byte for byte.
+OLD_ARTIFACT = b'{"schema": "pytest-retrieval/artifact", "seeded": "before the run"}\n'
+
+#: A golden set of two queries for the cases that score odd rankings by hand: q1 has two
+#: relevant documents ("12" and "b"), q2 one ("c").
+TWO_QUERIES = """\
+version: 1
+queries:
+  - {id: q1, text: first, relevant: ["12", b]}
+  - {id: q2, text: second, relevant: [c]}
+"""
+
+#: A syntactically valid baseline of another golden set (one query, "other").
+FOREIGN_BASELINE = json.dumps(
+    {
+        "schema": "pytest-retrieval/baseline",
+        "schema_version": 1,
+        "plugin_version": "0.1.0",
+        "created": "2026-01-01T00:00:00Z",
+        "golden": {"fingerprint": "f" * 64, "queries": 1},
+        "settings": {"gain": "exponential", "min_grade": 1, "no_relevant": "skip"},
+        "stages": ["retriever"],
+        "metrics": ["recall@3", "ndcg@3", "mrr"],
+        "means": {},
+        "heldout": {},
+        "queries": {
+            "other": {
+                "split": "tune",
+                "slices": [],
+                "labels": "0" * 16,
+                "metrics": {"retriever": {"recall@3": 1.0, "ndcg@3": 1.0, "mrr": 1.0}},
+                "relevant_ranks": {"retriever": {"d": 1}},
+                "top": {"retriever": ["d"]},
+            }
+        },
+    },
+    indent=2,
+)
+
+
+def retriever(body: str) -> str:
+    """A conftest (RANKINGS and log_call in scope) whose session fixture returns what ``body``,
+    a function body, builds."""
+    indented = textwrap.indent(textwrap.dedent(body).strip(), "    ")
+    return conftest_with(
+        f"""
+import asyncio
+import time
+
+
+class Boom(BaseException):
+    pass
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+{indented}
+"""
+    )
+
+
+def failing_on_sso(statement: str, *, is_async: bool = False) -> str:
+    """A retriever giving the standard rankings, except that the sso query runs ``statement``."""
+    define = "async def" if is_async else "def"
+    return retriever(
+        f"""
+        {define} search(text, k):
+            if "SSO" in text:
+                {statement}
+            return RANKINGS[text][:k]
+        return search
+        """
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: the project to write, the expected exit status and message fragments."""
+
+    id: str
+    status: int
+    messages: tuple[str, ...]
+    golden: str | bytes | None = GOLDEN
+    golden_name: str = "golden.yaml"
+    ini: Mapping[str, str] = field(default_factory=dict)
+    conftest: str = CONFTEST
+    tests: str = RUN
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    #: Query ids the artifact's "errors" must name (cases that run the retriever).
+    failed_queries: tuple[str, ...] = ()
+    #: Output that must not appear (e.g. a held-out query that would leak).
+    absent: tuple[str, ...] = ()
+    #: Cases that need file permissions to bite (root writes anywhere).
+    needs_permissions: bool = False
+    #: Whether the retriever runs, so that the artifact is rewritten (None: unless a usage error).
+    runs: bool | None = None
+    #: Run under xdist (in a subprocess, with two workers).
+    xdist: bool = False
+    #: Whether pytest.ini names the golden set.
+    golden_in_ini: bool = True
+
+    @property
+    def rewrites_artifact(self) -> bool:
+        return self.status != USAGE if self.runs is None else self.runs
+
+
+CASES = [
+    # --- the golden set: always a usage error, before anything runs ---------------------------
+    Case(
+        "golden-file-missing",
+        USAGE,
+        ("nope.yaml: no such file or folder", "check the path"),
+        golden=None,
+        golden_name="nope.yaml",
+    ),
+    Case(
+        "golden-file-empty",
+        USAGE,
+        ("golden.yaml: the file is empty", "write 'version: 1' and a 'queries:' list"),
+        golden="",
+    ),
+    Case(
+        "golden-file-not-utf8",
+        USAGE,
+        # The Latin-1 é of "café" is on line 3.
+        ("golden.yaml:3: is not valid UTF-8", "save the file as UTF-8"),
+        golden=b"version: 1\nqueries:\n  - {id: caf\xe9, text: t, relevant: [x]}\n",
+    ),
+    Case(
+        "golden-file-of-unknown-type",
+        USAGE,
+        ("golden.txt: cannot tell the golden-set format", "use a known suffix (.yaml"),
+        golden_name="golden.txt",
+    ),
+    Case(
+        "golden-yaml-syntax-error",
+        USAGE,
+        # The flow list opened on line 4 is still open at the end of the file (line 5).
+        ("golden.yaml:5:1: YAML syntax error", "look for a missing ':' or ']'"),
+        golden="version: 1\nqueries:\n  - id: a\n    text: [oops\n",
+    ),
+    Case(
+        "golden-json-syntax-error",
+        USAGE,
+        # Column 28 is the '}' where a value was expected after '['.
+        ("golden.json:1:28: JSON syntax error: Expecting value", "look for a missing comma"),
+        golden='{"version": 1, "queries": [}',
+        golden_name="golden.json",
+    ),
+    Case(
+        "golden-top-level-is-a-list",
+        USAGE,
+        (
+            "golden.yaml:1:1: a golden set must be a mapping with 'version' and 'queries', "
+            "got a list",
+            "start the file with 'version: 1'",
+        ),
+        golden="- id: a\n  text: t\n  relevant: [x]\n",
+    ),
+    Case(
+        "golden-duplicate-ids",
+        USAGE,
+        (
+            "golden.yaml:4: query 'a', field 'id': duplicate query id: already used on line 3",
+            "give every query a unique id",
+        ),
+        golden=(
+            "version: 1\nqueries:\n  - {id: a, text: t, relevant: [x]}\n"
+            "  - {id: a, text: u, relevant: [y]}\n"
+        ),
+    ),
+    Case(
+        "golden-grade-is-a-word",
+        USAGE,
+        # Column 33 is the key x inside {x: high}.
+        (
+            "golden.yaml:3:33: query 'a', field 'relevant': grade must be an integer, got 'high'",
+            "0 = judged not relevant",
+        ),
+        golden="version: 1\nqueries:\n  - {id: a, text: t, relevant: {x: high}}\n",
+    ),
+    Case(
+        "golden-grade-is-negative",
+        USAGE,
+        (
+            "golden.yaml:3:33: query 'a', field 'relevant': grade must be >= 0, got -1",
+            "use 0 for judged not relevant",
+        ),
+        golden="version: 1\nqueries:\n  - {id: a, text: t, relevant: {x: -1}}\n",
+    ),
+    Case(
+        "golden-unknown-field",
+        USAGE,
+        (
+            "golden.yaml:3:22: query 'a', field 'relevent': unknown field 'relevent'",
+            "did you mean 'relevant'?",
+        ),
+        golden="version: 1\nqueries:\n  - {id: a, text: t, relevent: [x]}\n",
+    ),
+    # --- settings and metrics --------------------------------------------------------------
+    Case(
+        "metric-misspelt-in-settings",
+        USAGE,
+        ("`retrieval_metrics = recal@5` in pytest.ini", "did you mean 'recall@5'?"),
+        ini={"retrieval_metrics": "recal@5"},
+    ),
+    Case(
+        "metric-misspelt-in-a-gate",
+        USAGE,
+        ("retrieval_thresholds: 'recal@5 >= 0.5'", "did you mean 'recall@5'?"),
+        ini={"retrieval_thresholds": "recal@5 >= 0.5"},
+    ),
+    Case(
+        "metric-cutoff-zero",
+        USAGE,
+        (
+            "retrieval_thresholds: 'recall@0 >= 0.5'",
+            "the cutoff '0' is not a positive integer",
+            "write a cutoff such as recall@10",
+        ),
+        ini={"retrieval_thresholds": "recall@0 >= 0.5"},
+    ),
+    Case(
+        "metric-cutoff-negative",
+        USAGE,
+        (
+            "`retrieval_metrics = recall@-1` in pytest.ini",
+            "the cutoff '-1' is not a positive integer",
+            "write a cutoff such as recall@10",
+        ),
+        ini={"retrieval_metrics": "recall@-1"},
+        absent=("did you mean",),
+    ),
+    Case(
+        "metric-cutoff-a-word",
+        USAGE,
+        (
+            "retrieval_thresholds: 'recall@ten >= 0.5'",
+            "the cutoff 'ten' is not a positive integer",
+            "write a cutoff such as recall@10",
+        ),
+        ini={"retrieval_thresholds": "recall@ten >= 0.5"},
+    ),
+    Case(
+        "cutoffs-a-word",
+        USAGE,
+        ("`retrieval_ks = 5,ten` in pytest.ini: 'ten' is not a positive integer", "--retrieval-ks"),
+        ini={"retrieval_ks": "5,ten"},
+    ),
+    Case(
+        "metric-cutoff-zero-in-code",
+        FAILED,
+        ("GateUsageError: the cutoff of recall must be a positive integer (1, 5, 10, ...), got 0",),
+        runs=False,  # the gate is refused before it asks for the run
+        tests=(
+            "from pytest_retrieval.gates import assert_recall_at\n"
+            "def test_gate():\n    assert_recall_at(0) >= 0.5\n"
+        ),
+    ),
+    Case(
+        "threshold-above-one",
+        USAGE,
+        (
+            "'recall@1 >= 1.5': threshold 1.5 is not between 0 and 1",
+            "metrics are fractions: write 0.9, not 90",
+        ),
+        ini={"retrieval_thresholds": "recall@1 >= 1.5"},
+    ),
+    Case(
+        "threshold-negative",
+        USAGE,
+        (
+            "'recall@1 >= -0.1': threshold -0.1 is not between 0 and 1",
+            "write a number between 0 and 1, e.g. 0.9",
+        ),
+        ini={"retrieval_thresholds": "recall@1 >= -0.1"},
+    ),
+    Case(
+        "threshold-nan",
+        USAGE,
+        (
+            "'recall@1 >= nan': threshold nan is not between 0 and 1",
+            "write a number between 0 and 1, e.g. 0.9",
+        ),
+        ini={"retrieval_thresholds": "recall@1 >= nan"},
+    ),
+    Case(
+        "threshold-a-percentage-in-code",
+        FAILED,
+        (
+            "the threshold of recall@1 must be a number between 0 and 1, got 90",
+            "metrics are fractions: write 0.9, not 90",
+        ),
+        runs=False,  # the gate is refused before it asks for the run
+        tests=(
+            "from pytest_retrieval.gates import assert_recall_at\n"
+            "def test_gate():\n    assert_recall_at(1) >= 90\n"
+        ),
+    ),
+    Case(
+        "threshold-nan-in-code",
+        FAILED,
+        (
+            "the threshold of recall@1 must be a number between 0 and 1, got nan",
+            "write a number between 0 and 1, e.g. 0.9",
+        ),
+        runs=False,  # the gate is refused before it asks for the run
+        tests=(
+            "from pytest_retrieval.gates import assert_recall_at\n"
+            "def test_gate():\n    assert_recall_at(1) >= float('nan')\n"
+        ),
+    ),
+    # --- gates on names the golden set or the run does not have --------------------------------
+    Case(
+        "gate-on-unknown-slice",
+        USAGE,
+        (
+            "retrieval_thresholds: 'recall@1 >= 0.5 slice=multihop': unknown slice 'multihop'",
+            "the golden set has: exact-lookup, multi-hop, no-answer",
+        ),
+        ini={"retrieval_thresholds": "recall@1 >= 0.5 slice=multihop"},
+    ),
+    Case(
+        "gate-on-unknown-split",
+        USAGE,
+        ("'recall@1 >= 0.5 split=tuning': unknown split 'tuning'", "the golden set has: heldout"),
+        ini={"retrieval_thresholds": "recall@1 >= 0.5 split=tuning"},
+    ),
+    Case(
+        "gate-on-unknown-stage",
+        USAGE,
+        (
+            "'recall@1 >= 0.5 stage=rerank': unknown stage 'rerank'",
+            "the stages are retriever and reranker",
+        ),
+        ini={"retrieval_thresholds": "recall@1 >= 0.5 stage=rerank"},
+    ),
+    Case(
+        "gate-on-the-reranker-stage-without-a-reranker",
+        FAILED,
+        ("retrieval gate recall@1>=0.5[stage=reranker]", "unknown stage 'reranker'; this run has"),
+        ini={"retrieval_thresholds": "recall@1 >= 0.5 stage=reranker"},
+    ),
+    Case(
+        "gate-on-unknown-slice-in-code",
+        FAILED,
+        (
+            "GateUsageError: unknown slice 'multihop'; the golden set has: exact-lookup, "
+            "multi-hop, no-answer",
+        ),
+        runs=False,  # the gate is refused before it asks for the run
+        tests=(
+            "from pytest_retrieval.gates import assert_recall_at\n"
+            "def test_gate():\n    assert_recall_at(1, slice='multihop') >= 0.5\n"
+        ),
+    ),
+    Case(
+        "budget-on-unknown-slice",
+        USAGE,
+        ("retrieval_regression: 'ndcg@3 0.02 slice=multihop': unknown slice 'multihop'",),
+        ini={
+            "retrieval_baseline": "baseline.json",
+            "retrieval_regression": "ndcg@3 0.02 slice=multihop",
+        },
+        files={"baseline.json": FOREIGN_BASELINE},
+    ),
+    Case(
+        "budgets-without-a-baseline",
+        USAGE,
+        (
+            "regression budgets are declared but no baseline is set",
+            "set retrieval_baseline = PATH",
+        ),
+        ini={"retrieval_regression": "ndcg@3 0.02"},
+    ),
+    Case(
+        "a-flag-without-a-golden-set",
+        USAGE,
+        (
+            "--retrieval-json is given but no golden set is configured, so pytest-retrieval is off",
+            "set retrieval_golden = PATH in the ini file or pass --retrieval-golden PATH",
+        ),
+        golden_in_ini=False,
+    ),
+    Case(
+        # pytest looks for the ini file from the paths among the arguments it cannot parse yet,
+        # plugin flags' values included: an existing artifact outside the project hides
+        # pytest.ini, and the plugin, off, would have dropped every gate in silence.
+        "an-existing-artifact-outside-the-project-hides-the-ini-file",
+        USAGE,
+        (
+            "--retrieval-json is given but no golden set is configured",
+            "write --retrieval-json=PATH",
+        ),
+        args=("--retrieval-json", "../outside-the-project/out.json"),
+        files={"../outside-the-project/out.json": OLD_ARTIFACT},
+    ),
+    # --- the held-out split ----------------------------------------------------------------
+    Case(
+        "heldout-unsealed-but-absent",
+        USAGE,
+        (
+            "--retrieval-heldout: the golden set has no query in the held-out split 'heldout' "
+            "(splits: tune)",
+            "set retrieval_heldout_split to the split you hold out",
+        ),
+        golden=GOLDEN.replace("    split: heldout\n", ""),
+        args=("--retrieval-heldout",),
+    ),
+    Case(
+        "heldout-split-misnamed",
+        USAGE,
+        (
+            "retrieval_heldout_split = holdout: the golden set has no query in this split "
+            "(splits: heldout, tune)",
+            "name the split your held-out queries are in",
+        ),
+        ini={"retrieval_heldout_split": "holdout"},
+    ),
+    # --- the retriever -----------------------------------------------------------------------
+    Case(
+        "no-retriever-defined",
+        USAGE,
+        (
+            "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture",
+            "retrieval_retriever = myapp.search:build",
+        ),
+        conftest="",
+    ),
+    Case(
+        # A worker cannot stop the session as the controller does (pytest.exit there crashed
+        # xdist with an INTERNALERROR that lost the message): the test fails with it instead.
+        "no-retriever-defined-under-xdist",
+        USAGE,
+        (
+            "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture",
+            "retrieval_retriever = myapp.search:build",
+        ),
+        conftest="",
+        xdist=True,
+    ),
+    Case(
+        "retriever-module-missing",
+        USAGE,
+        (
+            "retrieval_retriever = 'nosuch.search:build': cannot import 'nosuch.search' (No "
+            "module named 'nosuch')",
+            "check the module path",
+        ),
+        conftest="",
+        ini={"retrieval_retriever": "nosuch.search:build"},
+    ),
+    Case(
+        "retriever-function-missing",
+        USAGE,
+        (
+            "retrieval_retriever = 'os:no_such_factory': module 'os' has no attribute "
+            "'no_such_factory'",
+            "check the name after the ':'",
+        ),
+        conftest="",
+        ini={"retrieval_retriever": "os:no_such_factory"},
+    ),
+    Case(
+        "retriever-not-module-colon-function",
+        USAGE,
+        (
+            "retrieval_retriever = 'myapp.search': expected module:function, e.g. "
+            "myapp.search:build",
+        ),
+        conftest="",
+        ini={"retrieval_retriever": "myapp.search"},
+    ),
+    Case(
+        "retriever-is-not-callable",
+        FAILED,
+        ("the retriever under test is a int, which is neither callable nor has",),
+        conftest=retriever("return 42"),
+        runs=False,
+    ),
+    Case(
+        "retriever-returns-none-for-one-query",
+        FAILED,
+        (
+            "1 queries failed",
+            "sso [retriever] RetrieverOutputError: returned None (NoneType); expected a list of "
+            "ids",
+        ),
+        conftest=failing_on_sso("return None"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "retriever-returns-a-string",
+        FAILED,
+        (
+            "4 queries failed",
+            "refund [retriever] RetrieverOutputError: returned 'refund-policy' (str); expected "
+            "a list of ids",
+        ),
+        conftest=retriever("return lambda text: 'refund-policy'"),
+        failed_queries=("refund", "sso", "invoice", "fax"),
+    ),
+    Case(
+        "retriever-returns-items-without-ids",
+        FAILED,
+        ("sso [retriever] RetrieverOutputError: dict item", "set retrieval_doc_id"),
+        conftest=failing_on_sso("return [{'title': 'Okta'}]"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        # Ids compare as strings: 12 is "12". q1 gets [12, x, b]: both relevant in the top 3,
+        # recall@3 = 1; q2 gets [y, 7]: 0. Mean 0.5 exactly, so both gates hold.
+        "retriever-returns-ints-mixed-with-strs",
+        OK,
+        ("3 passed",),
+        golden=TWO_QUERIES,
+        ini={"retrieval_thresholds": "recall@3 >= 0.5\nrecall@3 <= 0.5"},
+        conftest=retriever(
+            'return lambda text: {"first": [12, "x", "b"], "second": ["y", 7]}[text]'
+        ),
+    ),
+    Case(
+        # A repeated id counts once, at its first rank; the copies still take up ranks. q1 gets
+        # [x, x, x, 12, 12]: nothing relevant in the top 3, recall@3 = 0; q2 gets [c, c]: 1.
+        "retriever-returns-duplicates",
+        OK,
+        ("3 passed",),
+        golden=TWO_QUERIES,
+        ini={"retrieval_thresholds": "recall@3 >= 0.5\nrecall@3 <= 0.5"},
+        conftest=retriever(
+            'return lambda text: {"first": ["x", "x", "x", "12", "12"], "second": ["c", "c"]}[text]'
+        ),
+    ),
+    Case(
+        # Both queries get [12, c, filler...]: q1 has 12 of {12, b} in the top 3 (1/2), q2 has c
+        # (1). Mean 0.75 exactly; the 100,000 ids cost time, not correctness.
+        "retriever-returns-100000-items",
+        OK,
+        ("3 passed",),
+        golden=TWO_QUERIES,
+        ini={"retrieval_thresholds": "recall@3 >= 0.75\nrecall@3 <= 0.75"},
+        conftest=retriever('return lambda text: ["12", "c"] + [f"f{i}" for i in range(100_000)]'),
+    ),
+    Case(
+        "retriever-raises",
+        FAILED,
+        ("1 queries failed", "sso [retriever] ConnectionError: vector store unreachable"),
+        conftest=failing_on_sso("raise ConnectionError('vector store unreachable')"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "retriever-hangs-past-the-timeout",
+        FAILED,
+        ("1 queries failed", "sso [retriever] TimeoutError: no answer within 0.3 s"),
+        ini={"retrieval_timeout": "0.3"},
+        conftest=failing_on_sso("time.sleep(2)"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "retriever-raises-systemexit-in-one-query",
+        FAILED,
+        ("1 queries failed", "sso [retriever] SystemExit: 3"),
+        conftest=failing_on_sso("raise SystemExit(3)"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "retriever-raises-generatorexit-in-one-query",
+        FAILED,
+        ("1 queries failed", "sso [retriever] GeneratorExit: closed"),
+        conftest=failing_on_sso("raise GeneratorExit('closed')"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "retriever-raises-a-baseexception-in-one-query",
+        FAILED,
+        ("1 queries failed", "sso [retriever] Boom: not an Exception"),
+        conftest=failing_on_sso("raise Boom('not an Exception')"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "async-retriever-raises-systemexit-in-one-query",
+        FAILED,
+        ("1 queries failed", "sso [retriever] SystemExit: 3"),
+        conftest=failing_on_sso("raise SystemExit(3)", is_async=True),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "async-retriever-raises-a-baseexception-in-one-query",
+        FAILED,
+        ("1 queries failed", "sso [retriever] Boom: not an Exception"),
+        conftest=failing_on_sso("raise Boom('not an Exception')", is_async=True),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "async-retriever-hangs-past-the-timeout",
+        FAILED,
+        ("1 queries failed", "sso [retriever] TimeoutError: no answer within 0.3 s"),
+        ini={"retrieval_timeout": "0.3"},
+        conftest=failing_on_sso("await asyncio.sleep(2)", is_async=True),
+        failed_queries=("sso",),
+    ),
+    # --- baselines ------------------------------------------------------------------------------
+    Case(
+        "baseline-missing",
+        FAILED,
+        (
+            "baseline.json: create it with `pytest --retrieval-baseline ",
+            "--retrieval-update-baseline`",
+        ),
+        ini={"retrieval_baseline": "baseline.json"},
+    ),
+    Case(
+        "baseline-truncated",
+        USAGE,
+        # Column 41 is the opening quote of the string cut off by the end of the file.
+        (
+            "baseline.json:1:41: baseline is not valid JSON",
+            "the file may be truncated",
+            "restore it from version control or recreate it with --retrieval-update-baseline",
+        ),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": '{"schema": "pytest-retrieval/baseline", "schema_ver'},
+    ),
+    Case(
+        "baseline-wrong-schema-version",
+        USAGE,
+        (
+            "baseline.json: baseline schema version 99 is not supported (this plugin reads "
+            "version 1)",
+            "recreate it with --retrieval-update-baseline",
+        ),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={
+            "baseline.json": json.dumps(
+                {"schema": "pytest-retrieval/baseline", "schema_version": 99}
+            )
+        },
+    ),
+    Case(
+        "baseline-is-an-artifact",
+        USAGE,
+        ("baseline.json: not a pytest-retrieval baseline", "a JSON artifact"),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": OLD_ARTIFACT},
+    ),
+    Case(
+        "baseline-from-another-golden-set",
+        FAILED,
+        ("incomparable", "(other)", "--retrieval-update-baseline", "intersect"),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": FOREIGN_BASELINE},
+    ),
+    Case(
+        "baseline-path-is-a-directory",
+        USAGE,
+        ("baseline.json: the baseline path is a directory", "name a .json file"),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json/keep": "a folder"},
+    ),
+    Case(
+        "baseline-update-after-failed-queries",
+        FAILED,
+        ("baseline not written to", "1 queries failed in the retriever"),
+        args=("--retrieval-baseline", "baseline.json", "--retrieval-update-baseline"),
+        files={"baseline.json": FOREIGN_BASELINE},
+        conftest=failing_on_sso("raise ConnectionError('vector store unreachable')"),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "baseline-update-into-a-directory",
+        USAGE,
+        ("baseline.json: cannot write the baseline: the path is a directory", "name a file"),
+        args=("--retrieval-baseline", "baseline.json", "--retrieval-update-baseline"),
+        files={"baseline.json/keep": "a folder"},
+        runs=True,  # found when the run's baseline is written, after the verdict
+    ),
+    Case(
+        "baseline-update-without-a-path",
+        USAGE,
+        (
+            "--retrieval-update-baseline needs to know where the baseline lives",
+            "pass --retrieval-baseline PATH or set retrieval_baseline = PATH",
+        ),
+        args=("--retrieval-update-baseline",),
+    ),
+    # --- artifacts --------------------------------------------------------------------------
+    Case(
+        "artifact-path-is-a-directory",
+        USAGE,
+        ("report: cannot write the JSON artifact: the path is a directory", "name a file"),
+        args=("--retrieval-json", "report"),
+        files={"report/keep": "a folder"},
+    ),
+    Case(
+        "artifact-folder-is-a-file",
+        USAGE,
+        ("cannot write the JSON artifact:", "blocker is a file, not a folder"),
+        args=("--retrieval-json", "blocker/out.json"),
+        files={"blocker": "a file"},
+    ),
+    Case(
+        # Found only when writing, after the run: the old artifact must survive it.
+        "artifact-folder-unwritable",
+        USAGE,
+        ("locked/out.json: cannot write the JSON artifact: Permission denied", "writable"),
+        args=("--retrieval-json", "locked/out.json"),
+        files={"locked/out.json": OLD_ARTIFACT},
+        needs_permissions=True,
+    ),
+]
+
+
+def _write(project: RetrievalProject, case: Case) -> dict[Path, bytes]:
+    """Write the case's project; return the seeded files that must survive, with their bytes."""
+    if isinstance(case.golden, bytes):
+        (project.path / case.golden_name).write_bytes(case.golden)
+    elif case.golden is not None:
+        (project.path / case.golden_name).write_text(case.golden, encoding="utf-8")
+    golden = {"retrieval_golden": case.golden_name} if case.golden_in_ini else {}
+    project.write(
+        golden=None,
+        ini={**golden, "retrieval_ks": "1,3", **case.ini},
+        conftest=case.conftest,
+        tests=case.tests,
+    )
+    seeded = {project.path / "out.json": OLD_ARTIFACT}
+    for name, content in case.files.items():
+        data = content.encode() if isinstance(content, str) else content
+        seeded[project.path / name] = data
+    for path, data in seeded.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return seeded
+
+
+def _artifact_path(case: Case) -> str:
+    args = list(case.args)
+    return args[args.index("--retrieval-json") + 1] if "--retrieval-json" in args else "out.json"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
+def test_a_bad_input_fails_cleanly_naming_its_source_and_fix(
+    retrieval_project: RetrievalProject, case: Case
+) -> None:
+    if case.needs_permissions and (sys.platform == "win32" or os.geteuid() == 0):
+        pytest.skip("permissions cannot bite: root (or Windows) writes into read-only folders")
+    seeded = _write(retrieval_project, case)
+    locked = retrieval_project.path / "locked"
+    if case.needs_permissions:
+        locked.chmod(0o555)
+    try:
+        run = retrieval_project.run_subprocess if case.xdist else retrieval_project.run
+        workers = ("-n", "2") if case.xdist else ()
+        json_args = () if "--retrieval-json" in case.args else ("--retrieval-json", "out.json")
+        result = run(*json_args, *workers, *case.args)
+    finally:
+        if locked.exists():
+            locked.chmod(0o755)
+    output = "\n".join(result.outlines + result.errlines)
+
+    assert result.ret == case.status, output
+    assert "Traceback" not in output
+    assert "INTERNALERROR" not in output
+    # Nor a failure shown through the plugin's own frames: the message is the whole story.
+    assert re.search(r"pytest_retrieval[/\\]\w+\.py", output) is None, output
+    for fragment in case.messages:
+        assert fragment in output, f"{fragment!r} not in:\n{output}"
+    for fragment in case.absent:
+        assert fragment not in output
+
+    artifact = retrieval_project.path / _artifact_path(case)
+    for path, data in seeded.items():
+        if path == artifact and case.rewrites_artifact:
+            continue  # rewritten by the run: checked below
+        assert path.read_bytes() == data, f"{path.name} changed"
+    if case.rewrites_artifact:
+        document = json.loads(artifact.read_text(encoding="utf-8"))
+        assert document["schema"] == "pytest-retrieval/artifact"
+        assert "queries" in document  # a whole artifact, not the seeded one
+        assert sorted(e["query_id"] for e in document["errors"]) == sorted(case.failed_queries)
+    leftovers = [p.name for p in retrieval_project.path.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_the_catalogue_covers_every_exit_status_it_promises() -> None:
+    # A catalogue of only usage errors would not show that a failed query is a failed session.
+    assert {c.status for c in CASES} == {USAGE, FAILED, OK}
+    assert len({c.id for c in CASES}) == len(CASES)
