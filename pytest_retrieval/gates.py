@@ -193,6 +193,7 @@ class GateOutcome:
     nodeid: str | None = None
     message: str = ""
     skipped_reason: str | None = None
+    ci: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins only (JSON artifact, xdist payload)."""
@@ -212,12 +213,14 @@ class GateOutcome:
             "nodeid": self.nodeid,
             "message": self.message,
             "skipped_reason": self.skipped_reason,
+            "ci": list(self.ci) if self.ci is not None else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GateOutcome:
         """Inverse of :meth:`to_dict`."""
-        return cls(**data)
+        ci = data.get("ci")
+        return cls(**{**data, "ci": (ci[0], ci[1]) if ci else None})
 
 
 class Scorer(Protocol):

@@ -374,6 +374,8 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
         if quiet and verdict != "FAIL":
             continue
         value = "n/a" if gate.value is None else f"{gate.value:.4f}"
+        if gate.value is not None and gate.ci is not None:
+            value += f" (CI {gate.ci[0]:.3f}-{gate.ci[1]:.3f})"
         where = " ".join(
             f"{k}={v}"
             for k, v in (("stage", gate.stage), ("split", gate.split), ("slice", gate.slice))

@@ -253,7 +253,17 @@ class RetrievalSession:
         stage = self._stage(selection.stage)
         evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
         value = evaluation.means[str(spec)]
+        values = [v for v in evaluation.columns[str(spec)] if v is not None]
+        ci = self._interval(values)
+        explanation = self._explain(spec, stage, queries, evaluation)
+        if ci is not None:
+            explanation.insert(
+                1,
+                f"{self.settings.confidence:.0%} bootstrap confidence interval of the mean: "
+                f"[{ci[0]:.4f}, {ci[1]:.4f}]",
+            )
         return Score(
+            ci=ci,
             spec=spec,
             value=value,
             n=evaluation.counts[str(spec)],
@@ -261,8 +271,22 @@ class RetrievalSession:
             stage=stage,
             split=selection.split,
             slice=selection.slice,
-            explanation=tuple(self._explain(spec, stage, queries, evaluation)),
+            explanation=tuple(explanation),
         )
+
+    def _interval(self, values: Sequence[float]) -> tuple[float, float] | None:
+        """Percentile bootstrap interval of the mean (seeded: reruns print the same numbers)."""
+        if not values:
+            return None
+        from .stats import bootstrap_ci
+
+        ci = bootstrap_ci(
+            values,
+            confidence=self.settings.confidence,
+            resamples=self.settings.resamples,
+            seed=self.settings.seed,
+        )
+        return (ci.low, ci.high)
 
     def worst_queries(
         self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
@@ -273,7 +297,8 @@ class RetrievalSession:
         scored = [
             (value, qid)
             for qid, value in zip(evaluation.query_ids, column)
-            if value is not None and not self.is_redacted(by_id[qid])
+            # A perfect query is never among the "worst", however few queries there are.
+            if value is not None and value < 1.0 and not self.is_redacted(by_id[qid])
         ]
         scored.sort()
         worst = []
@@ -309,7 +334,7 @@ class RetrievalSession:
             )
         worst = self.worst_queries(spec, stage, queries, evaluation)
         if worst:
-            lines.append(f"worst {len(worst)} queries:")
+            lines.append(f"worst {len(worst)} quer{'y' if len(worst) == 1 else 'ies'}:")
             lines.extend(f"  {w.describe(spec)}" for w in worst)
         if any(self.is_redacted(q) for q in queries):
             lines.append(
@@ -357,9 +382,14 @@ class RetrievalSession:
         score = self.score(spec, selection)
         passed = score.value is not None and OPS[op](score.value, threshold)
         where = Selection(score.stage, selection.split or "overall", selection.slice).label()
+        interval = (
+            f" ({self.settings.confidence:.0%} CI [{score.ci[0]:.4f}, {score.ci[1]:.4f}])"
+            if score.ci is not None
+            else ""
+        )
         head = f"{spec} = {describe_op_failure(score.value, op, threshold)}"
         message = (
-            f"{spec} {op} {threshold:g} holds ({score.value:.4f}) [{where}]"
+            f"{spec} {op} {threshold:g} holds: {score.value:.4f}{interval} [{where}]"
             if passed and score.value is not None
             else "\n".join([f"{head}, expected {op} {threshold:g} [{where}]", *score.explanation])
         )
@@ -378,6 +408,7 @@ class RetrievalSession:
             kind=kind,
             nodeid=self.current_test,
             message=message,
+            ci=score.ci,
         )
         with self._lock:
             self.gate_outcomes.append(outcome)

@@ -47,7 +47,7 @@ def test_a_failing_declared_gate_shows_its_message_without_a_traceback(
                 "*_ retrieval gate recall@3>=0.7 _*",
                 "recall@3 = 0.6667 < 0.7, expected >= 0.7 [stage=retriever split=overall]",
                 "queries scored: 3, skipped (no relevant document): 1",
-                "worst 3 queries:",
+                "worst 1 query:",
                 "  invoice 'Where do I download invoices?': recall@3 = 0.0000; missed invoices, "
                 "billing; no relevant document retrieved",
             ]
@@ -59,7 +59,7 @@ def test_a_failing_declared_gate_shows_its_message_without_a_traceback(
         esc(
             [
                 "*= retrieval gates: 1 failed =*",
-                "FAIL recall@3 >= 0.7: 0.6667 [stage=retriever] (n=3) — "
+                "FAIL recall@3 >= 0.7: 0.6667 (CI *) [stage=retriever] (n=3) — "
                 "retrieval-gates::recall@3>=0.7",
                 "FAILED retrieval-gates::recall@3>=0.7 - recall@3 = 0.6667 < 0.7*",
             ]
@@ -186,8 +186,8 @@ def test_declared_gates_and_code_gates_share_the_gates_section(
         esc(
             [
                 "*= retrieval gates: all passed =*",
-                "PASS mrr >= 0.5: 0.5000 [stage=retriever] (n=3) — test_retrieval.py::test_mrr",
-                "PASS recall@3 >= 0.6: 0.6667 [stage=retriever] (n=3) — "
+                "PASS mrr >= 0.5: 0.5000 (CI *) [stage=retriever] (n=3) — test_retrieval.py::test_mrr",
+                "PASS recall@3 >= 0.6: 0.6667 (CI *) [stage=retriever] (n=3) — "
                 "retrieval-gates::recall@3>=0.6",
             ]
         )

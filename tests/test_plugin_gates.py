@@ -76,9 +76,9 @@ def test_every_gate_helper_passes_and_fails_with_the_exact_message(
         esc(
             [
                 "*= retrieval gates: 1 failed =*",
-                f"PASS {metric} >= {passes}: {shown} [stage=retriever] (n=3) — "
+                f"PASS {metric} >= {passes}: {shown} (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_passes",
-                f"FAIL {metric} >= {fails}: {shown} [stage=retriever] (n=3) — "
+                f"FAIL {metric} >= {fails}: {shown} (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_fails",
             ]
         )
@@ -104,16 +104,16 @@ def test_a_failing_gate_names_the_worst_queries(retrieval_project: RetrievalProj
                 "E *AssertionError: recall@3 = 0.6667 < 0.9, expected >= 0.9 "
                 "[stage=retriever split=overall]",
                 "E *queries scored: 3, skipped (no relevant document): 1",
-                "E *worst 3 queries:",
+                "E *worst 1 query:",
                 "E *invoice 'Where do I download invoices?': recall@3 = 0.0000; missed "
                 "invoices, billing; no relevant document retrieved",
-                "E *refund 'How long is the refund window?': recall@3 = 1.0000; first "
-                "relevant at rank 2",
-                "E *sso 'How do I set up SSO with Okta?': recall@3 = 1.0000; first relevant "
-                "at rank 1",
             ]
         )
     )
+    # refund and sso score a perfect 1.0: however few queries there are, a perfect query is
+    # never listed among the worst.
+    result.stdout.no_fnmatch_line("E *refund 'How long is the refund window?': recall@3*")
+    result.stdout.no_fnmatch_line("E *sso 'How do I set up SSO with Okta?': recall@3*")
 
 
 def test_retrieval_worst_limits_the_queries_a_failure_lists(
@@ -133,7 +133,7 @@ def test_retrieval_worst_limits_the_queries_a_failure_lists(
     result.stdout.fnmatch_lines(
         esc(
             [
-                "E *worst 1 queries:",
+                "E *worst 1 query:",
                 "E *invoice 'Where do I download invoices?': recall@1 = 0.0000; missed "
                 "invoices, billing; no relevant document retrieved",
             ]
@@ -198,16 +198,15 @@ def test_a_gate_on_a_slice_scores_only_that_slice(retrieval_project: RetrievalPr
                 "E *AssertionError: recall@3 = 0.5000 < 0.6, expected >= 0.6 "
                 "[stage=retriever split=overall slice=exact-lookup]",
                 "E *queries scored: 2, skipped (no relevant document): 0",
-                "E *worst 2 queries:",
+                "E *worst 1 query:",
                 "E *invoice *",
-                "E *refund *",
             ]
         )
     )
     result.stdout.fnmatch_lines(
         esc(
             [
-                "PASS recall@3 >= 1: 1.0000 [stage=retriever slice=multi-hop] (n=1) — "
+                "PASS recall@3 >= 1: 1.0000 (CI *) [stage=retriever slice=multi-hop] (n=1) — "
                 "test_retrieval.py::test_multi_hop",
             ]
         )

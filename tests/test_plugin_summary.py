@@ -113,11 +113,11 @@ def test_the_gates_section_lists_every_gate_with_its_verdict(
         esc(
             [
                 "*= retrieval gates: 1 failed =*",
-                "PASS recall@3 >= 0.5: 0.6667 [stage=retriever] (n=3) — "
+                "PASS recall@3 >= 0.5: 0.6667 (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_pass",
-                "FAIL ndcg@3 >= 0.5: 0.3155 [stage=retriever slice=exact-lookup] (n=2) — "
+                "FAIL ndcg@3 >= 0.5: 0.3155 (CI *) [stage=retriever slice=exact-lookup] (n=2) — "
                 "test_retrieval.py::test_fail",
-                "PASS mrr >= 0.5: 1.0000 [stage=retriever slice=multi-hop] (n=1) — "
+                "PASS mrr >= 0.5: 1.0000 (CI *) [stage=retriever slice=multi-hop] (n=1) — "
                 "retrieval-gates::mrr>=0.5[slice=multi-hop]",
             ]
         )
@@ -170,7 +170,7 @@ def test_quiet_runs_show_only_what_failed(retrieval_project: RetrievalProject) -
                 "1 queries failed (they score 0 and fail the session):",
                 "  invoice [retriever] TimeoutError: search backend too slow",
                 "*= retrieval gates: 1 failed =*",
-                "FAIL recall@3 >= 0.9: 0.6667 [stage=retriever] (n=3) — "
+                "FAIL recall@3 >= 0.9: 0.6667 (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_fail",
             ]
         )
