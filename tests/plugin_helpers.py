@@ -37,7 +37,8 @@ import yaml  # noqa: F401
 
 import pytest_retrieval.plugin
 import pytest_retrieval.report
-import pytest_retrieval.session  # noqa: F401
+import pytest_retrieval.session
+import pytest_retrieval.stats  # noqa: F401  (numpy, like _yaml, loads once per process)
 
 #: Passed to every run: hypothesis' pytest plugin would import all of hypothesis (and have it
 #: assertion-rewritten) in each in-process run; the user projects here never use it.

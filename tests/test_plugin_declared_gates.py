@@ -186,7 +186,8 @@ def test_declared_gates_and_code_gates_share_the_gates_section(
         esc(
             [
                 "*= retrieval gates: all passed =*",
-                "PASS mrr >= 0.5: 0.5000 (CI *) [stage=retriever] (n=3) — test_retrieval.py::test_mrr",
+                "PASS mrr >= 0.5: 0.5000 (CI *) [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_mrr",
                 "PASS recall@3 >= 0.6: 0.6667 (CI *) [stage=retriever] (n=3) — "
                 "retrieval-gates::recall@3>=0.6",
             ]

@@ -64,7 +64,8 @@ def test_gates_default_to_the_last_stage_and_can_name_the_retriever(
         esc(
             [
                 "*= retrieval gates: 1 failed =*",
-                "PASS mrr >= 0.6: 0.6667 (CI *) [stage=reranker] (n=3) — test_retrieval.py::test_final",
+                "PASS mrr >= 0.6: 0.6667 (CI *) [stage=reranker] (n=3) — "
+                "test_retrieval.py::test_final",
                 "FAIL mrr >= 0.6: 0.5000 (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_retriever_stage",
                 "PASS recall@1 >= 0.5: 0.5000 (CI *) [stage=reranker] (n=3) — "
