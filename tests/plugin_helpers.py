@@ -1,6 +1,6 @@
 """A small user project for the plugin's pytester tests: golden set, ini, conftest, tests.
 
-Every pytester test builds the same shape of project a team would write (see docs/plugin.md):
+Every pytester test builds the same shape of project a team would write (see "Using it in your repository" in the README):
 ``golden.yaml``, ``pytest.ini`` naming it, a ``conftest.py`` defining ``retriever_under_test``
 and test files using the gate helpers. :class:`RetrievalProject` writes those files and runs
 pytest over them.
