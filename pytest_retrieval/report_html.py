@@ -24,7 +24,7 @@ import base64
 import hashlib
 import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,6 +226,32 @@ _SCRIPT = """
 """.strip()
 
 
+def _value_grid(left: float, right: float, y: Callable[[float], float]) -> list[Markup]:
+    """Horizontal grid lines and labels at 0, 0.25, ..., 1 of a metric axis."""
+    parts: list[Markup] = []
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            el(
+                "line",
+                {
+                    "class": "grid",
+                    "x1": _num(left),
+                    "x2": _num(right),
+                    "y1": _num(y(tick)),
+                    "y2": _num(y(tick)),
+                },
+            )
+        )
+        parts.append(
+            el(
+                "text",
+                {"x": _num(left - 6), "y": _num(y(tick) + 4), "text-anchor": "end"},
+                f"{tick:g}",
+            )
+        )
+    return parts
+
+
 def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
@@ -284,27 +310,7 @@ def _curve_chart(stage: str, series: Sequence[_Series]) -> Markup:
     def y(v: float) -> float:
         return top + (1.0 - min(1.0, max(0.0, v))) * plot_h
 
-    parts: list[Markup] = []
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(
-            el(
-                "line",
-                {
-                    "class": "grid",
-                    "x1": _num(left),
-                    "x2": _num(width - right),
-                    "y1": _num(y(tick)),
-                    "y2": _num(y(tick)),
-                },
-            )
-        )
-        parts.append(
-            el(
-                "text",
-                {"x": _num(left - 6), "y": _num(y(tick) + 4), "text-anchor": "end"},
-                f"{tick:g}",
-            )
-        )
+    parts: list[Markup] = _value_grid(left, width - right, y)
     parts.append(
         el(
             "line",
@@ -456,27 +462,7 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
     def y(v: float) -> float:
         return top + (1.0 - min(1.0, max(0.0, v))) * plot_h
 
-    parts: list[Markup] = []
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(
-            el(
-                "line",
-                {
-                    "class": "grid",
-                    "x1": _num(left),
-                    "x2": _num(width - right),
-                    "y1": _num(y(tick)),
-                    "y2": _num(y(tick)),
-                },
-            )
-        )
-        parts.append(
-            el(
-                "text",
-                {"x": _num(left - 6), "y": _num(y(tick) + 4), "text-anchor": "end"},
-                f"{tick:g}",
-            )
-        )
+    parts: list[Markup] = _value_grid(left, width - right, y)
     for i, column in enumerate(cols):
         center = left + slot * i + slot / 2
         value = column.metrics.get(metric)

@@ -62,6 +62,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a positive integer, or an error that quotes the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
 def _one_line(exc: InputError) -> str:
     """The first problem of an error, with a count of the others, on one line."""
     if len(exc.problems) <= 1:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError, Problem
+from . import positive_int
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
 
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--min-grade",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="N",
         help="lowest grade that counts as relevant for the binary metrics (default 1)",
@@ -67,16 +68,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="rank by the run file's line order instead of its scores",
     )
     parser.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
 
 
 def _metric_list(raw: list[str] | None) -> list[str]:

@@ -9,7 +9,6 @@ retriever again. Exit status: 0 every check passed, 1 a check failed, 2 usage er
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -81,25 +80,10 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_artifact(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise InputError(Problem("artifact not found", fix="check the path", source=path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(f"cannot be read ({exc})", source=path)) from None
-    if not isinstance(data, dict) or data.get("schema") != "pytest-retrieval/artifact":
-        raise InputError(
-            Problem(
-                "not a pytest-retrieval JSON artifact",
-                fix="pass the file written by pytest --retrieval-json PATH",
-                source=path,
-            )
-        )
+    """An artifact (checked by the ``report`` command's reader) that has a per-query snapshot."""
+    from .report import read_artifact
+
+    data = read_artifact(path)
     if not data.get("snapshot"):
         raise InputError(
             Problem(

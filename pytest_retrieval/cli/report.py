@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
+from . import positive_int
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -46,22 +47,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--max-rows",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="per-query rows the Markdown lists per regression check (default 10)",
     )
     parser.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
 
 
 def read_artifact(path: str) -> dict[str, Any]:
