@@ -1,9 +1,9 @@
 """A small user project for the plugin's pytester tests: golden set, ini, conftest, tests.
 
-Every pytester test builds the same shape of project a team would write (see "Using it in your repository" in the README):
-``golden.yaml``, ``pytest.ini`` naming it, a ``conftest.py`` defining ``retriever_under_test``
-and test files using the gate helpers. :class:`RetrievalProject` writes those files and runs
-pytest over them.
+Every pytester test builds the same shape of project a team would write (see "Using it in your
+repository" in the README): ``golden.yaml``, ``pytest.ini`` naming it, a ``conftest.py``
+defining ``retriever_under_test`` and test files using the gate helpers.
+:class:`RetrievalProject` writes those files and runs pytest over them.
 
 The standard golden set below is small enough to score by hand. With :data:`RANKINGS` as the
 retriever's answers (by query text), the per-query numbers every test derives from are:
