@@ -1,4 +1,4 @@
-"""The README keeps up with the code: every setting is documented, the Quickstart is two commands."""
+"""The README keeps up with the code: every setting documented, a two-command Quickstart."""
 
 from __future__ import annotations
 
