@@ -38,9 +38,14 @@ _DISCOUNTS: list[float] = [0.0]  # _DISCOUNTS[rank] = 1 / log2(rank + 1), grown 
 
 
 def _discounts(upto: int) -> list[float]:
-    if len(_DISCOUNTS) <= upto:
-        _DISCOUNTS.extend(1.0 / math.log2(rank + 1) for rank in range(len(_DISCOUNTS), upto + 1))
-    return _DISCOUNTS
+    global _DISCOUNTS
+    table = _DISCOUNTS
+    if len(table) <= upto:
+        # A new list, swapped in whole: two threads growing the table at once must never
+        # interleave their appends (which would shift every later discount).
+        table = table + [1.0 / math.log2(rank + 1) for rank in range(len(table), upto + 1)]
+        _DISCOUNTS = table
+    return table
 
 
 def _mean(values: Iterable[float | None]) -> tuple[float | None, int]:
@@ -187,6 +192,8 @@ def evaluate(
     # Depth: how much of each ranking matters. Metrics without a cutoff need all of it.
     needs_all = any(k is None and kind != _RPREC for kind, k in plan)
     depth = None if needs_all else max((k for _kind, k in plan if k is not None), default=0)
+    # R-precision looks at the top R (R = the query's relevant count): never cut above that.
+    need_rprec = any(kind == _RPREC for kind, _k in plan)
     need_ndcg = any(kind == _NDCG for kind, _k in plan)
     exponential = gain == "exponential"
     count_kinds = (_RECALL, _PRECISION)
@@ -224,8 +231,9 @@ def evaluate(
             for hits_column in hit_columns.values():
                 hits_column.append(0)
             continue
-        if depth is not None and len(ranking) > depth:
-            ranking = ranking[:depth]
+        cut = depth if depth is None or not need_rprec else max(depth, n_relevant)
+        if cut is not None and len(ranking) > cut:
+            ranking = ranking[:cut]
 
         # Ranks (1-based, first occurrence) of the judged positive docs present in the ranking.
         found = positive.keys() & set(ranking) if len(positive) > 64 else positive

@@ -162,6 +162,10 @@ def pytest_configure(config: pytest.Config) -> None:
     active = _Active(config, settings, session)
     active.thresholds = thresholds
     active.budgets = budgets
+    if settings.depth is None:
+        # Ask the retriever for enough results for every declared gate and budget too.
+        declared = [t.spec.k for t in thresholds] + [b.spec.k for b in budgets]
+        session.depth = max([settings.retrieval_depth, *(k for k in declared if k)])
     config.stash[_STATE] = active
     context = activate(session)
     context.__enter__()
@@ -471,7 +475,7 @@ def _run(active: _Active, retriever: Any, reranker: Any) -> list[QueryOutcome]:
             [QueryRequest(q.id, q.text or "") for q in queries],
             retriever,
             reranker,
-            depth=settings.retrieval_depth,
+            depth=active.session.effective_depth,
             concurrency=settings.concurrency,
             timeout=settings.timeout or None,
             batch_size=settings.batch_size,

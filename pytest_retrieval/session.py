@@ -99,6 +99,9 @@ class RetrievalSession:
     regression_outcomes: list[RegressionOutcome] = field(default_factory=list)
     baseline: Snapshot | None = None
     on_skip: Callable[[str], NoReturn] = _raise_sealed
+    #: Results asked of the retriever per query; None: ``settings.retrieval_depth``. The plugin
+    #: raises it to the largest K of the declared gates and budgets.
+    depth: int | None = None
     retriever_name: str | None = None
     on_sealed: Callable[[str], NoReturn] = _raise_sealed
     current_test: str | None = None
@@ -246,10 +249,32 @@ class RetrievalSession:
 
     # --- scores and gates ------------------------------------------------------------------
 
+    @property
+    def effective_depth(self) -> int:
+        """How many results the retriever is asked for per query."""
+        return self.depth if self.depth is not None else self.settings.retrieval_depth
+
+    def _check_depth(self, spec: MetricSpec) -> None:
+        """A metric deeper than the results asked for would be scored on a shorter list."""
+        assert self.outcomes is not None
+        depth = self.effective_depth
+        if spec.k is None or spec.k <= depth:
+            return
+        longest = max(
+            (len(r) for o in self.outcomes.values() for r in o.rankings.values()), default=0
+        )
+        if longest <= depth:
+            raise GateUsageError(
+                f"{spec} needs the top {spec.k} results, but the retriever was asked for "
+                f"{depth} (retrieval_depth, default: the largest of retrieval_ks); add {spec.k} "
+                "to retrieval_ks or raise retrieval_depth"
+            )
+
     def score(self, spec: MetricSpec, selection: Selection) -> Score:
         """The mean of ``spec`` over a selection, with the worst queries as explanation."""
         queries = self.select(selection)
         self._require_run()
+        self._check_depth(spec)
         stage = self._stage(selection.stage)
         evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
         value = evaluation.means[str(spec)]
@@ -522,7 +547,7 @@ class RetrievalSession:
                 heldout[stage] = {"n": sub.evaluated, "means": sub.means}
         return Snapshot(
             fingerprint=visible.fingerprint,
-            settings=self.settings.affecting_numbers(),
+            settings={**self.settings.affecting_numbers(), "depth": self.effective_depth},
             stages=stages,
             metrics=tuple(names),
             queries=queries,

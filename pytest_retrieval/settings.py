@@ -560,6 +560,16 @@ def resolve(
         if option.is_path and base is not None:
             value = _resolve_paths(value, base)
         values[option.name] = value
+    depth, ks = values.get("depth"), values.get("ks", DEFAULT_KS)
+    if depth is not None and depth < max(ks):
+        problems.append(
+            Problem(
+                f"retrieval_depth = {depth} is below the largest cutoff in retrieval_ks "
+                f"({max(ks)}): metrics at K > {depth} would be scored on a shorter list",
+                fix=f"raise retrieval_depth to at least {max(ks)}, or drop the larger cutoffs",
+                source="retrieval_depth",
+            )
+        )
     if problems:
         raise InputError(problems, title="pytest-retrieval: invalid settings")
     return Settings(**values)

@@ -55,7 +55,7 @@ FOREIGN_BASELINE = json.dumps(
         "plugin_version": "0.1.0",
         "created": "2026-01-01T00:00:00Z",
         "golden": {"fingerprint": "f" * 64, "queries": 1},
-        "settings": {"gain": "exponential", "min_grade": 1, "no_relevant": "skip"},
+        "settings": {"gain": "exponential", "min_grade": 1, "no_relevant": "skip", "depth": 3},
         "stages": ["retriever"],
         "metrics": ["recall@3", "ndcg@3", "mrr"],
         "means": {},

@@ -132,8 +132,49 @@ def test_the_retriever_is_asked_for_the_largest_k_unless_a_depth_is_set(
     assert {line.rsplit("|", 1)[1] for line in retrieval_project.calls()} == {"3"}
 
     (retrieval_project.path / "calls.log").unlink()
-    retrieval_project.run("--retrieval-depth", "2").assert_outcomes(passed=1)
-    assert {line.rsplit("|", 1)[1] for line in retrieval_project.calls()} == {"2"}
+    retrieval_project.run("--retrieval-depth", "5").assert_outcomes(passed=1)
+    assert {line.rsplit("|", 1)[1] for line in retrieval_project.calls()} == {"5"}
+
+
+def test_a_depth_below_the_largest_k_is_a_usage_error(retrieval_project: RetrievalProject) -> None:
+    # recall@3 scored on 2 results would silently be recall@2 under another name.
+    retrieval_project.write(ks="1,3", tests="def test_run(retrieval_run): pass")
+    result = retrieval_project.run("--retrieval-depth", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "retrieval_depth = 2 is below the largest cutoff in retrieval_ks (3)" in str(
+        result.stderr
+    )
+    assert "raise retrieval_depth to at least 3" in str(result.stderr)
+
+
+def test_a_gate_deeper_than_the_results_asked_for_is_refused(
+    retrieval_project: RetrievalProject,
+) -> None:
+    conftest = conftest_with(
+        """
+        @pytest.fixture(scope="session")
+        def retriever_under_test():
+            def search(text, k):
+                return RANKINGS[text][:k]
+            return search
+        """
+    )
+    retrieval_project.write(
+        conftest=conftest,
+        ks="1,2",
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_deep():
+            assert_recall_at(3) >= 0.5
+        """,
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(failed=1)
+    # The retriever honoured k=2, so recall@3 cannot be computed: an error, not a wrong number.
+    result.stdout.fnmatch_lines(
+        ["*recall@3 needs the top 3 results, but the retriever was asked for 2*"]
+    )
 
 
 def test_without_a_retriever_the_run_stops_with_a_usage_error_showing_the_conftest_snippet(
