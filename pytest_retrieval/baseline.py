@@ -427,6 +427,8 @@ class RegressionOutcome:
     warning: str | None = None
     worse: tuple[QueryDiff, ...] = ()
     better: tuple[QueryDiff, ...] = ()
+    #: The mean drop is larger than the budget (whether or not it is significant).
+    over_budget: bool = False
 
     @property
     def passed(self) -> bool:
@@ -456,6 +458,7 @@ class RegressionOutcome:
             "warning": self.warning,
             "worse": [d.to_dict() for d in self.worse],
             "better": [d.to_dict() for d in self.better],
+            "over_budget": self.over_budget,
         }
 
     @classmethod
@@ -494,6 +497,7 @@ class RegressionOutcome:
             warning=data.get("warning"),
             worse=diffs(data.get("worse", ())),
             better=diffs(data.get("better", ())),
+            over_budget=bool(data.get("over_budget", False)),
         )
 
 
@@ -737,6 +741,16 @@ def compare(
             f"improvement: {head}; significant (p = {better_test.p_value:.4g}): refresh "
             "the baseline (--retrieval-update-baseline) so the floor moves up"
         )
+    elif exceeds_drop and 2.0**-worse_test.n_nonzero > options.alpha:
+        # The sign-flip test only sees queries whose value changed: with m of them its smallest
+        # one-sided p-value is 2**-m, so a drop carried by a handful of queries cannot be
+        # significant, however large. Say so rather than calling it noise.
+        needed = math.ceil(math.log2(1.0 / options.alpha))
+        verdict = (
+            f"no regression: {head}; the drop exceeds the budget, but only "
+            f"{worse_test.n_nonzero} queries changed and the sign-flip test needs at least "
+            f"{needed} changed queries to reach alpha {options.alpha:g}: look at them below"
+        )
     elif exceeds_drop:
         verdict = (
             f"no regression: {head}; the drop exceeds the budget but is not significant at "
@@ -780,6 +794,7 @@ def compare(
         warning=warning,
         worse=worse,
         better=better,
+        over_budget=exceeds_drop,
     )
 
 

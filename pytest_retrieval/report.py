@@ -423,8 +423,8 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                     else ""
                 )
             )
-            if regression.status == "pass" and -regression.delta > regression.budget:
-                lines[-1] += " — over budget but not significant (noise-level change)"
+            if regression.status == "pass" and regression.over_budget:
+                lines[-1] += " — over budget but not significant"
             details = body
         else:  # missing, incomparable or skipped: the message says it all
             lines.append(f"{verdict} {regression.name}: {body[0]}")

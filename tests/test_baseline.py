@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from pytest_retrieval.baseline import (
     CompareOptions,
+    QuerySnapshot,
     RegressionOutcome,
     Snapshot,
     compare,
@@ -281,19 +282,22 @@ def test_six_queries_each_dropping_half_a_point_are_a_significant_regression() -
 
 
 def test_a_drop_beyond_the_budget_that_is_not_significant_passes_as_noise() -> None:
-    # Deltas -0.5, -0.5, -0.5, +0.25 and four zeros (zeros take no part in the test).
-    # Observed sum -1.25; of the 16 sign patterns of (.5, .5, .5, .25) only -1.75 (all minus)
-    # and -1.25 (the observed one) are <= -1.25, so p = 2/16 = 0.125 > 0.05.
-    # Mean delta -1.25 / 8 = -0.15625, a drop far beyond the budget of 0.02.
+    # Deltas -0.5 x3, +0.25 x2 and three zeros (zeros take no part in the test). With a = how
+    # many of the 0.5s and b = how many of the 0.25s are negative, a pattern sums to
+    # 2 - a - 0.5b; the observed sum is -1. Patterns <= -1: a = 3 (any b: 4 patterns) and
+    # a = 2, b = 2 (3 patterns), so p = 7/32 = 0.21875 > 0.05, while 5 changed queries could
+    # reach 1/32: a real "not significant", not a too-small test.
+    # Mean delta -1 / 8 = -0.125, a drop far beyond the budget of 0.02.
     outcome = check(
-        snapshot([1.0, 1.0, 1.0, 0.5, 0.7, 0.7, 0.7, 0.7]),
-        snapshot([0.5, 0.5, 0.5, 0.75, 0.7, 0.7, 0.7, 0.7]),
+        snapshot([1.0, 1.0, 1.0, 0.5, 0.5, 0.7, 0.7, 0.7]),
+        snapshot([0.5, 0.5, 0.5, 0.75, 0.75, 0.7, 0.7, 0.7]),
         "ndcg@10 0.02",
     )
     assert outcome.status == "pass"
     assert outcome.passed
-    assert outcome.p_value == 0.125
-    assert outcome.delta == pytest.approx(-0.15625)
+    assert outcome.over_budget
+    assert outcome.p_value == 7 / 32
+    assert outcome.delta == pytest.approx(-0.125)
     assert (
         "the drop exceeds the budget but is not significant at alpha 0.05 (noise-level change)"
         in outcome.message
@@ -497,3 +501,50 @@ def test_an_outcome_survives_the_trip_through_a_dict() -> None:
     outcome = check(snapshot([1.0] * 6), snapshot([0.5] * 6), "ndcg@10 0.02")
     again = RegressionOutcome.from_dict(json.loads(json.dumps(outcome.to_dict())))
     assert again == outcome
+
+
+def _mrr_snapshot(values: list[float]) -> Snapshot:
+    queries = {
+        f"q{i:02d}": QuerySnapshot(
+            "tune", (), "labels", {"retriever": {"mrr": v}}, {"retriever": {}}, {"retriever": ()}
+        )
+        for i, v in enumerate(values)
+    }
+    return Snapshot("f" * 64, {"gain": "exponential"}, ("retriever",), ("mrr",), queries)
+
+
+def test_a_drop_carried_by_too_few_changed_queries_is_explained_not_called_noise() -> None:
+    # 30 queries, 4 drop from 1 to 0: mean drop 4/30 = 0.1333 > 0.01, but the sign-flip test
+    # only sees the 4 changed queries, so its smallest one-sided p is 1/2**4 = 0.0625 > 0.05.
+    outcome = compare(
+        _mrr_snapshot([1.0] * 30),
+        _mrr_snapshot([0.0] * 4 + [1.0] * 26),
+        parse_budget("mrr 0.01"),
+        stage=None,
+    )
+    assert outcome.status == "pass"
+    assert outcome.over_budget is True
+    assert outcome.p_value == pytest.approx(1 / 16)
+    assert "only 4 queries changed" in outcome.message
+    assert "needs at least 5 changed queries" in outcome.message  # 2**-5 = 0.03125 <= 0.05
+    assert "noise-level" not in outcome.message
+
+
+def test_five_changed_queries_are_enough_to_fail() -> None:
+    outcome = compare(
+        _mrr_snapshot([1.0] * 30),
+        _mrr_snapshot([0.0] * 5 + [1.0] * 25),
+        parse_budget("mrr 0.01"),
+        stage=None,
+    )
+    assert outcome.status == "regression"
+    assert outcome.p_value == pytest.approx(1 / 32)
+
+
+def test_a_drop_equal_to_the_budget_is_not_over_it() -> None:
+    # 0.8 -> 0.7 on every query: the drop is 0.1 (up to float noise), the budget 0.1.
+    outcome = compare(
+        _mrr_snapshot([0.8] * 10), _mrr_snapshot([0.7] * 10), parse_budget("mrr 0.1"), stage=None
+    )
+    assert outcome.status == "pass"
+    assert outcome.over_budget is False

@@ -138,9 +138,12 @@ def test_two_queries_slipping_on_a_small_golden_set_is_noise_not_a_regression(
     # Compared at the baseline's 6 decimals: (0.5 + 0.666667) / 12 = 0.09722225 (7/72 unrounded).
     assert outcome["delta"] == pytest.approx(-0.09722225, abs=1e-12)
     assert outcome["message"].startswith("no regression: mrr 1.0000 → 0.9028 (Δ -0.0972, 95% CI ")
+    # Only 2 of the 12 queries changed: the sign-flip test could reach at best 1/2**2 = 0.25, and
+    # needs 5 changed queries (1/32 <= 0.05) to call anything significant. The message says so.
     assert (
         "one-sided p = 0.25, n = 12) [stage=retriever split=overall]; budget 0.02 = 0.0200; the "
-        "drop exceeds the budget but is not significant at alpha 0.05 (noise-level change)"
+        "drop exceeds the budget, but only 2 queries changed and the sign-flip test needs at "
+        "least 5 changed queries to reach alpha 0.05"
     ) in outcome["message"]
     assert [d["query_id"] for d in outcome["worse"]] == ["q07", "q03"]
 
