@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 __all__ = [
@@ -114,15 +115,23 @@ def extract_doc_id(item: Any, doc_id: DocIdOption = None) -> str:
             )
     else:
         value = _default_id(item)
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+    if _is_integer(value):
+        return str(int(value))  # numpy / FAISS integer ids too: "3", never "np.int64(3)"
+    if not isinstance(value, str):
         raise RetrieverOutputError(
             f"item {_describe(item)} gave the id {_describe(value)}, expected a str or int"
         )
-    return str(value)
+    return value
+
+
+def _is_integer(value: object) -> bool:
+    """An int or an integer-like id (numpy, FAISS), but never a bool."""
+    # bool is an Integral to Python; typing's view of the numbers ABCs does not know it.
+    return not isinstance(value, bool) and isinstance(value, Integral)
 
 
 def _default_id(item: Any) -> Any:
-    if isinstance(item, (str, int)) and not isinstance(item, bool):
+    if isinstance(item, str) or _is_integer(item):
         return item
     if isinstance(item, tuple) and len(item) == 2:  # (id, score)
         return item[0]
@@ -364,6 +373,10 @@ def _run_async(
         raise failure[0]
 
 
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
@@ -403,7 +416,11 @@ def _stage_call(
             ]
 
             def call_chunk(c: int) -> Any:
-                return batch([inputs[i] for i in chunks[c]])
+                result = batch([inputs[i] for i in chunks[c]])
+                if inspect.isawaitable(result):
+                    # An async batch method: each worker thread runs it on its own event loop.
+                    return asyncio.run(_awaited(result))
+                return result
 
             def chunk_done(c: int, value: Any, error: BaseException | None, elapsed: float) -> None:
                 members = chunks[c]

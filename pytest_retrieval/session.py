@@ -330,8 +330,10 @@ class RetrievalSession:
         for value, qid in scored[: self.settings.worst]:
             query = by_id[qid]
             ranking = self.ranking(qid, stage)
-            top = ranking if spec.k is None else ranking[: spec.k]
             relevant = [d for d, g in query.judgments.items() if g >= self.settings.min_grade]
+            # What the metric looked at: the top K, the top R for R-precision, else everything.
+            depth = len(relevant) if spec.name == "r_precision" else spec.k
+            top = ranking if depth is None else ranking[:depth]
             shown = set(top)
             missed = tuple(d for d in relevant if d not in shown)
             relevant_set = set(relevant)

@@ -123,3 +123,12 @@ def test_bad_arguments_are_clear_errors() -> None:
         evaluate(RUN, QRELS, ["mrr"], no_relevant="drop")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"run\['q'\] must be a sequence of doc id strings"):
         evaluate({"q": [1, 2]}, {"q": {"1": 1}}, ["mrr"])  # type: ignore[dict-item]
+
+
+def test_r_precision_looks_at_the_top_r_whatever_else_is_asked() -> None:
+    # R = 3 relevant; d1 and d2 are in the top 3: R-precision = 2/3 on its own, next to a
+    # shallow metric (precision@1 must not cut the ranking to 1), and next to a full one.
+    run = {"q": ["d1", "d2", "x"]}
+    qrels = {"q": {"d1": 1, "d2": 1, "d3": 1}}
+    for metrics in (["r_precision"], ["r_precision", "precision@1"], ["r_precision", "map"]):
+        assert evaluate(run, qrels, metrics).means["r_precision"] == pytest.approx(2 / 3)

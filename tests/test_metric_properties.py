@@ -176,3 +176,37 @@ def test_a_tail_after_the_ideal_order_keeps_ndcg_at_one(
         assert value == pytest.approx(1.0)
     else:
         assert value is None
+
+
+@settings(max_examples=200)
+@given(
+    rankings,
+    judgments,
+    st.lists(
+        st.sampled_from(
+            ["r_precision", "precision@1", "recall@2", "ndcg@3", "map@2", "mrr@1", "hit_rate@2"]
+        ),
+        min_size=1,
+        max_size=3,
+        unique=True,
+    ),
+)
+def test_a_metric_does_not_depend_on_which_others_are_asked_for(
+    retrieved: list[str], judged: dict[str, int], subset: list[str]
+) -> None:
+    # Batch evaluation cuts rankings at the deepest cutoff it needs: whatever the subset, each
+    # value must equal the per-query function's.
+    reference = {
+        "r_precision": r_precision(retrieved, judged),
+        "precision@1": precision_at_k(retrieved, judged, 1),
+        "recall@2": recall_at_k(retrieved, judged, 2),
+        "ndcg@3": ndcg_at_k(retrieved, judged, 3),
+        "map@2": average_precision(retrieved, judged, 2),
+        "mrr@1": reciprocal_rank(retrieved, judged, k=1),
+        "hit_rate@2": hit_rate_at_k(retrieved, judged, 2),
+    }
+    has_relevant = any(g >= 1 for g in judged.values())
+    row = evaluate({"q": retrieved}, {"q": judged}, subset, no_relevant="zero").per_query["q"]
+    for name in subset:
+        want = reference[name] if has_relevant else 0.0
+        assert row[name] == pytest.approx(want), name
