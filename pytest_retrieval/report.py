@@ -20,8 +20,16 @@ from .metrics import MetricSpec
 from .retriever import QueryOutcome
 from .session import RetrievalSession
 
-__all__ = ["ARTIFACT_SCHEMA_VERSION", "Report", "build_artifact", "render_summary", "sparkline"]
+__all__ = [
+    "ARTIFACT_SCHEMA",
+    "ARTIFACT_SCHEMA_VERSION",
+    "Report",
+    "build_artifact",
+    "render_summary",
+    "sparkline",
+]
 
+ARTIFACT_SCHEMA = "pytest-retrieval/artifact"
 ARTIFACT_SCHEMA_VERSION = 1
 
 
@@ -227,7 +235,7 @@ def build_artifact(
             latency[stage] = {"p50": pair[0], "p95": pair[1]}
     failed = session.failed_queries()
     return {
-        "schema": "pytest-retrieval/artifact",
+        "schema": ARTIFACT_SCHEMA,
         "schema_version": ARTIFACT_SCHEMA_VERSION,
         "plugin_version": plugin_version,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

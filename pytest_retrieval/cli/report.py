@@ -15,13 +15,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
+from ..report import ARTIFACT_SCHEMA, ARTIFACT_SCHEMA_VERSION
 from . import positive_int
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
 
 #: The artifact schema version these renderers read.
-SUPPORTED_SCHEMA_VERSION = 1
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,7 +76,7 @@ def read_artifact(path: str) -> dict[str, Any]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(Problem(f"cannot be read ({exc})", source=path)) from None
-    if not isinstance(data, dict) or data.get("schema") != "pytest-retrieval/artifact":
+    if not isinstance(data, dict) or data.get("schema") != ARTIFACT_SCHEMA:
         raise InputError(
             Problem(
                 "not a pytest-retrieval JSON artifact",
@@ -85,11 +85,11 @@ def read_artifact(path: str) -> dict[str, Any]:
             )
         )
     version = data.get("schema_version")
-    if version != SUPPORTED_SCHEMA_VERSION:
+    if version != ARTIFACT_SCHEMA_VERSION:
         raise InputError(
             Problem(
                 f"artifact schema version {version!r} is not supported (this version reads "
-                f"{SUPPORTED_SCHEMA_VERSION})",
+                f"{ARTIFACT_SCHEMA_VERSION})",
                 fix="render it with the pytest-retrieval version that wrote it",
                 source=path,
             )
