@@ -1,20 +1,171 @@
-"""pytest-retrieval: retrieval quality as a pytest regression gate."""
+"""pytest-retrieval: retrieval quality as a pytest regression gate.
+
+This module is the public API. Everything a user imports is named in :data:`__all__` and
+imported from here, ``from pytest_retrieval import assert_recall_at``; the submodules are the
+implementation and may change between releases.
+
+pytest imports this package in every run of every environment the plugin is installed in (the
+``pytest11`` entry point is ``pytest_retrieval.plugin``), so nothing is imported eagerly: each
+name is resolved on first use from the table below (PEP 562), and editors and type checkers see
+the same names through the ``TYPE_CHECKING`` imports.
+
+Gates, used inside tests of a session with a golden set:
+    ``assert_recall_at``, ``assert_precision_at``, ``assert_hit_rate_at``, ``assert_ndcg_at``,
+    ``assert_map_at``, ``assert_mrr``, ``assert_mrr_at`` (the comparison raises with the worst
+    queries), and the plain scores ``recall_at``, ``precision_at``, ``hit_rate_at``,
+    ``ndcg_at``, ``map_at``, ``mrr``, ``mrr_at`` (a :class:`Score` to compare); ``Selection``
+    (stage, split, slice), ``GateUsageError``, ``RetrievalSession`` (the
+    ``retrieval_session`` fixture's type).
+Golden sets:
+    ``Query``, ``GoldenSet``, ``load_golden``, ``write_golden``.
+Scoring without pytest:
+    ``evaluate``, ``Evaluation``, ``MetricSpec`` and the per-query metric functions
+    ``recall_at_k``, ``precision_at_k``, ``hit_rate_at_k``, ``reciprocal_rank``,
+    ``average_precision``, ``dcg``, ``ndcg_at_k``, ``r_precision``.
+Errors:
+    ``Problem``, ``InputError``, ``GoldenSetError``, ``RunFileError``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["__version__"]
+__all__ = [
+    "Evaluation",
+    "GateUsageError",
+    "GoldenSet",
+    "GoldenSetError",
+    "InputError",
+    "MetricSpec",
+    "Problem",
+    "Query",
+    "RetrievalSession",
+    "RunFileError",
+    "Score",
+    "Selection",
+    "__version__",
+    "assert_hit_rate_at",
+    "assert_map_at",
+    "assert_mrr",
+    "assert_mrr_at",
+    "assert_ndcg_at",
+    "assert_precision_at",
+    "assert_recall_at",
+    "average_precision",
+    "dcg",
+    "evaluate",
+    "hit_rate_at",
+    "hit_rate_at_k",
+    "load_golden",
+    "map_at",
+    "mrr",
+    "mrr_at",
+    "ndcg_at",
+    "ndcg_at_k",
+    "precision_at",
+    "precision_at_k",
+    "r_precision",
+    "recall_at",
+    "recall_at_k",
+    "reciprocal_rank",
+    "write_golden",
+]
+
+# name -> the module that defines it (relative to this package)
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "GateUsageError",
+            "Score",
+            "Selection",
+            "assert_hit_rate_at",
+            "assert_map_at",
+            "assert_mrr",
+            "assert_mrr_at",
+            "assert_ndcg_at",
+            "assert_precision_at",
+            "assert_recall_at",
+            "hit_rate_at",
+            "map_at",
+            "mrr",
+            "mrr_at",
+            "ndcg_at",
+            "precision_at",
+            "recall_at",
+        ),
+        "gates",
+    ),
+    **dict.fromkeys(("GoldenSet", "Query"), "golden"),
+    **dict.fromkeys(("load_golden", "write_golden"), "formats.golden_io"),
+    **dict.fromkeys(("Evaluation", "evaluate"), "evaluate"),
+    **dict.fromkeys(
+        (
+            "MetricSpec",
+            "average_precision",
+            "dcg",
+            "hit_rate_at_k",
+            "ndcg_at_k",
+            "precision_at_k",
+            "r_precision",
+            "recall_at_k",
+            "reciprocal_rank",
+        ),
+        "metrics",
+    ),
+    **dict.fromkeys(("GoldenSetError", "InputError", "Problem", "RunFileError"), "errors"),
+    "RetrievalSession": "session",
+    "__version__": "version",
+}
+
+if TYPE_CHECKING:
+    from .errors import GoldenSetError, InputError, Problem, RunFileError
+    from .evaluate import Evaluation, evaluate
+    from .formats.golden_io import load_golden, write_golden
+    from .gates import (
+        GateUsageError,
+        Score,
+        Selection,
+        assert_hit_rate_at,
+        assert_map_at,
+        assert_mrr,
+        assert_mrr_at,
+        assert_ndcg_at,
+        assert_precision_at,
+        assert_recall_at,
+        hit_rate_at,
+        map_at,
+        mrr,
+        mrr_at,
+        ndcg_at,
+        precision_at,
+        recall_at,
+    )
+    from .golden import GoldenSet, Query
+    from .metrics import (
+        MetricSpec,
+        average_precision,
+        dcg,
+        hit_rate_at_k,
+        ndcg_at_k,
+        precision_at_k,
+        r_precision,
+        recall_at_k,
+        reciprocal_rank,
+    )
+    from .session import RetrievalSession
+    from .version import __version__
 
 
 def __getattr__(name: str) -> Any:
-    # The version is read from the installed metadata only when asked for, so that importing the
-    # package (which pytest does for every run through the plugin entry point) stays cheap.
-    if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
 
-        try:
-            return version("pytest-retrieval")
-        except PackageNotFoundError:  # pragma: no cover - running from a source tree
-            return "0+unknown"
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # resolved once; later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,31 +10,215 @@ file (``retrieval-gates.yaml`` in the rootdir, or ``retrieval_gates_file``) hold
     regressions:
       - ndcg@10 0.02
 
-Lines are parsed with :func:`~pytest_retrieval.gates.parse_threshold` and
-:func:`~pytest_retrieval.baseline.parse_budget`; every problem (with its file and line) is
-reported at once. ``slice=*`` expands to one line per slice that has a query to score.
+This module is the one home of the line grammar: :func:`parse_threshold` reads
+``METRIC OP VALUE [stage=S] [split=S] [slice=S]`` and :func:`parse_budget` reads
+``METRIC[:] BUDGET[%] [stage=S] [split=S] [slice=S]``; both read their options with the same
+rules (each key at most once, known keys only) and are used by the plugin and the console
+script alike. Every problem (with its file and line) is reported at once. ``slice=*`` expands to
+one line per slice that has a query to score.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from .errors import InputError, Problem
-from .gates import Selection, Threshold, parse_threshold
+from .gates import GateUsageError, Selection, _threshold_fix, check_threshold
+from .metrics import MetricSpec
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE
-
-__all__ = [
-    "GATES_FILE_NAME",
-    "gates_file_entries",
-    "gates_file_path",
-    "load_budgets",
-    "load_declared_gates",
-]
 
 Declared = TypeVar("Declared", bound=Any)
 Entry = tuple[str, "str | None", "int | None"]
+
+
+# --- the line grammar ------------------------------------------------------------------------
+
+#: The budget when a regression line gives none, and of the default checks.
+DEFAULT_BUDGET = 0.01
+_OPTION_KEYS = ("stage", "split", "slice")
+
+
+def _selection(rest: str, problem: Callable[[str, str], InputError]) -> Selection:
+    """The ``stage=.. split=.. slice=..`` options after a gate or budget: each key at most once."""
+    options: dict[str, str] = {}
+    for token in rest.split():
+        key, sep, value = token.partition("=")
+        if not sep or key not in _OPTION_KEYS or not value:
+            raise problem(
+                f"cannot read {token!r}",
+                "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice)",
+            )
+        if key in options:
+            raise problem(f"{key} is given twice", f"keep one {key}=...")
+        options[key] = value
+    return Selection(options.get("stage"), options.get("split"), options.get("slice"))
+
+
+def _plain(value: float) -> str:
+    """A number as a budget line writes it: no exponent (``0.00001``, not ``1e-05``), and no
+    float noise (``7``, not ``7.000000000000001``)."""
+    return format(Decimal(f"{value:.12g}"), "f")
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """A declared gate: ``recall@50 >= 0.90 slice=multi-hop``."""
+
+    spec: MetricSpec
+    op: str
+    value: float
+    selection: Selection = field(default_factory=Selection)
+
+    @property
+    def name(self) -> str:
+        """A readable, ``-k``-selectable item name: ``recall@50>=0.9[slice=multi-hop]``."""
+        label = self.selection.label().replace(" ", ",")
+        return f"{self.spec}{self.op}{self.value:g}" + (f"[{label}]" if label else "")
+
+    def __str__(self) -> str:
+        label = self.selection.label()
+        return f"{self.spec} {self.op} {self.value:g}" + (f" {label}" if label else "")
+
+
+_THRESHOLD = re.compile(
+    r"^\s*(?P<metric>[^\s<>=]+)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)(?P<rest>.*)$"
+)
+
+
+def parse_threshold(
+    line: str, *, source: str | None = None, line_number: int | None = None
+) -> Threshold:
+    """Parse ``METRIC OP VALUE [stage=S] [split=S] [slice=S]``; InputError naming the fix."""
+
+    def problem(message: str, fix: str) -> InputError:
+        return InputError(
+            Problem(f"{line.strip()!r}: {message}", fix=fix, source=source, line=line_number)
+        )
+
+    match = _THRESHOLD.match(line)
+    if match is None:
+        raise problem(
+            "is not a gate",
+            "write METRIC OP VALUE [stage=NAME] [split=NAME] [slice=NAME], e.g. recall@50 >= 0.90",
+        )
+    try:
+        spec = MetricSpec.parse(match["metric"])
+    except InputError as exc:
+        raise problem(str(exc.problems[0].message), exc.problems[0].fix or "") from None
+    try:
+        value = float(match["value"])
+    except ValueError:
+        raise problem(
+            f"threshold {match['value']!r} is not a number",
+            "write a number between 0 and 1, e.g. 0.90",
+        ) from None
+    try:
+        value = check_threshold(value)
+    except GateUsageError:
+        # Said once, with the number as written (check_threshold's text would add its own fix
+        # and show the parsed float: "got 90.0").
+        raise problem(
+            f"threshold {match['value']} is not between 0 and 1", _threshold_fix(value)
+        ) from None
+    return Threshold(spec, match["op"], value, _selection(match["rest"], problem))
+
+
+# The amount ends at a space or the end of the line: "0.02%stage=x" is not read as 0.02%.
+_BUDGET = re.compile(
+    r"^\s*(?P<metric>[^\s:]+)\s*:?\s+(?P<amount>[0-9.]+)(?P<pct>%?)(?P<rest>(?:\s.*)?)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How much a metric may drop before it counts: ``ndcg@10 2% slice=multi-hop``."""
+
+    spec: MetricSpec
+    amount: float
+    relative: bool = False
+    selection: Selection = field(default_factory=Selection)
+
+    @property
+    def name(self) -> str:
+        """Item name: ``ndcg@10[budget=2%,slice=multi-hop]``."""
+        label = self.selection.label().replace(" ", ",")
+        shown = self._amount()
+        return f"{self.spec}[budget={shown}{',' + label if label else ''}]"
+
+    @property
+    def line(self) -> str:
+        """The budget in the grammar :func:`parse_budget` reads back."""
+        amount = self._amount()
+        label = self.selection.label()
+        return f"{self.spec} {amount}" + (f" {label}" if label else "")
+
+    def _amount(self) -> str:
+        return f"{_plain(self.amount * 100)}%" if self.relative else _plain(self.amount)
+
+    def allowed(self, baseline_mean: float) -> float:
+        """The drop allowed, in metric units."""
+        return self.amount * baseline_mean if self.relative else self.amount
+
+    def describe(self) -> str:
+        """``0.02`` or ``2% (0.0162)`` style text."""
+        return f"{self._amount()} of the baseline" if self.relative else self._amount()
+
+
+def parse_budget(line: str, *, source: str | None = None, line_number: int | None = None) -> Budget:
+    """Parse ``METRIC[:] BUDGET[%] [stage=S] [split=S] [slice=S]``."""
+
+    def problem(message: str, fix: str) -> InputError:
+        return InputError(
+            Problem(f"{line.strip()!r}: {message}", fix=fix, source=source, line=line_number)
+        )
+
+    text = line.strip()
+    if " " not in text and ":" not in text:
+        text = f"{text} {DEFAULT_BUDGET}"
+    match = _BUDGET.match(text)
+    if match is None:
+        raise problem(
+            "is not a regression budget",
+            "write METRIC BUDGET [stage=..] [split=..] [slice=..], e.g. recall@50 0.02 "
+            "or ndcg@10 2%",
+        )
+    try:
+        spec = MetricSpec.parse(match["metric"])
+    except InputError as exc:
+        raise problem(exc.problems[0].message, exc.problems[0].fix or "") from None
+    try:
+        amount = float(match["amount"])
+    except ValueError:
+        raise problem(
+            f"budget {match['amount']!r} is not a number", "write e.g. 0.02 or 2%"
+        ) from None
+    relative = bool(match["pct"])
+    if relative:
+        amount /= 100.0
+    if math.isnan(amount) or not 0.0 <= amount <= 1.0:
+        raise problem("the budget must be between 0 and 1 (or 0% and 100%)", "write e.g. 0.02")
+    return Budget(spec, amount, relative, _selection(match["rest"], problem))
+
+
+def default_budgets(ks: Sequence[int], stages_hint: Sequence[str] = ()) -> list[Budget]:
+    """The checks made when a baseline is set but no budget is configured.
+
+    Candidate recall at the largest K on the first stage, NDCG@10 (or the largest K below it) and
+    MRR on the final stage, each with :data:`DEFAULT_BUDGET`.
+    """
+    largest = max(ks)
+    ndcg_k = max((k for k in ks if k <= 10), default=largest)
+    return [
+        Budget(MetricSpec("recall", largest), DEFAULT_BUDGET, False, Selection(stage="retriever")),
+        Budget(MetricSpec("ndcg", ndcg_k), DEFAULT_BUDGET),
+        Budget(MetricSpec("mrr"), DEFAULT_BUDGET),
+    ]
 
 
 GATES_FILE_NAME = "retrieval-gates.yaml"
@@ -143,6 +327,20 @@ def gates_file_path(settings: Any, rootdir: Any) -> str | None:
     return candidate if os.path.isfile(candidate) else None
 
 
+def expand_slices(item: Declared, slices: Sequence[str]) -> list[Declared]:
+    """``slice=*`` as one copy of a gate or budget per slice in ``slices``; else the item.
+
+    The one expansion, used by the plugin and the console script.
+    """
+    selection: Selection = item.selection
+    if selection.slice != "*":
+        return [item]
+    return [
+        dataclasses.replace(item, selection=Selection(selection.stage, selection.split, name))
+        for name in slices
+    ]
+
+
 def _scorable_slices(settings: Any, golden: Any) -> list[str]:
     # A slice of no-answer queries only has no value under no_relevant=skip: left out of "*".
     names = []
@@ -204,15 +402,7 @@ def _expand(
         if problem is not None:
             problems.append(problem)
             continue
-        if selection.slice == "*":
-            items.extend(
-                dataclasses.replace(
-                    item, selection=Selection(selection.stage, selection.split, name)
-                )
-                for name in _scorable_slices(settings, golden)
-            )
-        else:
-            items.append(item)
+        items.extend(expand_slices(item, _scorable_slices(settings, golden)))
     if problems:
         raise InputError(problems, title=f"pytest-retrieval: {len(problems)} invalid {what}")
     return items
@@ -235,14 +425,12 @@ def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Thr
     return _expand(entries, parse_threshold, settings, golden, "gate(s)")
 
 
-def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Any]:
+def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Budget]:
     """Every regression budget: ini ``retrieval_regression`` lines, then the gates file's
     ``regressions:``; the default checks when a baseline is set and none is declared.
 
     Budgets without a baseline are a usage error (they could never be checked).
     """
-    from .baseline import default_budgets, parse_budget
-
     entries: list[tuple[str, str | None, int | None]] = [
         (line, "retrieval_regression", None) for line in settings.regression
     ]

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["MAX_LISTED_PROBLEMS", "GoldenSetError", "InputError", "Problem", "RunFileError"]
-
 #: How many problems an error message lists before it says how many more there were.
 MAX_LISTED_PROBLEMS = 50
 

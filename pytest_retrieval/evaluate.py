@@ -29,8 +29,6 @@ from typing import Literal
 
 from .metrics import Gain, MetricSpec, check_gain, check_min_grade
 
-__all__ = ["Evaluation", "NoRelevant", "evaluate"]
-
 NoRelevant = Literal["skip", "zero", "one"]
 _NO_RELEVANT_VALUES: dict[str, float | None] = {"skip": None, "zero": 0.0, "one": 1.0}
 

@@ -18,8 +18,6 @@ from typing import Any, TextIO
 
 from .errors import InputError, Problem
 
-__all__ = ["atomic_write", "atomic_write_json", "atomic_write_text", "file_lock", "path_problem"]
-
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "file") -> None:
     """Write ``text`` to ``path`` atomically (temp file + fsync + rename).

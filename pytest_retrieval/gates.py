@@ -23,38 +23,12 @@ from __future__ import annotations
 
 import math
 import operator
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from .errors import InputError, Problem
 from .metrics import MetricSpec
-
-__all__ = [
-    "Gate",
-    "GateOutcome",
-    "GateUsageError",
-    "Score",
-    "Threshold",
-    "activate",
-    "assert_hit_rate_at",
-    "assert_map_at",
-    "assert_mrr",
-    "assert_mrr_at",
-    "assert_ndcg_at",
-    "assert_precision_at",
-    "assert_recall_at",
-    "hit_rate_at",
-    "map_at",
-    "mrr",
-    "mrr_at",
-    "ndcg_at",
-    "parse_threshold",
-    "precision_at",
-    "recall_at",
-]
 
 Op = Literal[">=", ">", "<=", "<"]
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -113,6 +87,16 @@ class Selection:
     stage: str | None = None
     split: str | None = None
     slice: str | None = None
+
+    def matches(self, split: str, slices: Collection[str], *, heldout_split: str) -> bool:
+        """True if a query of ``split`` tagged ``slices`` is covered by this selection.
+
+        The one rule, used by gates, regression checks and the console script alike: the named
+        split, or without one every split but the held-out one ("overall"); and the named slice,
+        or every query without one. (The stage picks a ranking, not queries.)
+        """
+        in_split = split == self.split if self.split is not None else split != heldout_split
+        return in_split and (self.slice is None or self.slice in slices)
 
     def label(self) -> str:
         """``stage=reranker split=tune slice=multi-hop`` (only the parts that are set)."""
@@ -428,89 +412,6 @@ def mrr_at(
 ) -> Score:
     """MRR@K as a :class:`Score`."""
     return _score("mrr", k, stage, split, slice)
-
-
-# --- declared thresholds ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Threshold:
-    """A declared gate: ``recall@50 >= 0.90 slice=multi-hop``."""
-
-    spec: MetricSpec
-    op: str
-    value: float
-    selection: Selection = Selection()
-
-    @property
-    def name(self) -> str:
-        """A readable, ``-k``-selectable item name: ``recall@50>=0.9[slice=multi-hop]``."""
-        label = self.selection.label().replace(" ", ",")
-        return f"{self.spec}{self.op}{self.value:g}" + (f"[{label}]" if label else "")
-
-    def __str__(self) -> str:
-        label = self.selection.label()
-        return f"{self.spec} {self.op} {self.value:g}" + (f" {label}" if label else "")
-
-
-_THRESHOLD = re.compile(
-    r"^\s*(?P<metric>[^\s<>=]+)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)(?P<rest>.*)$"
-)
-_KEYS = ("stage", "split", "slice")
-
-
-def parse_threshold(
-    line: str, *, source: str | None = None, line_number: int | None = None
-) -> Threshold:
-    """Parse ``METRIC OP VALUE [stage=S] [split=S] [slice=S]``; InputError naming the fix."""
-
-    def problem(message: str, fix: str) -> InputError:
-        return InputError(
-            Problem(f"{line.strip()!r}: {message}", fix=fix, source=source, line=line_number)
-        )
-
-    match = _THRESHOLD.match(line)
-    if match is None:
-        raise problem(
-            "is not a gate",
-            "write METRIC OP VALUE [stage=NAME] [split=NAME] [slice=NAME], e.g. recall@50 >= 0.90",
-        )
-    try:
-        spec = MetricSpec.parse(match["metric"])
-    except InputError as exc:
-        raise problem(str(exc.problems[0].message), exc.problems[0].fix or "") from None
-    try:
-        value = float(match["value"])
-    except ValueError:
-        raise problem(
-            f"threshold {match['value']!r} is not a number",
-            "write a number between 0 and 1, e.g. 0.90",
-        ) from None
-    try:
-        value = check_threshold(value)
-    except GateUsageError:
-        # Said once, with the number as written (check_threshold's text would add its own fix
-        # and show the parsed float: "got 90.0").
-        raise problem(
-            f"threshold {match['value']} is not between 0 and 1", _threshold_fix(value)
-        ) from None
-    options: dict[str, str] = {}
-    for token in match["rest"].split():
-        key, sep, val = token.partition("=")
-        if not sep or key not in _KEYS or not val:
-            raise problem(
-                f"cannot read {token!r}",
-                "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice)",
-            )
-        if key in options:
-            raise problem(f"{key} is given twice", f"keep one {key}=...")
-        options[key] = val
-    return Threshold(
-        spec,
-        match["op"],
-        value,
-        Selection(options.get("stage"), options.get("split"), options.get("slice")),
-    )
 
 
 def describe_op_failure(value: float | None, op: str, threshold: float) -> str:

@@ -6,11 +6,10 @@ absent is unjudged, and an empty mapping marks a *no-answer* query), any number 
 exactly one split (``tune`` unless stated; the held-out split is called ``heldout`` unless
 configured otherwise).
 
-:func:`load_golden` reads every supported format (canonical YAML, JSON, JSONL, CSV, TREC qrels
-with optional topics, a BEIR folder) and reports *all* problems it finds in one
-:class:`~pytest_retrieval.errors.GoldenSetError`; :func:`write_golden` writes YAML, JSON or JSONL.
-Nothing heavy (yaml, csv readers) is imported until a file is actually read, because the pytest
-plugin imports this module.
+This module is the model only (queries, the set's rules, the fingerprint, the leakage guard,
+joining sets). Every reader and writer lives in :mod:`pytest_retrieval.formats`, which imports
+this module and never the reverse: ``load_golden`` / ``write_golden`` are in
+:mod:`pytest_retrieval.formats.golden_io` (and in the public API, ``pytest_retrieval``).
 """
 
 from __future__ import annotations
@@ -23,35 +22,33 @@ import string
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import GoldenSetError, InputError, Problem
+from .errors import GoldenSetError, Problem
 
-if TYPE_CHECKING:
-    from .formats.golden_schema import Parsed
+# Names that moved to formats/ (the model imports no format). Old imports such as
+# ``from pytest_retrieval.golden import load_golden`` keep working: they resolve on first use,
+# through importlib, so importing the model never loads a reader.
+_MOVED = {
+    "READ_FORMATS": "pytest_retrieval.formats.golden_io",
+    "WRITE_FORMATS": "pytest_retrieval.formats.golden_io",
+    "infer_format": "pytest_retrieval.formats.golden_io",
+    "load_golden": "pytest_retrieval.formats.golden_io",
+    "write_golden": "pytest_retrieval.formats.golden_io",
+    "check_corpus": "pytest_retrieval.formats.corpus",
+    "read_corpus_ids": "pytest_retrieval.formats.corpus",
+}
 
-__all__ = [
-    "DEFAULT_HELDOUT_SPLIT",
-    "DEFAULT_SPLIT",
-    "READ_FORMATS",
-    "SCHEMA_VERSION",
-    "WRITE_FORMATS",
-    "DocId",
-    "GoldenSet",
-    "Judgments",
-    "Query",
-    "QueryId",
-    "check_corpus",
-    "compute_fingerprint",
-    "infer_format",
-    "is_plain_name",
-    "load_golden",
-    "normalise_text",
-    "read_corpus_ids",
-    "write_golden",
-]
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(module), name)
+
 
 QueryId = str
 DocId = str
@@ -64,27 +61,12 @@ DEFAULT_SPLIT = "tune"
 DEFAULT_HELDOUT_SPLIT = "heldout"
 #: The only ``version:`` of the canonical schema this release reads and writes.
 SCHEMA_VERSION = 1
-#: Format names :func:`load_golden` accepts.
-READ_FORMATS = ("yaml", "json", "jsonl", "csv", "trec", "beir")
-#: Format names :func:`write_golden` accepts.
-WRITE_FORMATS = ("yaml", "json", "jsonl")
 
 #: A path, or an iterable of doc ids given from code.
 CorpusSpec = str | os.PathLike[str] | Iterable[str]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter or digit"
-
-_SUFFIX_FORMATS = {
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".json": "json",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".qrels": "trec",
-}
 
 
 def is_plain_name(name: object) -> bool:
@@ -548,296 +530,17 @@ class GoldenSet:
         return {q.id: q.text for q in self.queries if q.text is not None}
 
 
-# --- files -----------------------------------------------------------------------------------
+def join_golden_sets(sets: Sequence[GoldenSet], *, heldout_split: str) -> GoldenSet:
+    """One golden set from several (in order); query ids must stay unique across them.
 
-
-def infer_format(path: str | os.PathLike[str]) -> str:
-    """The format name for ``path``: a folder is ``beir``; otherwise by suffix.
-
-    ``.yaml``/``.yml``, ``.json``, ``.jsonl``/``.ndjson``, ``.csv``/``.tsv``, and ``.qrels`` or a
-    file name starting with ``qrels`` (``qrels.test``, ``qrels.txt``) for TREC. Raises
-    :class:`~pytest_retrieval.errors.GoldenSetError` if it cannot tell.
+    The name and corpus version are the first set's; the source lists every file.
     """
-    p = Path(path)
-    if p.is_dir():
-        return "beir"
-    fmt = _SUFFIX_FORMATS.get(p.suffix.lower())
-    if fmt is None and p.name.lower().startswith("qrels"):
-        fmt = "trec"
-    if fmt is None:
-        raise GoldenSetError(
-            Problem(
-                "cannot tell the golden-set format from the file name",
-                f"use a known suffix (.yaml, .json, .jsonl, .csv, .tsv, .qrels) or pass the "
-                f"format explicitly (one of {', '.join(READ_FORMATS)})",
-                source=os.fspath(path),
-            )
-        )
-    return fmt
-
-
-def _read(fmt: str, source: str, topics: str | None) -> Parsed:
-    if fmt in ("yaml", "json", "jsonl"):
-        from .formats import golden_files
-
-        return golden_files.read(source, fmt)
-    if fmt == "csv":
-        from .formats import golden_csv
-
-        return golden_csv.read_csv(source)
-    if fmt == "trec":
-        from .formats import golden_trec
-
-        return golden_trec.read_trec(source, topics=topics)
-    from .formats import golden_beir
-
-    return golden_beir.read_beir(source)
-
-
-def load_golden(
-    path: str | os.PathLike[str],
-    *,
-    format: str | None = None,
-    corpus: CorpusSpec | None = None,
-    heldout_split: str = DEFAULT_HELDOUT_SPLIT,
-    topics: str | os.PathLike[str] | None = None,
-) -> GoldenSet:
-    """Read and validate a golden set.
-
-    ``format`` is one of :data:`READ_FORMATS`, inferred from ``path`` when omitted (see
-    :func:`infer_format`). ``topics`` gives query texts for TREC qrels (a TSV ``qid<TAB>text``
-    or a TREC topics file). ``corpus`` (a file of ids, a BEIR ``corpus.jsonl`` or folder, or an
-    iterable of doc ids) turns on the corpus check: every judged doc id must be in it.
-    ``heldout_split`` names the held-out split.
-
-    Every problem found (syntax, schema, duplicates, leakage, stale doc ids) is reported in one
-    :class:`~pytest_retrieval.errors.GoldenSetError`; no other exception escapes for bad input.
-    """
-    source = os.fspath(path)
-    if not os.path.exists(source):
-        raise GoldenSetError(
-            Problem("no such file or folder", "check the path", source=source),
-            title=f"{source}: cannot load golden set",
-        )
-    fmt = infer_format(path) if format is None else format
-    usage: list[Problem] = []
-    if fmt not in READ_FORMATS:
-        usage.append(
-            Problem(
-                f"unknown golden-set format {fmt!r}",
-                f"use one of {', '.join(READ_FORMATS)}",
-                source=source,
-                field="format",
-            )
-        )
-    if topics is not None and fmt != "trec":
-        usage.append(
-            Problem(
-                "a topics file only applies to TREC qrels",
-                "drop the topics file, or pass format='trec'",
-                source=source,
-                field="topics",
-            )
-        )
-    if not is_plain_name(heldout_split):
-        usage.append(
-            Problem(
-                f"held-out split name {heldout_split!r} is not a plain identifier",
-                _PLAIN_NAME_FIX,
-                field="heldout_split",
-            )
-        )
-    if usage:
-        raise GoldenSetError(usage, title=f"{source}: cannot load golden set")
-    parsed = _read(fmt, source, os.fspath(topics) if topics is not None else None)
-    problems = list(parsed.problems)
-    line_source = parsed.line_source or source
-    problems.extend(_set_problems(parsed.entries, source=line_source, lines=parsed.entry_lines))
-    if corpus is not None:
-        try:
-            problems.extend(
-                _corpus_problems(
-                    parsed.queries,
-                    read_corpus_ids(corpus),
-                    source=line_source,
-                    lines=parsed.lines,
-                    corpus_version=parsed.corpus_version,
-                )
-            )
-        except GoldenSetError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise GoldenSetError(problems, title=f"{source}: golden set has {len(problems)} problem(s)")
-    return GoldenSet._from_checked(
-        tuple(parsed.queries),
-        source=source,
-        name=parsed.name,
-        corpus_version=parsed.corpus_version,
+    if len(sets) == 1:
+        return sets[0]
+    return GoldenSet(
+        tuple(q for s in sets for q in s),
+        source=", ".join(str(s.source) for s in sets),
+        name=sets[0].name,
+        corpus_version=sets[0].corpus_version,
         heldout_split=heldout_split,
     )
-
-
-def write_golden(
-    golden: GoldenSet,
-    path: str | os.PathLike[str],
-    *,
-    format: str | None = None,
-) -> None:
-    """Write ``golden`` as canonical YAML, JSON or JSONL (inferred from the suffix).
-
-    Every query is written with its resolved split and slices (no ``defaults``), so reading the
-    file back gives an equal set with the same fingerprint. Queries without text (TREC qrels
-    read without topics) cannot be written: that raises
-    :class:`~pytest_retrieval.errors.GoldenSetError` listing them.
-    """
-    target = os.fspath(path)
-    fmt = format
-    if fmt is None:
-        fmt = _SUFFIX_FORMATS.get(Path(target).suffix.lower())
-    if fmt not in WRITE_FORMATS:
-        raise InputError(
-            Problem(
-                f"cannot write golden sets as {fmt or 'this file type'}",
-                f"write one of {', '.join(WRITE_FORMATS)} (.yaml, .json or .jsonl)",
-                source=target,
-                field="format",
-            )
-        )
-    textless = [
-        Problem(
-            "query has no text, which the canonical formats require",
-            "load the TREC qrels with a topics file that gives every query's text",
-            source=golden.source,
-            query_id=q.id,
-            field="text",
-        )
-        for q in golden.queries
-        if q.text is None
-    ]
-    if textless:
-        raise GoldenSetError(
-            textless, title=f"cannot write {target}: {len(textless)} query(ies) without text"
-        )
-    from .formats import golden_files
-
-    golden_files.write(golden, target, fmt)
-
-
-# --- corpus check ----------------------------------------------------------------------------
-
-
-def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
-    """The doc ids of a corpus.
-
-    ``corpus`` is a path to a BEIR folder (its ``corpus.jsonl`` is read), a ``.jsonl`` file with
-    one JSON object per line (``_id`` as in BEIR, or ``id``), or any other file with one id per
-    line (blank lines skipped, surrounding white space ignored); or an iterable of ids from
-    code. Unreadable files raise :class:`~pytest_retrieval.errors.GoldenSetError`.
-    """
-    if not isinstance(corpus, (str, os.PathLike)):
-        return frozenset(str(doc) for doc in corpus)
-    source = os.fspath(corpus)
-    if os.path.isdir(source):
-        source = os.path.join(source, "corpus.jsonl")
-    is_jsonl = source.lower().endswith((".jsonl", ".ndjson"))
-    ids: set[str] = set()
-    problems: list[Problem] = []
-    try:
-        with open(source, encoding="utf-8-sig") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                if not is_jsonl:
-                    ids.add(line.strip())
-                    continue
-                doc_id = _jsonl_doc_id(line)
-                if doc_id is None:
-                    problems.append(
-                        Problem(
-                            "not a JSON object with an '_id' (or 'id') string",
-                            "write one document per line, as in BEIR's corpus.jsonl",
-                            source=source,
-                            line=number,
-                        )
-                    )
-                else:
-                    ids.add(doc_id)
-    except FileNotFoundError:
-        problems.append(Problem("corpus file not found", "check the path", source=source))
-    except UnicodeDecodeError as exc:
-        problems.append(
-            Problem(f"is not valid UTF-8 ({exc.reason})", "save it as UTF-8", source=source)
-        )
-    except OSError as exc:
-        problems.append(Problem(f"cannot read the corpus: {exc.strerror}", source=source))
-    if problems:
-        raise GoldenSetError(problems, title=f"{source}: cannot read corpus ids")
-    return frozenset(ids)
-
-
-def _jsonl_doc_id(line: str) -> str | None:
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(record, dict):
-        return None
-    doc_id = record.get("_id", record.get("id"))
-    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        return None
-    return str(doc_id)
-
-
-_LISTED_STALE_IDS = 10
-
-
-def _corpus_problems(
-    queries: Sequence[Query],
-    known: frozenset[str],
-    *,
-    source: str | None,
-    lines: Sequence[int | None] | None,
-    corpus_version: str | None,
-) -> list[Problem]:
-    version = f" (labelled for corpus_version {corpus_version!r})" if corpus_version else ""
-    problems: list[Problem] = []
-    for index, query in enumerate(queries):
-        stale = [doc for doc in query.judgments if doc not in known]
-        if not stale:
-            continue
-        shown = ", ".join(repr(doc) for doc in stale[:_LISTED_STALE_IDS])
-        if len(stale) > _LISTED_STALE_IDS:
-            shown += f" and {len(stale) - _LISTED_STALE_IDS} more"
-        problems.append(
-            Problem(
-                f"{len(stale)} judged doc id(s) not in the corpus{version}: {shown}",
-                "the documents were removed or given new ids since labelling: re-label them, "
-                "or check that the corpus matches the index build",
-                source=source,
-                line=lines[index] if lines is not None else None,
-                query_id=query.id,
-                field="relevant",
-            )
-        )
-    return problems
-
-
-def check_corpus(golden: GoldenSet, corpus: CorpusSpec) -> None:
-    """Raise :class:`~pytest_retrieval.errors.GoldenSetError` if a judged doc id is not in
-    ``corpus`` (any form :func:`read_corpus_ids` accepts), listing the stale ids per query.
-
-    Every judged id counts, grade 0 included.
-    """
-    problems = _corpus_problems(
-        golden.queries,
-        read_corpus_ids(corpus),
-        source=golden.source,
-        lines=None,
-        corpus_version=golden.corpus_version,
-    )
-    if problems:
-        raise GoldenSetError(
-            problems,
-            title=f"{golden.source or 'golden set'}: {len(problems)} query(ies) judge doc ids "
-            "missing from the corpus",
-        )

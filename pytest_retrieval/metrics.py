@@ -31,20 +31,6 @@ from typing import Literal
 
 from .errors import InputError, Problem
 
-__all__ = [
-    "METRIC_NAMES",
-    "Gain",
-    "MetricSpec",
-    "average_precision",
-    "dcg",
-    "hit_rate_at_k",
-    "ndcg_at_k",
-    "precision_at_k",
-    "r_precision",
-    "recall_at_k",
-    "reciprocal_rank",
-]
-
 Gain = Literal["exponential", "linear"]
 Relevance = Collection[str] | Mapping[str, int]
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from .baseline import Budget, Snapshot
+    from .baseline import Snapshot
+    from .declared import Budget, Threshold
     from .evaluate import Evaluation
-    from .gates import Threshold
     from .golden import GoldenSet
     from .retriever import QueryOutcome
     from .session import RetrievalSession

@@ -14,20 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .baseline import RegressionOutcome
 from .gates import GateOutcome
 from .metrics import MetricSpec
+from .regression import RegressionOutcome
 from .retriever import QueryOutcome
 from .session import RetrievalSession
-
-__all__ = [
-    "ARTIFACT_SCHEMA",
-    "ARTIFACT_SCHEMA_VERSION",
-    "Report",
-    "build_artifact",
-    "render_summary",
-    "sparkline",
-]
 
 ARTIFACT_SCHEMA = "pytest-retrieval/artifact"
 ARTIFACT_SCHEMA_VERSION = 1

@@ -31,8 +31,6 @@ from typing import Any
 from . import report_view as view
 from .report_view import BaselineLike, Column
 
-__all__ = ["Markup", "el", "escape", "render_html"]
-
 #: Query diffs listed per regression check (the artifact holds them all).
 MAX_DIFFS = 200
 #: Bar charts drawn at most (one per stage and metric that a slice gate names).

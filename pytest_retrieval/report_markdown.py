@@ -21,16 +21,6 @@ from typing import Any
 from . import report_view as view
 from .report_view import BaselineLike, Column, GateRow
 
-__all__ = [
-    "DEFAULT_MAX_CHARS",
-    "DEFAULT_MAX_GATES",
-    "DEFAULT_MAX_ROWS",
-    "append_step_summary",
-    "md_code",
-    "md_text",
-    "render_markdown",
-]
-
 #: Per-query rows shown per regression check (and failed queries, notes) before "... and N more".
 DEFAULT_MAX_ROWS = 10
 #: Gates shown before "... and N more" (failures come first, so they are never the ones cut).

@@ -21,36 +21,6 @@ from typing import TYPE_CHECKING, Any, Union
 if TYPE_CHECKING:
     from .baseline import Snapshot
 
-__all__ = [
-    "BaselineLike",
-    "Column",
-    "GateRow",
-    "MissedDoc",
-    "Verdict",
-    "alpha",
-    "baseline_document",
-    "baseline_mean",
-    "columns",
-    "curve",
-    "default_stage",
-    "first_relevant_rank",
-    "fmt",
-    "fmt_p",
-    "fmt_signed",
-    "gate_rows",
-    "headline_metrics",
-    "largest_k",
-    "metric_names",
-    "metric_near_ten",
-    "missed_relevant",
-    "row_text",
-    "rows_by_id",
-    "scope_label",
-    "shorten",
-    "split_metric",
-    "stage_list",
-    "verdict",
-]
 
 #: The baseline the reports compare with: the baseline JSON as a dict, or a loaded Snapshot.
 BaselineLike = Union[Mapping[str, Any], "Snapshot"]

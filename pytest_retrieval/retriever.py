@@ -35,17 +35,6 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
-__all__ = [
-    "RERANKER_STAGE",
-    "RETRIEVER_STAGE",
-    "QueryOutcome",
-    "QueryRequest",
-    "RetrieverOutputError",
-    "adapt_ranking",
-    "extract_doc_id",
-    "run_pipeline",
-]
-
 RETRIEVER_STAGE = "retriever"
 RERANKER_STAGE = "reranker"
 

@@ -38,9 +38,10 @@ from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .baseline import Budget, RegressionOutcome, Snapshot
+    from .baseline import Snapshot
+    from .declared import Budget
+    from .regression import RegressionOutcome
 
-__all__ = ["RetrievalSession", "SealedSplit", "WorstQuery"]
 
 SEALED_REASON = "held-out split is sealed; CI unseals it with --retrieval-heldout"
 
@@ -150,14 +151,11 @@ class RetrievalSession:
             raise GateUsageError(f"unknown slice {slice_name!r}; the golden set has: {known}")
         if split == self.heldout_name and not self.unsealed:
             self.on_sealed(SEALED_REASON)
-        queries = [
+        return [
             q
             for q in self.golden
-            if (q.split == split if split is not None else q.split != self.heldout_name)
+            if selection.matches(q.split, q.slices, heldout_split=self.heldout_name)
         ]
-        if slice_name is not None:
-            queries = [q for q in queries if slice_name in q.slices]
-        return queries
 
     # --- the run ------------------------------------------------------------------------
 
@@ -558,7 +556,7 @@ class RetrievalSession:
 
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline; record and return the outcome."""
-        from .baseline import CompareOptions, compare
+        from .regression import CompareOptions, compare
 
         if self.settings.update_baseline:
             reason = "this run updates the baseline; regressions are checked on the next run"

@@ -19,8 +19,6 @@ from typing import Any, Literal
 from .errors import InputError, Problem
 from .metrics import METRIC_NAMES, MetricSpec, check_gain
 
-__all__ = ["OPTIONS", "Option", "Settings", "resolve"]
-
 IniType = Literal["string", "linelist", "bool"]
 
 

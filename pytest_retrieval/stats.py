@@ -35,19 +35,6 @@ from typing import Literal, TypeAlias, get_args
 import numpy as np
 import numpy.typing as npt
 
-__all__ = [
-    "CHUNK_ELEMENTS",
-    "EXACT_CUTOFF",
-    "MAX_EXACT_CUTOFF",
-    "Alternative",
-    "ConfidenceInterval",
-    "PairedComparison",
-    "bootstrap_ci",
-    "conservative_delta_sd",
-    "minimum_detectable_drop",
-    "paired_comparison",
-]
-
 #: Direction of the alternative hypothesis, on the deltas ``current - baseline``: ``"less"`` means
 #: the current run is worse (mean delta < 0), ``"greater"`` that it is better, ``"two-sided"``
 #: that it differs either way.

@@ -16,18 +16,11 @@ from baseline_helpers import STAGE, query, snapshot
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from pytest_retrieval.baseline import (
-    CompareOptions,
-    QuerySnapshot,
-    RegressionOutcome,
-    Snapshot,
-    compare,
-    dump_baseline,
-    load_baseline,
-    parse_budget,
-)
+from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline, load_baseline
+from pytest_retrieval.declared import parse_budget
 from pytest_retrieval.errors import InputError
 from pytest_retrieval.gates import Selection
+from pytest_retrieval.regression import CompareOptions, RegressionOutcome, compare
 
 
 def check(

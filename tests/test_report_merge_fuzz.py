@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_retrieval.baseline import RegressionOutcome
 from pytest_retrieval.gates import GateOutcome
+from pytest_retrieval.regression import RegressionOutcome
 from pytest_retrieval.report import Report, merge_all, outcome_to_dict
 from pytest_retrieval.retriever import QueryOutcome
 

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 
 from ..errors import InputError
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
-
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -44,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from .. import __version__
+        from ..version import __version__
 
         print(f"pytest-retrieval {__version__}")
         return EXIT_OK

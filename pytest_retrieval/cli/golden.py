@@ -17,16 +17,8 @@ from collections import Counter
 from typing import Any
 
 from ..errors import GoldenSetError, InputError
-from ..golden import (
-    DEFAULT_HELDOUT_SPLIT,
-    READ_FORMATS,
-    WRITE_FORMATS,
-    GoldenSet,
-    load_golden,
-    write_golden,
-)
-
-__all__ = ["register"]
+from ..formats.golden_io import READ_FORMATS, WRITE_FORMATS, load_golden, write_golden
+from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, Problem
 
 if TYPE_CHECKING:
-    from ..baseline import Budget, Snapshot
-    from ..gates import Threshold
+    from ..baseline import Snapshot
+    from ..declared import Budget, Threshold
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -128,8 +128,7 @@ def _scorable_slices(snapshot: Snapshot) -> list[str]:
 def _budgets(
     args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
 ) -> list[Budget]:
-    from ..baseline import Budget, default_budgets, parse_budget
-    from ..gates import Selection
+    from ..declared import default_budgets, expand_slices, parse_budget
 
     lines: list[tuple[str, str | None, int | None]] = [
         (line, "--budget", None) for line in args.budgets or ()
@@ -147,23 +146,12 @@ def _budgets(
     slices = _scorable_slices(snapshot)
     for line, source, number in lines:
         budget = parse_budget(line, source=source, line_number=number)
-        if budget.selection.slice == "*":
-            budgets.extend(
-                Budget(
-                    budget.spec,
-                    budget.amount,
-                    budget.relative,
-                    Selection(budget.selection.stage, budget.selection.split, name),
-                )
-                for name in slices
-            )
-        else:
-            budgets.append(budget)
+        budgets.extend(expand_slices(budget, slices))
     return budgets
 
 
 def _options(args: argparse.Namespace, document: dict[str, Any]) -> Any:
-    from ..baseline import CompareOptions
+    from ..regression import CompareOptions
 
     settings = document.get("settings", {})
     return CompareOptions(
@@ -180,7 +168,8 @@ def _options(args: argparse.Namespace, document: dict[str, Any]) -> Any:
 def _check_regressions(
     baseline_path: str, args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
 ) -> bool:
-    from ..baseline import compare, load_baseline
+    from ..baseline import load_baseline
+    from ..regression import compare
 
     try:
         baseline: Snapshot | None = load_baseline(baseline_path)
@@ -218,7 +207,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Threshold]:
-    from ..gates import parse_threshold
+    from ..declared import parse_threshold
 
     lines: list[tuple[str, str | None, int | None]] = [
         (line, "--threshold", None) for line in args.thresholds or ()
@@ -235,6 +224,7 @@ def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Thre
 def run_gate(args: argparse.Namespace) -> int:
     """Re-apply thresholds (and budgets with --baseline) to the artifact's run."""
     from ..baseline import snapshot_mean
+    from ..declared import expand_slices
     from ..gates import OPS, Selection
 
     if args.budgets and not args.baseline:
@@ -257,16 +247,9 @@ def run_gate(args: argparse.Namespace) -> int:
         )
     slices = _scorable_slices(snapshot)
     ok = True
-    for threshold in thresholds:
-        selections = (
-            [
-                Selection(threshold.selection.stage, threshold.selection.split, name)
-                for name in slices
-            ]
-            if threshold.selection.slice == "*"
-            else [threshold.selection]
-        )
-        for selection in selections:
+    for declared in thresholds:
+        for threshold in expand_slices(declared, slices):
+            selection = threshold.selection
             value, n, stage = snapshot_mean(
                 snapshot, str(threshold.spec), selection, heldout_split=heldout
             )

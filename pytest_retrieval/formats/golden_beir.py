@@ -19,8 +19,6 @@ import os
 from ..golden import DEFAULT_SPLIT, Query, is_plain_name
 from .golden_schema import Parsed, as_id, grade_problem, id_problem, read_text
 
-__all__ = ["qrels_files", "read_beir"]
-
 _HEADER = ("query-id", "corpus-id", "score")
 
 

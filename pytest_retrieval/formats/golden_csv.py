@@ -22,8 +22,6 @@ from typing import Any
 
 from .golden_schema import Defaults, Marks, Parsed, SchemaReader, read_text, suggest_field
 
-__all__ = ["PER_JUDGMENT_COLUMNS", "PER_QUERY_COLUMNS", "read_csv"]
-
 #: Columns of the one-row-per-query shape.
 PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split")
 #: Columns of the one-row-per-judgment shape.

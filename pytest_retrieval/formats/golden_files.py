@@ -28,8 +28,6 @@ from .golden_schema import (
 if TYPE_CHECKING:
     import yaml
 
-__all__ = ["read", "read_json", "read_jsonl", "read_yaml", "write"]
-
 
 def read(path: str, fmt: str) -> Parsed:
     """Read ``path`` as ``fmt`` (``yaml``, ``json`` or ``jsonl``)."""

@@ -17,25 +17,6 @@ from typing import Any
 from ..errors import Problem
 from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, Query, is_plain_name
 
-__all__ = [
-    "DEFAULTS_FIELDS",
-    "HEADER_FIELDS",
-    "QUERY_FIELDS",
-    "TOP_FIELDS",
-    "Defaults",
-    "Loc",
-    "Locate",
-    "Marks",
-    "Parsed",
-    "SchemaReader",
-    "SourceInt",
-    "as_id",
-    "grade_problem",
-    "id_problem",
-    "read_text",
-    "suggest_field",
-]
-
 #: Fields of one query, in the order the writers emit them.
 QUERY_FIELDS = ("id", "text", "relevant", "slices", "split")
 #: Top-level keys of a YAML or JSON golden-set document.

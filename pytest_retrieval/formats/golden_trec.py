@@ -21,8 +21,6 @@ from ..golden import DEFAULT_SPLIT, Query
 from .golden_schema import Parsed, read_text
 from .trec import read_qrels_records
 
-__all__ = ["read_topics", "read_trec"]
-
 _TOP = re.compile(r"<top>(.*?)(?:</top>|\Z)", re.IGNORECASE | re.DOTALL)
 _NUM = re.compile(r"<num>\s*(?:Number\s*:)?\s*([^\s<]+)", re.IGNORECASE)
 _TITLE = re.compile(r"<title>\s*(?:Topic\s*:)?\s*([^<]*)", re.IGNORECASE)

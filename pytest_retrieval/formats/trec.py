@@ -18,8 +18,6 @@ from collections.abc import Iterator
 
 from ..errors import Problem, RunFileError
 
-__all__ = ["read_qrels", "read_qrels_records", "read_run", "write_run"]
-
 _QRELS_FIELDS = "qid iter docid grade"
 _RUN_FIELDS = "qid Q0 docid rank score tag"
 

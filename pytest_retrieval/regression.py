@@ -1,0 +1,460 @@
+"""The regression rule: is the current run worse than the committed baseline?
+
+**The rule.** A metric (per stage, split and slice) regresses when its mean drop is larger than
+its budget AND a paired sign-flip test says the drop is significant at ``alpha`` (one-sided).
+Budgets are absolute (``recall@50 0.02``) or relative to the baseline mean (``ndcg@10 2%``); see
+:mod:`pytest_retrieval.declared` for their grammar. A significant rise above the budget is an
+improvement: the baseline is a floor that should move up, so the report suggests refreshing it.
+
+Held-out queries never enter a baseline with per-query detail, so regressions are checked on the
+other splits only. :func:`compare` applies the rule in steps: check the two snapshots are
+comparable, pair the selected queries, test, and explain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .baseline import QuerySnapshot, Snapshot, round_value
+from .declared import Budget
+from .gates import Selection
+
+#: Differences of means smaller than this are float noise when comparing a drop with a budget.
+_NOISE = 1e-10
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDiff:
+    """How one query moved: its value before and after, and the relevant docs that moved."""
+
+    query_id: str
+    before: float
+    after: float
+    moves: tuple[tuple[str, int | None, int | None], ...]  # (doc, rank before, rank after)
+
+    @property
+    def delta(self) -> float:
+        """after - before."""
+        return self.after - self.before
+
+    def describe(self, metric: str) -> str:
+        """``refund-window: ndcg@10 1.0000 → 0.3869; refund-policy: rank 1 → 7``."""
+
+        def rank(value: int | None) -> str:
+            return "—" if value is None else str(value)
+
+        moved = "; ".join(f"{doc}: rank {rank(a)} → {rank(b)}" for doc, a, b in self.moves[:4])
+        more = f" (+{len(self.moves) - 4} more)" if len(self.moves) > 4 else ""
+        return f"{self.query_id}: {metric} {self.before:.4f} → {self.after:.4f}" + (
+            f"; {moved}{more}" if moved else ""
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins."""
+        return {
+            "query_id": self.query_id,
+            "before": round_value(self.before),
+            "after": round_value(self.after),
+            "moves": [{"doc": d, "before": a, "after": b} for d, a, b in self.moves],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionOutcome:
+    """The verdict of one regression check."""
+
+    name: str
+    metric: str
+    stage: str | None
+    split: str | None
+    slice: str | None
+    status: str  # "pass", "regression", "improvement", "incomparable", "missing", "skipped"
+    message: str
+    budget: float = 0.0
+    n: int = 0
+    baseline_mean: float | None = None
+    current_mean: float | None = None
+    delta: float | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None
+    p_value_improvement: float | None = None
+    detectable: float | None = None
+    warning: str | None = None
+    worse: tuple[QueryDiff, ...] = ()
+    better: tuple[QueryDiff, ...] = ()
+    #: The mean drop is larger than the budget (whether or not it is significant).
+    over_budget: bool = False
+
+    @property
+    def passed(self) -> bool:
+        """True unless the check found a regression or could not compare."""
+        return self.status in ("pass", "improvement", "skipped")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins (artifact, xdist payload)."""
+        return {
+            "name": self.name,
+            "metric": self.metric,
+            "stage": self.stage,
+            "split": self.split,
+            "slice": self.slice,
+            "status": self.status,
+            "passed": self.passed,
+            "message": self.message,
+            "budget": self.budget,
+            "n": self.n,
+            "baseline_mean": self.baseline_mean,
+            "current_mean": self.current_mean,
+            "delta": self.delta,
+            "ci": list(self.ci) if self.ci else None,
+            "p_value": self.p_value,
+            "p_value_improvement": self.p_value_improvement,
+            "detectable": self.detectable,
+            "warning": self.warning,
+            "worse": [d.to_dict() for d in self.worse],
+            "better": [d.to_dict() for d in self.better],
+            "over_budget": self.over_budget,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RegressionOutcome:
+        """Inverse of :meth:`to_dict`."""
+
+        def diffs(rows: Sequence[Mapping[str, Any]]) -> tuple[QueryDiff, ...]:
+            return tuple(
+                QueryDiff(
+                    r["query_id"],
+                    r["before"],
+                    r["after"],
+                    tuple((m["doc"], m["before"], m["after"]) for m in r["moves"]),
+                )
+                for r in rows
+            )
+
+        ci = data.get("ci")
+        return cls(
+            name=data["name"],
+            metric=data["metric"],
+            stage=data["stage"],
+            split=data["split"],
+            slice=data["slice"],
+            status=data["status"],
+            message=data["message"],
+            budget=data.get("budget", 0.0),
+            n=data.get("n", 0),
+            baseline_mean=data.get("baseline_mean"),
+            current_mean=data.get("current_mean"),
+            delta=data.get("delta"),
+            ci=(ci[0], ci[1]) if ci else None,
+            p_value=data.get("p_value"),
+            p_value_improvement=data.get("p_value_improvement"),
+            detectable=data.get("detectable"),
+            warning=data.get("warning"),
+            worse=diffs(data.get("worse", ())),
+            better=diffs(data.get("better", ())),
+            over_budget=bool(data.get("over_budget", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompareOptions:
+    """Statistics and matching options of a comparison."""
+
+    alpha: float = 0.05
+    confidence: float = 0.95
+    resamples: int = 10_000
+    seed: int = 0
+    mode: str = "strict"  # or "intersect"
+    heldout_split: str = "heldout"
+    shown: int = 5
+
+
+def _incomparable(
+    budget: Budget, stage: str | None, message: str, status: str = "incomparable"
+) -> RegressionOutcome:
+    return RegressionOutcome(
+        name=budget.name,
+        metric=str(budget.spec),
+        stage=stage,
+        split=budget.selection.split,
+        slice=budget.selection.slice,
+        status=status,
+        message=message,
+        budget=budget.amount,
+    )
+
+
+def label_changes(baseline: Snapshot, current: Snapshot) -> tuple[list[str], list[str], list[str]]:
+    """(added, removed, changed) query ids between two snapshots."""
+    added = sorted(set(current.queries) - set(baseline.queries))
+    removed = sorted(set(baseline.queries) - set(current.queries))
+    changed = sorted(
+        qid
+        for qid in set(baseline.queries) & set(current.queries)
+        if baseline.queries[qid].labels != current.queries[qid].labels
+    )
+    return added, removed, changed
+
+
+def _listing(ids: Sequence[str]) -> str:
+    return ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
+
+
+def _moves(
+    before: QuerySnapshot, after: QuerySnapshot, stage: str, k: int | None
+) -> tuple[tuple[str, int | None, int | None], ...]:
+    """Relevant docs whose rank changed, those that left (or entered) the top K first."""
+    old = before.relevant_ranks.get(stage, {})
+    new = after.relevant_ranks.get(stage, {})
+    moves = []
+    for doc in sorted(set(old) | set(new)):
+        a, b = old.get(doc), new.get(doc)
+        if a == b:
+            continue
+        inside_before = a is not None and (k is None or a <= k)
+        inside_after = b is not None and (k is None or b <= k)
+        crossed = inside_before != inside_after
+        moves.append((0 if crossed else 1, a if a is not None else 1 << 30, doc, a, b))
+    moves.sort()
+    return tuple((doc, a, b) for _c, _r, doc, a, b in moves)
+
+
+def compare(
+    baseline: Snapshot | None,
+    current: Snapshot,
+    budget: Budget,
+    *,
+    stage: str | None,
+    options: CompareOptions = CompareOptions(),
+    baseline_path: str = "the baseline",
+) -> RegressionOutcome:
+    """Apply the regression rule for one budget; never raises for user data."""
+    from . import stats
+
+    metric = str(budget.spec)
+    if baseline is None:
+        return _incomparable(
+            budget,
+            stage,
+            f"no baseline at {baseline_path}: create it with `pytest --retrieval-baseline "
+            f"{baseline_path} --retrieval-update-baseline`, review it and commit it",
+            status="missing",
+        )
+    for key in sorted(set(baseline.settings) | set(current.settings)):
+        if baseline.settings.get(key) != current.settings.get(key):
+            return _incomparable(
+                budget,
+                stage,
+                f"incomparable: setting {key!r} is {current.settings.get(key)!r} now but "
+                f"{baseline.settings.get(key)!r} in {baseline_path}; use the same setting or "
+                "refresh the baseline (--retrieval-update-baseline)",
+            )
+    if stage is None:
+        stage = current.stages[-1] if current.stages else None
+    if stage is None or stage not in current.stages:
+        return _incomparable(
+            budget,
+            stage,
+            f"stage {stage!r} is not in this run (stages: {', '.join(current.stages)})",
+        )
+    if stage not in baseline.stages:
+        return _incomparable(
+            budget,
+            stage,
+            f"stage {stage!r} is not in {baseline_path} "
+            f"(stages: {', '.join(baseline.stages)}); refresh the baseline",
+        )
+    if metric not in baseline.metrics:
+        return _incomparable(
+            budget,
+            stage,
+            f"{baseline_path} has no {metric}; refresh the "
+            "baseline so it records every metric you budget",
+        )
+    if budget.selection.split == options.heldout_split:
+        return _incomparable(
+            budget,
+            stage,
+            "held-out queries never enter a baseline with "
+            "per-query detail; budget the tuning split instead",
+            status="skipped",
+        )
+    added, removed, changed = label_changes(baseline, current)
+    note: str | None = None
+    if baseline.fingerprint != current.fingerprint or added or removed or changed:
+        summary = ", ".join(
+            f"{len(ids)} {what}" + (f" ({_listing(ids)})" if ids else "")
+            for what, ids in (("added", added), ("removed", removed), ("changed", changed))
+        )
+        if options.mode != "intersect":
+            return _incomparable(
+                budget,
+                stage,
+                f"incomparable: the golden set changed since {baseline_path} was made: queries "
+                f"{summary}. Refresh the baseline (--retrieval-update-baseline), or compare the "
+                "unchanged queries with --retrieval-baseline-mode=intersect",
+            )
+        note = summary
+    shared = sorted(set(baseline.queries) & set(current.queries) - set(changed))
+    if note is not None:
+        note = f"intersect mode: comparing the {len(shared)} unchanged queries only ({note})"
+
+    def selected(q: QuerySnapshot) -> bool:
+        return budget.selection.matches(q.split, q.slices, heldout_split=options.heldout_split)
+
+    pairs = []
+    for qid in shared:
+        before, after = baseline.queries[qid], current.queries[qid]
+        if not selected(after):
+            continue
+        a = round_value(before.metrics.get(stage, {}).get(metric))
+        # The baseline keeps DECIMALS decimals: round the current value the same way, or float
+        # noise (0.333333 vs 0.3333333) would count as a change in the sign-flip test.
+        b = round_value(after.metrics.get(stage, {}).get(metric))
+        if a is not None and b is not None:
+            pairs.append((qid, a, b))
+    where = Selection(stage, budget.selection.split or "overall", budget.selection.slice).label()
+    if not pairs:
+        return _incomparable(budget, stage, f"no query to compare for {metric} [{where}]")
+    base_values = [a for _q, a, _b in pairs]
+    cur_values = [b for _q, _a, b in pairs]
+    worse_test = stats.paired_comparison(
+        base_values,
+        cur_values,
+        alpha=options.alpha,
+        alternative="less",
+        resamples=options.resamples,
+        seed=options.seed,
+        confidence=options.confidence,
+    )
+    better_test = stats.paired_comparison(
+        base_values,
+        cur_values,
+        alpha=options.alpha,
+        alternative="greater",
+        resamples=options.resamples,
+        seed=options.seed,
+        confidence=options.confidence,
+    )
+    mean_before = worse_test.mean_baseline
+    allowed = budget.allowed(mean_before)
+    delta = worse_test.mean_delta
+    # A drop exactly as large as the budget is within it: float noise in the mean of the deltas
+    # (0.7 - 0.8 = -0.10000000000000009) must not push it over. Values have DECIMALS decimals,
+    # so a real excess is at least 1e-6 / n, far above this for any golden set.
+    exceeds_drop = -delta - allowed > _NOISE
+    exceeds_rise = delta - allowed > _NOISE
+    regressed = exceeds_drop and worse_test.significant
+    improved = exceeds_rise and better_test.significant
+    detectable: float | None = None
+    spread = _spread(worse_test.deltas) if len(pairs) >= 2 else 0.0
+    if spread > 0.0:
+        # From the observed spread of the paired deltas; identical runs (no spread) say nothing.
+        detectable = stats.minimum_detectable_drop(
+            spread, len(pairs), alpha=options.alpha, power=0.8
+        )
+    if 2.0 ** -len(pairs) > options.alpha:
+        # The smallest one-sided p-value of the sign-flip test is 2**-n: whatever the spread,
+        # this check can never be significant.
+        detectable = math.inf
+    warning = None
+    if detectable is not None and not math.isfinite(detectable):
+        warning = (
+            f"with {len(pairs)} queries the sign-flip test can never reach alpha "
+            f"{options.alpha:g} (its smallest one-sided p-value is 1/2^{len(pairs)} = "
+            f"{2.0 ** -len(pairs):.4g}), so this check can never fail; add queries"
+        )
+    elif detectable is not None and allowed < detectable and detectable > 0:
+        warning = (
+            f"the budget {allowed:.4f} is smaller than the smallest drop this golden set "
+            f"can detect ({detectable:.4f} at alpha {options.alpha:g}, power 0.8): it "
+            "cannot tell such a drop from noise; add queries or widen the budget"
+        )
+    k = budget.spec.k
+    diffs = []
+    for qid, a, b in pairs:
+        if a != b:
+            diffs.append(
+                QueryDiff(qid, a, b, _moves(baseline.queries[qid], current.queries[qid], stage, k))
+            )
+    worse = tuple(sorted((d for d in diffs if d.delta < 0), key=lambda d: (d.delta, d.query_id)))
+    better = tuple(sorted((d for d in diffs if d.delta > 0), key=lambda d: (-d.delta, d.query_id)))
+    ci = (worse_test.ci.low, worse_test.ci.high)
+    status = "regression" if regressed else "improvement" if improved else "pass"
+    head = (
+        f"{metric} {mean_before:.4f} → {worse_test.mean_current:.4f} (Δ {delta:+.4f}, "
+        f"{options.confidence:.0%} CI [{ci[0]:+.4f}, {ci[1]:+.4f}], one-sided p = "
+        f"{worse_test.p_value:.4g}, n = {len(pairs)}) [{where}]; budget {budget.describe()}"
+        f" = {allowed:.4f}"
+    )
+    if regressed:
+        verdict = f"regression: {head}"
+    elif improved:
+        verdict = (
+            f"improvement: {head}; significant (p = {better_test.p_value:.4g}): refresh "
+            "the baseline (--retrieval-update-baseline) so the floor moves up"
+        )
+    elif exceeds_drop and 2.0**-worse_test.n_nonzero > options.alpha:
+        # The sign-flip test only sees queries whose value changed: with m of them its smallest
+        # one-sided p-value is 2**-m, so a drop carried by a handful of queries cannot be
+        # significant, however large. Say so rather than calling it noise.
+        needed = math.ceil(math.log2(1.0 / options.alpha))
+        verdict = (
+            f"no regression: {head}; the drop exceeds the budget, but only "
+            f"{worse_test.n_nonzero} queries changed and the sign-flip test needs at least "
+            f"{needed} changed queries to reach alpha {options.alpha:g}: look at them below"
+        )
+    elif exceeds_drop:
+        verdict = (
+            f"no regression: {head}; the drop exceeds the budget but is not significant at "
+            f"alpha {options.alpha:g} (noise-level change)"
+        )
+    else:
+        verdict = f"no regression: {head}"
+    if detectable is not None:
+        shown = f"{detectable:.4f}" if math.isfinite(detectable) else "none (too few queries)"
+        verdict += f"; smallest detectable drop {shown} (alpha {options.alpha:g}, power 0.8)"
+    lines = [verdict]
+    if warning:
+        lines.append(f"warning: {warning}")
+    if note:
+        lines.append(note)
+    if worse and (regressed or status == "pass"):
+        lines.append(f"queries that got worse ({len(worse)}), worst first:")
+        lines.extend(f"  {d.describe(metric)}" for d in worse[: options.shown])
+        if len(worse) > options.shown:
+            lines.append(f"  ... and {len(worse) - options.shown} more (all in the JSON artifact)")
+    if better:
+        lines.append(f"queries that improved ({len(better)}):")
+        lines.extend(f"  {d.describe(metric)}" for d in better[: min(3, options.shown)])
+    return RegressionOutcome(
+        name=budget.name,
+        metric=metric,
+        stage=stage,
+        split=budget.selection.split,
+        slice=budget.selection.slice,
+        status=status,
+        message="\n".join(lines),
+        budget=allowed,
+        n=len(pairs),
+        baseline_mean=mean_before,
+        current_mean=worse_test.mean_current,
+        delta=delta,
+        ci=ci,
+        p_value=worse_test.p_value,
+        p_value_improvement=better_test.p_value,
+        detectable=detectable,
+        warning=warning,
+        worse=worse,
+        better=better,
+        over_budget=exceeds_drop,
+    )
+
+
+def _spread(values: Sequence[float]) -> float:
+    """Sample standard deviation (ddof=1) of at least two values."""
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
