@@ -2,9 +2,12 @@
 
 The plugin loads in every pytest run of the environment it is installed in, so it stays inert
 until a golden set is configured (``retrieval_golden`` / ``--retrieval-golden``): no output, no
-work, and no import of yaml, numpy or tabulate. Once active, the work is done by
-:class:`~pytest_retrieval.session.RetrievalSession` and friends; each hook here delegates in a few
-lines.
+work, and no import of yaml, numpy or tabulate. Only ``pytest_addoption`` and
+``pytest_configure`` are module-level hooks; when a golden set is configured,
+``pytest_configure`` registers a :class:`RetrievalPlugin` whose methods are the other hooks (as
+pytest-xdist registers its ``DSession``), so a run without a golden set pays for nothing else.
+Each hook delegates in a few lines: :mod:`.configure` builds the session, :mod:`.session`
+scores and gates, :mod:`.finish` settles the verdict, the baseline and the reports.
 """
 
 from __future__ import annotations
@@ -14,56 +17,28 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Generator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
 if TYPE_CHECKING:
-    from .baseline import Snapshot
     from .declared import Budget, Threshold
     from .evaluate import Evaluation
+    from .finish import Finish
     from .golden import GoldenSet
     from .retriever import QueryOutcome
     from .session import RetrievalSession
-    from .settings import Settings
 
 _OUTPUT_KEY = "pytest_retrieval"
 _USAGE_KEY = "pytest_retrieval_usage_error"
+_STATE = pytest.StashKey["RetrievalPlugin"]()
 
 
-class _Active:
-    """The plugin's state for one pytest session (kept in ``config.stash``)."""
-
-    def __init__(
-        self, config: pytest.Config, settings: Settings, session: RetrievalSession
-    ) -> None:
-        self.config = config
-        self.settings = settings
-        self.session = session
-        self.lock = threading.Lock()
-        self.thresholds: list[Threshold] = []
-        self.budgets: list[Budget] = []
-        self.artifact_error: str | None = None
-        self.written: list[str] = []
-        self.baseline_note: str | None = None
-        self.baseline_error: str | None = None
-        self.run_error: str | None = None
-        self.usage_error: str | None = None  # a worker's, under xdist
-
-    @property
-    def is_worker(self) -> bool:
-        return hasattr(self.config, "workerinput")
-
-
-_STATE = pytest.StashKey[_Active]()
-
-
-def _active(config: pytest.Config) -> _Active | None:
+def _active(config: pytest.Config) -> RetrievalPlugin | None:
     return config.stash.get(_STATE, None)
 
 
-def _require(config: pytest.Config) -> _Active:
+def _require(config: pytest.Config) -> RetrievalPlugin:
     active = _active(config)
     if active is None:
         # Only fixtures get here, from inside a test: the message is the whole story, a
@@ -77,7 +52,7 @@ def _require(config: pytest.Config) -> _Active:
     return active
 
 
-# --- options ---------------------------------------------------------------------------------
+# --- options and configuration ---------------------------------------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -112,18 +87,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Stay inert without a golden set; otherwise resolve settings and load the golden set."""
+    """Stay inert without a golden set; otherwise build the session and register the hooks."""
     config.addinivalue_line(
         "markers", "retrieval: a test that gates retrieval quality (added to config gates)"
     )
     if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
         _refuse_flags_without_golden(config)
         return
-    from .declared import load_budgets, load_declared_gates
+    from .configure import build_session
     from .errors import InputError
     from .gates import activate
-    from .golden import DEFAULT_HELDOUT_SPLIT, load_golden
-    from .session import RetrievalSession
     from .settings import OPTIONS, resolve
 
     ini_path = config.inipath
@@ -135,38 +108,13 @@ def pytest_configure(config: pytest.Config) -> None:
             ini_base=ini_path.parent if ini_path else config.rootpath,
             cli_base=config.invocation_params.dir,
         )
-        _check_outputs(settings)
-        golden = _load_golden_sets(settings, load_golden)
-        thresholds = load_declared_gates(settings, golden, rootdir=config.rootpath)
-        budgets = load_budgets(settings, golden, rootdir=config.rootpath)
-        baseline = _load_baseline(settings)
+        session = build_session(
+            settings, rootdir=config.rootpath, on_skip=pytest.skip, on_sealed=_skip
+        )
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if settings.heldout and not golden.heldout():
-        raise pytest.UsageError(
-            f"--retrieval-heldout: the golden set has no query in the held-out split "
-            f"{settings.heldout_split!r} (splits: {', '.join(golden.splits)}); set "
-            "retrieval_heldout_split to the split you hold out"
-        )
-    if settings.heldout_split != DEFAULT_HELDOUT_SPLIT and not golden.heldout():
-        # A renamed held-out split that matches no query seals nothing: the queries meant to
-        # be held out would be scored and shown like any other (a typo must not leak them).
-        raise pytest.UsageError(
-            f"retrieval_heldout_split = {settings.heldout_split}: the golden set has no query "
-            f"in this split (splits: {', '.join(golden.splits)}), so nothing is held out; name "
-            "the split your held-out queries are in, or remove the setting (default: heldout)"
-        )
-    session = RetrievalSession(settings=settings, golden=golden, baseline=baseline)
-    session.on_sealed = _skip
-    session.on_skip = lambda reason: pytest.skip(reason)
-    active = _Active(config, settings, session)
-    active.thresholds = thresholds
-    active.budgets = budgets
-    if settings.depth is None:
-        # Ask the retriever for enough results for every declared gate and budget too.
-        declared = [t.spec.k for t in thresholds] + [b.spec.k for b in budgets]
-        session.depth = max([settings.retrieval_depth, *(k for k in declared if k)])
-    config.stash[_STATE] = active
+    plugin = RetrievalPlugin(config, session)
+    config.stash[_STATE] = plugin
     context = activate(session)
     context.__enter__()
 
@@ -174,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         context.__exit__(None, None, None)
 
     config.add_cleanup(deactivate)
-    if settings.heldout and not os.environ.get("CI") and not active.is_worker:
+    if settings.heldout and not os.environ.get("CI") and not plugin.is_worker:
         config.issue_config_time_warning(
             pytest.PytestWarning(
                 "pytest-retrieval: the held-out split is unsealed outside CI; every look at "
@@ -182,9 +130,9 @@ def pytest_configure(config: pytest.Config) -> None:
             ),
             stacklevel=2,
         )
-    config.pluginmanager.register(_OnDemand(active), "retrieval-on-demand")
+    config.pluginmanager.register(plugin, "retrieval-session")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(active), "retrieval-xdist")
+        config.pluginmanager.register(_XdistHooks(plugin), "retrieval-xdist")
 
 
 def _refuse_flags_without_golden(config: pytest.Config) -> None:
@@ -212,110 +160,147 @@ def _skip(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-class _OnDemand:
-    """Registered only while the plugin is active: lets gate helpers in any test run the
-    retriever on first use, through that test's fixture request."""
+# --- the plugin object: every other hook ------------------------------------------------------
 
-    def __init__(self, active: _Active) -> None:
-        self.active = active
+
+class RetrievalPlugin:
+    """The plugin while a golden set is configured: the session and the hooks that use it."""
+
+    def __init__(self, config: pytest.Config, session: RetrievalSession) -> None:
+        self.config = config
+        self.session = session
+        self.lock = threading.Lock()
+        self.run_error: str | None = None
+        self.usage_error: str | None = None  # a worker's, under xdist
+        self.payloads: list[dict[str, Any]] = []
+        self.finished: Finish | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        """Name the effective golden set (path, queries, fingerprint)."""
+        golden = self.session.golden
+        state = "unsealed" if self.session.unsealed else "sealed"
+        return [
+            f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
+            f"{golden.short_fingerprint}), held-out split {self.session.heldout_name!r} {state}"
+        ]
 
     @pytest.fixture(autouse=True)
     def _retrieval_on_demand(self, request: pytest.FixtureRequest) -> Generator[None, None, None]:
-        session = self.active.session
-        session.ensure_run = lambda: _ensure_run(self.active, request)
+        """Let gate helpers in any test run the retriever on first use, through its fixtures."""
+        self.session.enter_test(None, ensure_run=lambda: _ensure_run(self, request))
         yield
-        session.ensure_run = None
+        self.session.leave_test()
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        """Name the running test for gate records; warn about gates never compared."""
+        self.session.enter_test(item.nodeid)
+        try:
+            return (yield)
+        finally:
+            for gate in self.session.leave_test():
+                item.warn(
+                    pytest.PytestWarning(
+                        f"{item.nodeid}: the gate {gate!r} was created but never compared, so "
+                        f"it gates nothing; write e.g. `assert_{gate.spec.name}_at(...) >= 0.9`"
+                    )
+                )
 
-def _check_outputs(settings: Settings) -> None:
-    """Refuse a report path that can never be written (a directory, or a path through a file)
-    before the retriever runs, not after a long run. (A baseline to update is checked when it
-    is written: the run's verdict is shown first.)"""
-    from .errors import InputError
-    from .files import path_problem
+    def pytest_assertrepr_compare(
+        self, config: pytest.Config, op: str, left: object, right: object
+    ) -> list[str] | None:
+        """Explain ``assert recall_at(50) >= 0.9`` with the score's worst queries."""
+        gates = sys.modules.get("pytest_retrieval.gates")
+        if gates is None:
+            return None
+        if isinstance(left, gates.Score):
+            score, other = left, right
+        elif isinstance(right, gates.Score):
+            # `0.9 <= recall_at(50)`: said score first, with the comparison turned to match
+            score, other = right, left
+            op = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}.get(op, op)
+        else:
+            return None
+        where = gates.Selection(score.stage, score.split or "overall", score.slice).label()
+        shown = "n/a" if score.value is None else f"{score.value:.4f}"
+        return [
+            f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]",
+            *score.explanation,
+        ]
 
-    outputs = [
-        (settings.json, "JSON artifact"),
-        (settings.markdown, "Markdown report"),
-        (settings.html, "HTML report"),
-    ]
-    problems = [path_problem(path, what=what) for path, what in outputs if path]
-    found = [p for p in problems if p is not None]
-    if found:
-        raise InputError(found)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Add one item per declared gate, before -k/-m selection sees the items."""
+        added = _declared_items(session, self.session)
+        items.extend(added)
+        _report_collected(session, added)
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Workers publish their report; the controller merges and settles the session."""
+        from .report.payload import Report, merge_all
 
-def _load_baseline(settings: Settings) -> Snapshot | None:
-    """The committed baseline (None when missing: the regression gates then say how to make it).
+        if self.is_worker:
+            payload = Report.from_session(self.session).to_dict()
+            session.config.workeroutput[_OUTPUT_KEY] = payload  # type: ignore[attr-defined]
+            return
+        if self.payloads:
+            merge_all(Report.from_dict(p) for p in self.payloads).apply_to(self.session)
+        from .finish import finish
+        from .version import __version__
 
-    A corrupt or foreign file is a usage error. Updating needs a path to write to.
-    """
-    from .baseline import load_baseline
-    from .errors import InputError, Problem
-
-    if settings.update_baseline and not settings.baseline:
-        raise InputError(
-            Problem(
-                "--retrieval-update-baseline needs to know where the baseline lives",
-                fix="pass --retrieval-baseline PATH or set retrieval_baseline = PATH",
-            )
+        settings = self.session.settings
+        self.finished = finish(
+            self.session,
+            exit_status=int(session.exitstatus),
+            quiet=self.config.get_verbosity() < 0,
+            plugin_version=__version__,
+            worker_usage_error=self.usage_error,
+            step_summary=settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY")),
+            is_worker=self.is_worker,
         )
-    if not settings.baseline or settings.update_baseline:
-        return None
-    try:
-        return load_baseline(settings.baseline)
-    except FileNotFoundError:
-        return None
+        session.exitstatus = self.finished.exit_status
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Print what :func:`~pytest_retrieval.finish.finish` decided."""
+        done = self.finished
+        if done is None:
+            return
+        if done.summary:
+            terminalreporter.write_sep("=", "retrieval")
+            for line in done.summary:
+                terminalreporter.write_line(line)
+        if done.gates:
+            failed = done.gates_failed
+            terminalreporter.write_sep("=", done.gates_title, red=failed, green=not failed)
+            for line in done.gates:
+                terminalreporter.write_line(line)
+        for note in done.notes:
+            colour = {note.colour: True} if note.colour else {}
+            terminalreporter.write_line(note.text, **colour)
 
 
-def _load_golden_sets(settings: Settings, load: Callable[..., GoldenSet]) -> GoldenSet:
-    """Load every configured golden set file and join them (ids must stay unique)."""
-    from .golden import GoldenSet
+class _XdistHooks:
+    """xdist-only hooks, registered only when xdist is present (so -p no:xdist works)."""
 
-    sets = [
-        load(
-            path,
-            format=settings.golden_format,
-            corpus=settings.corpus,
-            heldout_split=settings.heldout_split,
-        )
-        for path in settings.golden
-    ]
-    if len(sets) == 1:
-        return sets[0]
-    return GoldenSet(
-        tuple(q for s in sets for q in s),
-        source=", ".join(str(s.source) for s in sets),
-        name=sets[0].name,
-        corpus_version=sets[0].corpus_version,
-        heldout_split=settings.heldout_split,
-    )
+    def __init__(self, plugin: RetrievalPlugin) -> None:
+        self.plugin = plugin
 
-
-def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    """Name the effective golden set (path, queries, fingerprint) when the plugin is in use."""
-    active = _active(config)
-    if active is None:
-        return None
-    golden = active.session.golden
-    state = "unsealed" if active.settings.heldout else "sealed"
-    return [
-        f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
-        f"{golden.short_fingerprint}), held-out split {active.settings.heldout_split!r} {state}"
-    ]
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", {})
+        if output.get(_USAGE_KEY) is not None:
+            self.plugin.usage_error = output[_USAGE_KEY]
+        if output.get(_OUTPUT_KEY) is not None:
+            self.plugin.payloads.append(output[_OUTPUT_KEY])
 
 
 # --- fixtures --------------------------------------------------------------------------------
-
-_CONFTEST_SNIPPET = """\
-# conftest.py
-import pytest
-
-@pytest.fixture(scope="session")
-def retriever_under_test():
-    from myapp.search import search      # your code: query text -> ranked doc ids
-    return search
-"""
 
 
 @pytest.fixture(scope="session")
@@ -336,64 +321,33 @@ def _usage_error(config: pytest.Config, message: str) -> NoReturn:
     pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
-def _import_object(config: pytest.Config, spec: str, what: str) -> Any:
-    """The object named by ``module:attribute`` (exits with a usage error if there is none)."""
-    from importlib import import_module
+def _build(config: pytest.Config, spec: str, what: str) -> Any:
+    """What the ``module:function`` setting names (built, if it is a factory)."""
+    from .errors import InputError
+    from .specs import build
 
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        _usage_error(
-            config,
-            f"{what} = {spec!r}: expected module:function, e.g. myapp.search:build",
-        )
     try:
-        module = import_module(module_name)
-    except ImportError as exc:
-        _usage_error(
-            config,
-            f"{what} = {spec!r}: cannot import {module_name!r} ({exc}); check the module "
-            "path and that it is importable from the rootdir",
-        )
-    found = getattr(module, attribute, None)
-    if found is None:
-        _usage_error(
-            config,
-            f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}; check "
-            "the name after the ':'",
-        )
-    return found
-
-
-def _import_factory(config: pytest.Config, spec: str, what: str) -> Any:
-    """Call the factory named by ``module:function`` and return what it builds."""
-    factory = _import_object(config, spec, what)
-    return factory() if callable(factory) else factory
+        return build(spec, what)
+    except InputError as exc:
+        _usage_error(config, str(exc))
 
 
 @pytest.fixture(scope="session")
 def retriever_under_test(request: pytest.FixtureRequest) -> Any:
     """The retriever to gate. Override it in conftest.py, or set retrieval_retriever."""
-    config = request.config
-    active = _require(config)
-    if active.settings.retriever:
-        return _import_factory(config, active.settings.retriever, "retrieval_retriever")
-    _usage_error(
-        config,
-        "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
-        + _CONFTEST_SNIPPET
-        + "\nor name a factory in your pytest configuration: "
-        "retrieval_retriever = myapp.search:build\n(Declared gates, the retrieval-gates::... "
-        "items, see the fixtures of the rootdir's conftest.py: define it there.)",
-    )
+    from .specs import NO_RETRIEVER
+
+    spec = _require(request.config).session.settings.retriever
+    if spec:
+        return _build(request.config, spec, "retrieval_retriever")
+    _usage_error(request.config, NO_RETRIEVER)
 
 
 @pytest.fixture(scope="session")
 def reranker_under_test(request: pytest.FixtureRequest) -> Any:
     """An optional second stage, ``reranker(query_text, candidates) -> ranking``; None if unset."""
-    active = _require(request.config)
-    if active.settings.reranker:
-        return _import_factory(request.config, active.settings.reranker, "retrieval_reranker")
-    return None
+    spec = _require(request.config).session.settings.reranker
+    return _build(request.config, spec, "retrieval_reranker") if spec else None
 
 
 @pytest.fixture
@@ -422,54 +376,54 @@ def retrieval_evaluation(retrieval_session: RetrievalSession) -> Evaluation:
     return evaluation.restrict(q.id for q in retrieval_session.visible_golden())
 
 
-def _describe_callable(obj: Any) -> str:
-    if obj is None:
-        return "None"
-    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
-    module = getattr(obj, "__module__", None) or type(obj).__module__
-    return f"{module}.{name}"
-
-
-def _ensure_run(active: _Active, request: pytest.FixtureRequest) -> None:
+def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None:
     """Run the retriever over the golden set once per session (once in total under xdist)."""
     session = active.session
     if session.has_run:
         return
     with active.lock:
-        if active.session.outcomes is not None:  # another thread ran it meanwhile
+        if session.outcomes is not None:  # another thread ran it meanwhile
             return
         if active.run_error:
             pytest.fail(active.run_error, pytrace=False)
         retriever = request.getfixturevalue("retriever_under_test")
         reranker = request.getfixturevalue("reranker_under_test")
-        session.retriever_name = _describe_callable(retriever)
+
+        from .specs import describe_callable
 
         def compute() -> list[QueryOutcome]:
             return _run(active, retriever, reranker)
 
         worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
         if worker is not None:
+            from .report.payload import shared_run
+
             factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-            outcomes = _shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
+            outcomes = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
         else:
             outcomes = compute()
-        session.set_outcomes(outcomes)
+        session.set_outcomes(outcomes, retriever_name=describe_callable(retriever))
 
 
-def _run(active: _Active, retriever: Any, reranker: Any) -> list[QueryOutcome]:
+def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOutcome]:
+    from .errors import InputError
+    from .formats.docmap import load_doc_map
     from .retriever import QueryRequest, run_pipeline
+    from .specs import import_object
 
-    settings = active.settings
+    settings = active.session.settings
     queries = active.session.scorable_queries()
     # retrieval_doc_id is either a key/attribute path to the id inside each returned item, or
     # module:function mapping each returned id (a chunk id) to its document id.
     doc_id: str | None = settings.doc_id
     doc_map: Any = None
-    if doc_id and ":" in doc_id:
-        doc_map = _import_object(active.config, doc_id, "retrieval_doc_id")
-        doc_id = None
-    if settings.doc_id_map:
-        doc_map = _load_doc_map(active.config, settings.doc_id_map)
+    try:
+        if doc_id and ":" in doc_id:
+            doc_map, doc_id = import_object(doc_id, "retrieval_doc_id"), None
+        if settings.doc_id_map:
+            doc_map = load_doc_map(settings.doc_id_map)
+    except InputError as exc:
+        _usage_error(active.config, str(exc))
     try:
         return run_pipeline(
             [QueryRequest(q.id, q.text or "") for q in queries],
@@ -486,64 +440,6 @@ def _run(active: _Active, retriever: Any, reranker: Any) -> list[QueryOutcome]:
     except TypeError as exc:  # the retriever object has no usable method
         active.run_error = f"pytest-retrieval: {exc}"
         pytest.fail(active.run_error, pytrace=False)
-
-
-def _load_doc_map(config: pytest.Config, path: str) -> dict[str, str]:
-    import json
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        _usage_error(
-            config,
-            f"retrieval_doc_id_map = {path}: cannot be read ({exc.strerror})",
-        )
-    if path.endswith(".json"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            _usage_error(
-                config,
-                f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})",
-            )
-        if not isinstance(data, dict):
-            _usage_error(
-                config,
-                f"{path}: expected a JSON object of chunk id -> document id",
-            )
-        return {str(k): str(v) for k, v in data.items()}
-    mapping = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) != 2:
-            _usage_error(
-                config,
-                f"{path}:{number}: expected 'chunk id<TAB>document id'",
-            )
-        mapping[parts[0].strip()] = parts[1].strip()
-    return mapping
-
-
-def _shared_run(
-    base: Path, uid: str, compute: Callable[[], list[QueryOutcome]]
-) -> list[QueryOutcome]:
-    """Under xdist: the first worker runs the retriever, the others read its cached run."""
-    import json
-
-    from .files import atomic_write_text, file_lock
-    from .report import outcome_from_dict, outcome_to_dict
-
-    cache = base / f"pytest-retrieval-run-{uid}.json"
-    with file_lock(base / f"pytest-retrieval-run-{uid}.lock"):
-        if cache.exists():
-            return [outcome_from_dict(o) for o in json.loads(cache.read_text(encoding="utf-8"))]
-        outcomes = compute()
-        atomic_write_text(
-            cache, json.dumps([outcome_to_dict(o) for o in outcomes]), what="run cache"
-        )
-        return outcomes
 
 
 def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] | None:
@@ -572,47 +468,7 @@ def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] |
     return show
 
 
-# --- gates -----------------------------------------------------------------------------------
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """Name the running test for gate records; warn about gates created but never compared."""
-    active = _active(item.config)
-    if active is None:
-        return (yield)
-    active.session.current_test = item.nodeid
-    try:
-        return (yield)
-    finally:
-        for gate in active.session.take_uncompared():
-            item.warn(
-                pytest.PytestWarning(
-                    f"{item.nodeid}: the gate {gate!r} was created but never compared, so it "
-                    f"gates nothing; write e.g. `assert_{gate.spec.name}_at(...) >= 0.9`"
-                )
-            )
-        active.session.current_test = None
-
-
-def pytest_assertrepr_compare(
-    config: pytest.Config, op: str, left: object, right: object
-) -> list[str] | None:
-    """Explain ``assert recall_at(50) >= 0.9`` with the score's worst queries."""
-    gates = sys.modules.get("pytest_retrieval.gates")
-    if gates is None:
-        return None
-    if isinstance(left, gates.Score):
-        score, other = left, right
-    elif isinstance(right, gates.Score):
-        # `0.9 <= recall_at(50)`: said score first, with the comparison turned to match
-        score, other = right, left
-        op = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}.get(op, op)
-    else:
-        return None
-    where = gates.Selection(score.stage, score.split or "overall", score.slice).label()
-    shown = "n/a" if score.value is None else f"{score.value:.4f}"
-    return [f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]", *score.explanation]
+# --- declared gates as items ----------------------------------------------------------------
 
 
 class _GateFailed(AssertionError):
@@ -642,87 +498,75 @@ class _GatesCollector(pytest.Collector):
         return []
 
 
-def _gate_function(threshold: Threshold, kind: str) -> Callable[..., None]:
+def _declared_items(session: pytest.Session, retrieval: RetrievalSession) -> list[pytest.Item]:
+    """One item per declared budget (``retrieval-regressions::``) and threshold
+    (``retrieval-gates::``), with the JUnit properties that say what each one checks."""
+    added: list[pytest.Item] = []
+    for nodeid, declared in (
+        ("retrieval-regressions", retrieval.budgets),
+        ("retrieval-gates", retrieval.thresholds),
+    ):
+        if not declared:
+            continue
+        parent = _GatesCollector.from_parent(session, name=nodeid, nodeid=nodeid)
+        for entry in declared:
+            item = _GateItem.from_parent(parent, name=entry.name, callobj=_gate_call(entry))
+            item.user_properties.extend(_declared_properties(entry))
+            added.append(item)
+    return added
+
+
+def _declared_properties(entry: Threshold | Budget) -> list[tuple[str, object]]:
+    from .declared import Threshold
+
+    if isinstance(entry, Threshold):
+        head: list[tuple[str, object]] = [
+            ("metric", str(entry.spec)),
+            ("op", entry.op),
+            ("threshold", entry.value),
+        ]
+    else:
+        head = [("metric", str(entry.spec)), ("budget", entry.describe())]
+    return [
+        *head,
+        ("stage", entry.selection.stage or "default"),
+        ("split", entry.selection.split or "overall"),
+        ("slice", entry.selection.slice or "all"),
+    ]
+
+
+def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
+    """The test function of a declared gate or budget item."""
+    from .declared import Threshold
+
     # Properties go straight onto the item: the record_property fixture warns under xunit2
     # through item.warn, which needs a line number a declared gate does not have.
     def gate(retrieval_session: RetrievalSession, request: pytest.FixtureRequest) -> None:
-        outcome = retrieval_session.check(
-            threshold.spec,
-            threshold.selection,
-            threshold.op,
-            threshold.value,
-            kind=kind,
-            name=threshold.name,
-        )
-        request.node.user_properties.extend([("value", outcome.value), ("passed", outcome.passed)])
-        if not outcome.passed:
-            raise _GateFailed(outcome.message)
+        properties = request.node.user_properties
+        if isinstance(entry, Threshold):
+            outcome = retrieval_session.check(
+                entry.spec,
+                entry.selection,
+                entry.op,
+                entry.value,
+                kind="threshold",
+                name=entry.name,
+            )
+            properties.extend([("value", outcome.value), ("passed", outcome.passed)])
+            if not outcome.passed:
+                raise _GateFailed(outcome.message)
+            return
+        baseline = str(retrieval_session.settings.baseline)
+        result = retrieval_session.regression(entry, baseline_path=baseline)
+        for key in ("baseline_mean", "current_mean", "delta", "p_value", "detectable"):
+            properties.append((key, getattr(result, key)))
+        if result.ci is not None:
+            properties.extend([("ci_low", result.ci[0]), ("ci_high", result.ci[1])])
+        properties.append(("status", result.status))
+        if not result.passed:
+            raise _GateFailed(result.message)
 
     return gate
-
-
-def _regression_function(budget: Budget, active: _Active) -> Callable[..., None]:
-    def regression(retrieval_session: RetrievalSession, request: pytest.FixtureRequest) -> None:
-        outcome = retrieval_session.regression(budget, baseline_path=str(active.settings.baseline))
-        properties = request.node.user_properties
-        for key in ("baseline_mean", "current_mean", "delta", "p_value", "detectable"):
-            properties.append((key, getattr(outcome, key)))
-        if outcome.ci is not None:
-            properties.extend([("ci_low", outcome.ci[0]), ("ci_high", outcome.ci[1])])
-        properties.append(("status", outcome.status))
-        if not outcome.passed:
-            raise _GateFailed(outcome.message)
-
-    return regression
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> None:
-    """Add one item per declared gate, before -k/-m selection sees the items."""
-    active = _active(config)
-    if active is None:
-        return
-    start = len(items)
-    if active.budgets:
-        regressions = _GatesCollector.from_parent(
-            session, name="retrieval-regressions", nodeid="retrieval-regressions"
-        )
-        for budget in active.budgets:
-            item = _GateItem.from_parent(
-                regressions, name=budget.name, callobj=_regression_function(budget, active)
-            )
-            item.user_properties.extend(
-                [
-                    ("metric", str(budget.spec)),
-                    ("budget", budget.describe()),
-                    ("stage", budget.selection.stage or "default"),
-                    ("split", budget.selection.split or "overall"),
-                    ("slice", budget.selection.slice or "all"),
-                ]
-            )
-            items.append(item)
-    if active.thresholds:
-        parent = _GatesCollector.from_parent(
-            session, name="retrieval-gates", nodeid="retrieval-gates"
-        )
-        for threshold in active.thresholds:
-            item = _GateItem.from_parent(
-                parent, name=threshold.name, callobj=_gate_function(threshold, "threshold")
-            )
-            item.user_properties.extend(
-                [
-                    ("metric", str(threshold.spec)),
-                    ("op", threshold.op),
-                    ("threshold", threshold.value),
-                    ("stage", threshold.selection.stage or "default"),
-                    ("split", threshold.selection.split or "overall"),
-                    ("slice", threshold.selection.slice or "all"),
-                ]
-            )
-            items.append(item)
-    _report_collected(session, items[start:])
 
 
 def _report_collected(session: pytest.Session, added: list[pytest.Item]) -> None:
@@ -734,184 +578,3 @@ def _report_collected(session: pytest.Session, added: list[pytest.Item]) -> None
     for nodeid, members in by_parent.items():
         report = pytest.CollectReport(nodeid, "passed", None, list(members))
         session.ihook.pytest_collectreport(report=report)
-
-
-# --- the end of the session ------------------------------------------------------------------
-
-
-class _XdistHooks:
-    """xdist-only hooks, registered only when xdist is present (so -p no:xdist works)."""
-
-    def __init__(self, active: _Active) -> None:
-        self.active = active
-        self.payloads: list[dict[str, Any]] = []
-
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        usage_error = getattr(node, "workeroutput", {}).get(_USAGE_KEY)
-        if usage_error is not None:
-            self.active.usage_error = usage_error
-        payload = getattr(node, "workeroutput", {}).get(_OUTPUT_KEY)
-        if payload is not None:
-            self.payloads.append(payload)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Workers publish their report; the controller merges, writes artifacts, sets the verdict."""
-    active = _active(session.config)
-    if active is None:
-        return
-    from .report import Report, merge_all
-
-    if active.is_worker:
-        session.config.workeroutput[_OUTPUT_KEY] = Report.from_session(active.session).to_dict()  # type: ignore[attr-defined]
-        return
-    xdist = session.config.pluginmanager.get_plugin("retrieval-xdist")
-    if isinstance(xdist, _XdistHooks) and xdist.payloads:
-        merged = merge_all(Report.from_dict(p) for p in xdist.payloads)
-        merged.apply_to(active.session)
-    retrieval = active.session
-    failed_gates = any(not g.passed for g in retrieval.gate_outcomes) or any(
-        not r.passed for r in retrieval.regression_outcomes
-    )
-    if (retrieval.failed_queries() or failed_gates) and session.exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if active.usage_error is not None:  # a worker's (see _usage_error)
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
-    if active.settings.update_baseline:
-        _update_baseline(active, session)
-    if retrieval.has_run:
-        _write_reports(active, session)
-
-
-def _update_baseline(active: _Active, session: pytest.Session) -> None:
-    """Write the baseline from this run (controller only; never from an xdist worker)."""
-    from . import __version__
-    from .baseline import dump_baseline, stamp
-    from .errors import InputError
-    from .files import atomic_write_text
-
-    if active.is_worker:  # pragma: no cover - callers return early on workers
-        raise RuntimeError("the baseline is written by the controller, never by a worker")
-    retrieval = active.session
-    path = active.settings.baseline
-    assert path is not None
-    if not retrieval.has_run:
-        active.baseline_error = (
-            f"baseline not written to {path}: no test ran the retriever (select at least one "
-            "retrieval gate)"
-        )
-    elif retrieval.failed_queries():
-        active.baseline_error = (
-            f"baseline not written to {path}: {len(retrieval.failed_queries())} queries failed "
-            "in the retriever, and a baseline must not record failures as quality"
-        )
-    if active.baseline_error:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        return
-    snapshot = stamp(
-        retrieval.snapshot(extra=[b.spec for b in active.budgets]), plugin_version=__version__
-    )
-    try:
-        atomic_write_text(path, dump_baseline(snapshot), what="baseline")
-    except InputError as exc:
-        active.baseline_error = str(exc)
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        return
-    active.baseline_note = (
-        f"baseline written to {path} ({len(snapshot.queries)} queries, golden fingerprint "
-        f"{snapshot.fingerprint[:12]}): review the diff and commit it"
-    )
-
-
-def _write_reports(active: _Active, session: pytest.Session) -> None:
-    """The JSON artifact, the Markdown and HTML reports and the GitHub step summary, each only
-    when asked for, all rendered from one artifact document (controller only)."""
-    settings = active.settings
-    step_summary = settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY"))
-    if not (settings.json or settings.markdown or settings.html or step_summary):
-        return
-    from . import __version__
-    from .errors import InputError
-    from .files import atomic_write_json, atomic_write_text
-    from .report import build_artifact
-
-    document = build_artifact(
-        active.session,
-        plugin_version=__version__,
-        extra_specs=[b.spec for b in active.budgets],
-        declared={
-            "thresholds": [str(t) for t in active.thresholds],
-            "regressions": [b.line for b in active.budgets],
-        },
-    )
-    baseline = active.session.baseline
-    try:
-        if settings.json:
-            atomic_write_json(settings.json, document, what="JSON artifact")
-            active.written.append(f"JSON artifact written to {settings.json}")
-        if settings.markdown or step_summary:
-            from .report_markdown import append_step_summary, render_markdown
-
-            markdown = render_markdown(document, baseline=baseline)
-            if settings.markdown:
-                atomic_write_text(settings.markdown, markdown, what="Markdown report")
-                active.written.append(f"Markdown report written to {settings.markdown}")
-            if step_summary:
-                try:
-                    append_step_summary(markdown)
-                except OSError as exc:
-                    active.written.append(
-                        f"warning: could not append to $GITHUB_STEP_SUMMARY ({exc.strerror})"
-                    )
-        if settings.html:
-            from .report_html import render_html
-
-            atomic_write_text(
-                settings.html, render_html(document, baseline=baseline), what="HTML report"
-            )
-            active.written.append(f"HTML report written to {settings.html}")
-    except InputError as exc:
-        active.artifact_error = str(exc)
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
-
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
-) -> None:
-    """The ``retrieval`` section (tables, errors, latency) and the ``retrieval gates`` verdicts."""
-    active = _active(config)
-    if active is None or active.is_worker:
-        return
-    from .report import render_gates, render_summary
-
-    quiet = config.get_verbosity() < 0
-    retrieval = active.session
-    if retrieval.has_run:
-        lines = render_summary(retrieval, quiet=quiet)
-        if lines:
-            terminalreporter.write_sep("=", "retrieval")
-            for line in lines:
-                terminalreporter.write_line(line)
-    gate_lines = render_gates(retrieval, quiet=quiet)
-    if gate_lines:
-        failed = sum(1 for g in retrieval.gate_outcomes if not g.passed) + sum(
-            1 for r in retrieval.regression_outcomes if not r.passed
-        )
-        terminalreporter.write_sep(
-            "=",
-            f"retrieval gates: {failed} failed" if failed else "retrieval gates: all passed",
-            red=bool(failed),
-            green=not failed,
-        )
-        for line in gate_lines:
-            terminalreporter.write_line(line)
-    if active.baseline_error:
-        terminalreporter.write_line(f"pytest-retrieval: {active.baseline_error}", red=True)
-    elif active.baseline_note:
-        terminalreporter.write_line(f"retrieval: {active.baseline_note}", green=True)
-    if not quiet:
-        for line in active.written:
-            terminalreporter.write_line(f"retrieval: {line}")
-    if active.artifact_error:
-        terminalreporter.write_line(f"pytest-retrieval: {active.artifact_error}", red=True)

@@ -21,6 +21,7 @@ from typing import Any
 from .baseline import QuerySnapshot, Snapshot, round_value
 from .declared import Budget
 from .gates import Selection
+from .verdict import Status
 
 #: Differences of means smaller than this are float noise when comparing a drop with a budget.
 _NOISE = 1e-10
@@ -91,7 +92,7 @@ class RegressionOutcome:
     @property
     def passed(self) -> bool:
         """True unless the check found a regression or could not compare."""
-        return self.status in ("pass", "improvement", "skipped")
+        return Status(self.status).passed
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins (artifact, xdist payload)."""

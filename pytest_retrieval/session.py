@@ -36,10 +36,11 @@ from .golden import GoldenSet, Query
 from .metrics import MetricSpec
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome
 from .settings import Settings
+from .verdict import Verdict
 
 if TYPE_CHECKING:
     from .baseline import Snapshot
-    from .declared import Budget
+    from .declared import Budget, Threshold
     from .regression import RegressionOutcome
 
 
@@ -95,18 +96,21 @@ class RetrievalSession:
 
     settings: Settings
     golden: GoldenSet
-    outcomes: dict[str, QueryOutcome] | None = None
-    gate_outcomes: list[GateOutcome] = field(default_factory=list)
-    regression_outcomes: list[RegressionOutcome] = field(default_factory=list)
     baseline: Snapshot | None = None
+    #: The declared gates and budgets (ini lines, the gates file, the default checks).
+    thresholds: Sequence[Threshold] = ()
+    budgets: Sequence[Budget] = ()
+    #: How a skip is raised (a sealed split, a check that cannot run): pytest.skip under the
+    #: plugin, an exception elsewhere.
     on_skip: Callable[[str], NoReturn] = _raise_sealed
-    #: Results asked of the retriever per query; None: ``settings.retrieval_depth``. The plugin
-    #: raises it to the largest K of the declared gates and budgets.
-    depth: int | None = None
-    retriever_name: str | None = None
     on_sealed: Callable[[str], NoReturn] = _raise_sealed
-    current_test: str | None = None
-    ensure_run: Callable[[], None] | None = None
+    # What the session learns as it goes; changed only through its methods.
+    outcomes: dict[str, QueryOutcome] | None = field(default=None, init=False)
+    gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
+    regression_outcomes: list[RegressionOutcome] = field(default_factory=list, init=False)
+    retriever_name: str | None = field(default=None, init=False)
+    current_test: str | None = field(default=None, init=False)
+    _ensure_run: Callable[[], None] | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -164,15 +168,49 @@ class RetrievalSession:
         """True once the retriever has run."""
         return self.outcomes is not None
 
-    def set_outcomes(self, outcomes: Iterable[QueryOutcome]) -> None:
+    def set_outcomes(
+        self, outcomes: Iterable[QueryOutcome], *, retriever_name: str | None = None
+    ) -> None:
         """Store the run (one outcome per scorable query) and forget cached scores."""
         with self._lock:
             self.outcomes = {o.query_id: o for o in outcomes}
+            if retriever_name is not None:
+                self.retriever_name = retriever_name
             self._cache.clear()
 
+    def absorb(
+        self,
+        outcomes: Iterable[QueryOutcome] | None,
+        gate_outcomes: Sequence[GateOutcome],
+        regression_outcomes: Sequence[RegressionOutcome],
+        *,
+        retriever_name: str | None,
+    ) -> None:
+        """Take over what the xdist workers learned (the controller's merged payload)."""
+        if outcomes is not None:
+            self.set_outcomes(outcomes, retriever_name=retriever_name)
+        elif retriever_name is not None:
+            self.retriever_name = retriever_name
+        with self._lock:
+            self.gate_outcomes = list(gate_outcomes)
+            self.regression_outcomes = list(regression_outcomes)
+
+    def enter_test(self, nodeid: str | None, ensure_run: Callable[[], None] | None = None) -> None:
+        """A test starts: gate records name it, and ``ensure_run`` runs the retriever on the
+        first score a gate asks for (through that test's fixtures)."""
+        self.current_test = nodeid
+        if ensure_run is not None:
+            self._ensure_run = ensure_run
+
+    def leave_test(self) -> list[Gate]:
+        """The test ended: forget it, and return its gates that were never compared."""
+        self.current_test = None
+        self._ensure_run = None
+        return self.take_uncompared()
+
     def _require_run(self) -> dict[str, QueryOutcome]:
-        if self.outcomes is None and self.ensure_run is not None:
-            self.ensure_run()
+        if self.outcomes is None and self._ensure_run is not None:
+            self._ensure_run()
         if self.outcomes is None:
             raise RuntimeError("the retriever has not run yet (no test fixture could run it)")
         return self.outcomes
@@ -249,8 +287,24 @@ class RetrievalSession:
 
     @property
     def effective_depth(self) -> int:
-        """How many results the retriever is asked for per query."""
-        return self.depth if self.depth is not None else self.settings.retrieval_depth
+        """How many results the retriever is asked for per query.
+
+        ``retrieval_depth`` when set; otherwise the largest of ``retrieval_ks`` and of every K
+        the declared gates and budgets name, so that each of them is scored on a full list.
+        """
+        if self.settings.depth is not None:
+            return self.settings.retrieval_depth
+        declared = [t.spec.k for t in self.thresholds] + [b.spec.k for b in self.budgets]
+        return max([self.settings.retrieval_depth, *(k for k in declared if k)])
+
+    def verdict(self) -> Verdict:
+        """Failed gates, regressions and queries: the one verdict of this session."""
+        return Verdict.count(
+            (g.passed for g in self.gate_outcomes),
+            (r.passed for r in self.regression_outcomes),
+            failed_queries=len(self.failed_queries()),
+            queries=len(self.scorable_queries()),
+        )
 
     def _check_depth(self, spec: MetricSpec) -> None:
         """A metric deeper than the results asked for would be scored on a shorter list."""
@@ -503,7 +557,8 @@ class RetrievalSession:
         """
         from .baseline import TOP_KEPT, QuerySnapshot, Snapshot, label_hash
 
-        specs = tuple(dict.fromkeys([*self.settings.metric_specs, *extra]))
+        budgeted = [b.spec for b in self.budgets]
+        specs = tuple(dict.fromkeys([*self.settings.metric_specs, *budgeted, *extra]))
         stages = self.stages
         per_stage = {stage: self.evaluation(stage, specs) for stage in stages}
         columns = {

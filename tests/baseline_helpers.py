@@ -20,7 +20,7 @@ from plugin_helpers import QUIET_PLUGINS
 # sys.modules after a run, and numpy's C core cannot be loaded twice in one process.
 import pytest_retrieval.stats  # noqa: F401
 from pytest_retrieval.baseline import QuerySnapshot, Snapshot
-from pytest_retrieval.report import ARTIFACT_SCHEMA_VERSION
+from pytest_retrieval.report.artifact import ARTIFACT_SCHEMA_VERSION
 
 BASELINE = "retrieval-baseline.json"
 

@@ -11,8 +11,8 @@ import pytest
 
 from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline
 from pytest_retrieval.cli import EXIT_OK, EXIT_USAGE, main
-from pytest_retrieval.report_html import render_html
-from pytest_retrieval.report_markdown import render_markdown
+from pytest_retrieval.report.html import render_html
+from pytest_retrieval.report.markdown import render_markdown
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

@@ -16,7 +16,7 @@ import pytest
 from baseline_helpers import BASELINE, CONFTEST, Project, golden
 from plugin_helpers import esc
 
-from pytest_retrieval.plugin import _update_baseline
+from pytest_retrieval.finish import finish
 
 # Every atomic write (text or JSON: both go through files.atomic_write), logged with the process
 # that made it (for the xdist test).
@@ -263,11 +263,14 @@ def test_a_baseline_in_an_unwritable_place_exits_4_with_a_message(project: Proje
 
 
 def test_the_update_refuses_to_run_in_an_xdist_worker() -> None:
-    class WorkerActive:
-        is_worker = True
-
     with pytest.raises(RuntimeError, match="written by the controller, never by a worker"):
-        _update_baseline(WorkerActive(), None)  # type: ignore[arg-type]
+        finish(
+            None,  # type: ignore[arg-type]
+            exit_status=0,
+            quiet=False,
+            plugin_version="0",
+            is_worker=True,
+        )
 
 
 def test_under_xdist_the_controller_alone_writes_the_baseline_once(

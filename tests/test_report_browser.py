@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from report_helpers import IMG_PAYLOAD, SCRIPT_PAYLOAD, Page, hostile_artifact, load
 
-from pytest_retrieval.report_html import render_html
+from pytest_retrieval.report.html import render_html
 
 
 def find_browser() -> str | None:

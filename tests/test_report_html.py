@@ -22,7 +22,8 @@ from report_helpers import (
     load,
 )
 
-from pytest_retrieval.report_html import CSP, el, escape, render_html
+from pytest_retrieval.report.html import CSP, render_html
+from pytest_retrieval.report.markup import el, escape
 
 #: Every element the report uses; anything else would come from an injected string.
 ALLOWED_TAGS = {

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_retrieval.baseline import QuerySnapshot, Snapshot
-from pytest_retrieval.report_markdown import (
+from pytest_retrieval.report.markdown import (
     append_step_summary,
     md_code,
     md_text,

@@ -1,4 +1,4 @@
-"""Property tests: folding xdist worker payloads (:class:`~pytest_retrieval.report.Report`) gives
+"""Property tests: folding xdist worker payloads (:class:`~pytest_retrieval.report.payload.Report`) gives
 one answer whatever order the workers finish in, and folding a payload in twice changes nothing.
 
 The controller merges the payloads as workers go down, in an order nobody controls; a merge that
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pytest_retrieval.gates import GateOutcome
 from pytest_retrieval.regression import RegressionOutcome
-from pytest_retrieval.report import Report, merge_all, outcome_to_dict
+from pytest_retrieval.report.payload import Report, merge_all, outcome_to_dict
 from pytest_retrieval.retriever import QueryOutcome
 
 PAYLOADS = settings(max_examples=100, deadline=None, database=None)

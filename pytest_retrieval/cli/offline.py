@@ -81,7 +81,7 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
 
 def _read_artifact(path: str) -> dict[str, Any]:
     """An artifact (checked by the ``report`` command's reader) that has a per-query snapshot."""
-    from .report import read_artifact
+    from ..report.artifact import read_artifact
 
     data = read_artifact(path)
     if not data.get("snapshot"):

@@ -10,18 +10,15 @@ artifact or baseline, unwritable output). The report's verdict does not change t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, Problem
-from ..report import ARTIFACT_SCHEMA, ARTIFACT_SCHEMA_VERSION
+from ..report.artifact import read_artifact
 from . import positive_int
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
-
-#: The artifact schema version these renderers read.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,48 +52,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def read_artifact(path: str) -> dict[str, Any]:
-    """Read and check a JSON artifact; InputError naming the file otherwise."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise InputError(
-            Problem(
-                "artifact not found",
-                fix="pass the file written by pytest --retrieval-json PATH",
-                source=path,
-            )
-        ) from None
-    except IsADirectoryError:
-        raise InputError(Problem("the artifact path is a directory", source=path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(f"cannot be read ({exc})", source=path)) from None
-    if not isinstance(data, dict) or data.get("schema") != ARTIFACT_SCHEMA:
-        raise InputError(
-            Problem(
-                "not a pytest-retrieval JSON artifact",
-                fix="pass the file written by pytest --retrieval-json PATH",
-                source=path,
-            )
-        )
-    version = data.get("schema_version")
-    if version != ARTIFACT_SCHEMA_VERSION:
-        raise InputError(
-            Problem(
-                f"artifact schema version {version!r} is not supported (this version reads "
-                f"{ARTIFACT_SCHEMA_VERSION})",
-                fix="render it with the pytest-retrieval version that wrote it",
-                source=path,
-            )
-        )
-    return data
-
-
 def _read_baseline(path: str) -> Snapshot:
     from ..baseline import load_baseline
 
@@ -110,26 +65,21 @@ def _read_baseline(path: str) -> Snapshot:
 
 def run(args: argparse.Namespace) -> int:
     """Render the reports; 0 when written."""
-    from ..files import atomic_write_text
-    from ..report_markdown import DEFAULT_MAX_ROWS, render_markdown
+    from ..report.write import write_reports
 
     artifact = read_artifact(args.artifact)
     baseline = _read_baseline(args.baseline) if args.baseline else None
     markdown_target = args.markdown
     if markdown_target is None and args.html is None:
         markdown_target = "-"
-    if args.html is not None:
-        from ..report_html import render_html
-
-        atomic_write_text(args.html, render_html(artifact, baseline=baseline), what="HTML report")
-    if markdown_target is not None:
-        text = render_markdown(
-            artifact,
-            baseline=baseline,
-            max_rows=args.max_rows or DEFAULT_MAX_ROWS,
-        )
-        if markdown_target == "-":
-            sys.stdout.write(text)
-        else:
-            atomic_write_text(markdown_target, text, what="Markdown report")
+    to_stdout = markdown_target == "-"
+    written = write_reports(
+        artifact,
+        baseline=baseline,
+        markdown=None if to_stdout else markdown_target,
+        html=args.html,
+        max_rows=args.max_rows,
+        markdown_stream=sys.stdout if to_stdout else None,
+    )
+    del written  # the command prints nothing but the Markdown it was asked to print
     return 0

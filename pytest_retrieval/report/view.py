@@ -18,8 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ..verdict import Status, Verdict
+
 if TYPE_CHECKING:
-    from .baseline import Snapshot
+    from ..baseline import Snapshot
 
 
 #: The baseline the reports compare with: the baseline JSON as a dict, or a loaded Snapshot.
@@ -263,7 +265,10 @@ def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
 
 def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     status_word = str(outcome.get("status"))
-    status = "skip" if status_word == "skipped" else "pass" if outcome.get("passed") else "fail"
+    try:
+        status = Status(status_word).shown
+    except ValueError:  # a status this version does not know: shown as its passed flag says
+        status = "pass" if outcome.get("passed") else "fail"
     ci_raw = outcome.get("ci")
     ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
     budget = outcome.get("budget")
@@ -320,65 +325,14 @@ def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:
     return sorted(rows, key=lambda row: order.get(row.status, 3))  # stable: keeps the order
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The run's outcome in one line."""
-
-    passed: bool
-    gates: int
-    failed_gates: int
-    failed_regressions: int
-    failed_queries: int
-    queries: int
-
-    @property
-    def icon(self) -> str:
-        """✅ or ❌."""
-        return "✅" if self.passed else "❌"
-
-    @property
-    def headline(self) -> str:
-        """``3 of 21 gates failed`` / ``all 21 gates passed`` (and failed queries)."""
-        failed = self.failed_gates + self.failed_regressions
-        parts = []
-        if self.gates == 0:
-            parts.append("no gates")
-        elif failed:
-            detail = []
-            if self.failed_regressions:
-                detail.append(_plural(self.failed_regressions, "regression"))
-            if self.failed_gates:
-                detail.append(_plural(self.failed_gates, "threshold"))
-            parts.append(f"{failed} of {self.gates} gates failed ({', '.join(detail)})")
-        else:
-            parts.append(f"all {_plural(self.gates, 'gate')} passed")
-        if self.failed_queries:
-            parts.append(f"{_plural(self.failed_queries, 'query', 'queries')} failed to run")
-        return "; ".join(parts)
-
-    @property
-    def text(self) -> str:
-        """``❌ 3 of 21 gates failed (3 regressions)``."""
-        return f"{self.icon} {self.headline}"
-
-
-def _plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else many or one + 's'}"
-
-
 def verdict(artifact: Mapping[str, Any]) -> Verdict:
     """Pass when no gate or regression check failed and no query failed to run."""
     rows = gate_rows(artifact)
-    failed_gates = sum(1 for r in rows if r.status == "fail" and r.kind != "regression")
-    failed_regressions = sum(1 for r in rows if r.status == "fail" and r.kind == "regression")
-    errors = len(artifact.get("errors") or ())
     queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
-    return Verdict(
-        passed=not (failed_gates or failed_regressions or errors),
-        gates=len(rows),
-        failed_gates=failed_gates,
-        failed_regressions=failed_regressions,
-        failed_queries=errors,
+    return Verdict.count(
+        (r.status != "fail" for r in rows if r.kind != "regression"),
+        (r.status != "fail" for r in rows if r.kind == "regression"),
+        failed_queries=len(artifact.get("errors") or ()),
         queries=queries,
     )
 

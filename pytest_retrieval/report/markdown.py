@@ -18,8 +18,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import report_view as view
-from .report_view import BaselineLike, Column, GateRow
+from . import view
+from .view import BaselineLike, Column, GateRow
 
 #: Per-query rows shown per regression check (and failed queries, notes) before "... and N more".
 DEFAULT_MAX_ROWS = 10
@@ -203,7 +203,7 @@ def _metrics_section(
     lines: list[str] = []
     headline = view.headline_metrics(artifact)
     every = view.metric_names(artifact)
-    from .report import sparkline
+    from .terminal import sparkline
 
     for stage in view.stage_list(artifact):
         cols = view.columns(artifact, stage)

@@ -1,0 +1,115 @@
+"""The start of a session: from resolved settings to a ready :class:`RetrievalSession`.
+
+Everything that can be refused before the retriever runs is refused here, with an
+:class:`~pytest_retrieval.errors.InputError` naming the setting and the fix: unwritable report
+paths, golden-set files, declared gates and budgets, the baseline file, a held-out split that
+matches no query. The plugin turns the error into a usage error (exit status 4); nothing here
+knows pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from .errors import InputError, Problem
+from .session import RetrievalSession
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from .baseline import Snapshot
+    from .golden import GoldenSet
+
+
+def build_session(
+    settings: Settings,
+    *,
+    rootdir: Path,
+    on_skip: Callable[[str], NoReturn],
+    on_sealed: Callable[[str], NoReturn],
+) -> RetrievalSession:
+    """Load and check everything the settings name; the session that will gate the run."""
+    from .declared import load_budgets, load_declared_gates
+    from .formats.golden_io import load_golden_files
+
+    check_outputs(settings)
+    golden = load_golden_files(
+        settings.golden,
+        format=settings.golden_format,
+        corpus=settings.corpus,
+        heldout_split=settings.heldout_split,
+    )
+    thresholds = load_declared_gates(settings, golden, rootdir=rootdir)
+    budgets = load_budgets(settings, golden, rootdir=rootdir)
+    baseline = load_baseline_setting(settings)
+    _check_heldout(settings, golden)
+    return RetrievalSession(
+        settings=settings,
+        golden=golden,
+        baseline=baseline,
+        thresholds=tuple(thresholds),
+        budgets=tuple(budgets),
+        on_skip=on_skip,
+        on_sealed=on_sealed,
+    )
+
+
+def check_outputs(settings: Settings) -> None:
+    """Refuse a report path that can never be written (a directory, or a path through a file)
+    before the retriever runs, not after a long run. (A baseline to update is checked when it
+    is written: the run's verdict is shown first.)"""
+    from .files import path_problem
+
+    outputs = [
+        (settings.json, "JSON artifact"),
+        (settings.markdown, "Markdown report"),
+        (settings.html, "HTML report"),
+    ]
+    problems = [path_problem(path, what=what) for path, what in outputs if path]
+    found = [p for p in problems if p is not None]
+    if found:
+        raise InputError(found)
+
+
+def load_baseline_setting(settings: Settings) -> Snapshot | None:
+    """The committed baseline (None when missing: the regression gates then say how to make it).
+
+    A corrupt or foreign file is an InputError. Updating needs a path to write to.
+    """
+    from .baseline import load_baseline
+
+    if settings.update_baseline and not settings.baseline:
+        raise InputError(
+            Problem(
+                "--retrieval-update-baseline needs to know where the baseline lives",
+                fix="pass --retrieval-baseline PATH or set retrieval_baseline = PATH",
+            )
+        )
+    if not settings.baseline or settings.update_baseline:
+        return None
+    try:
+        return load_baseline(settings.baseline)
+    except FileNotFoundError:
+        return None
+
+
+def _check_heldout(settings: Settings, golden: GoldenSet) -> None:
+    from .golden import DEFAULT_HELDOUT_SPLIT
+
+    heldout, splits = golden.heldout(), golden.splits
+
+    if settings.heldout and not heldout:
+        raise InputError(
+            f"--retrieval-heldout: the golden set has no query in the held-out split "
+            f"{settings.heldout_split!r} (splits: {', '.join(splits)}); set "
+            "retrieval_heldout_split to the split you hold out"
+        )
+    if settings.heldout_split != DEFAULT_HELDOUT_SPLIT and not heldout:
+        # A renamed held-out split that matches no query seals nothing: the queries meant to
+        # be held out would be scored and shown like any other (a typo must not leak them).
+        raise InputError(
+            f"retrieval_heldout_split = {settings.heldout_split}: the golden set has no query "
+            f"in this split (splits: {', '.join(splits)}), so nothing is held out; name "
+            "the split your held-out queries are in, or remove the setting (default: heldout)"
+        )

@@ -1,0 +1,163 @@
+"""The end of a session: the verdict, the baseline update, the report files, the lines to print.
+
+:func:`finish` is called once, by the controller (never by an xdist worker), after every test
+ran. It returns a :class:`Finish`: the exit status to set and everything the terminal shows.
+The plugin only prints it. This sits above the session and its renderers so that the session
+never imports what draws it.
+
+The baseline-update policy: a baseline is written only with the update flag, only when the
+retriever ran, and never from a run where queries failed (a baseline must not record failures as
+quality).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .session import RetrievalSession
+from .verdict import EXIT_OK, EXIT_TESTS_FAILED, EXIT_USAGE_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line to print, and its colour (``red``, ``green`` or none)."""
+
+    text: str
+    colour: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """What the end of a session decided and what it prints."""
+
+    #: The exit status the session must end with (pytest's own when nothing here changed it).
+    exit_status: int
+    #: The ``retrieval`` section: the summary tables (empty when the retriever did not run).
+    summary: list[str] = field(default_factory=list)
+    #: The ``retrieval gates`` section title and lines (no lines: no section).
+    gates_title: str = ""
+    gates_failed: bool = False
+    gates: list[str] = field(default_factory=list)
+    #: Notes after the sections: the baseline written or refused, report files, write errors.
+    notes: list[Line] = field(default_factory=list)
+
+
+def finish(
+    session: RetrievalSession,
+    *,
+    exit_status: int,
+    quiet: bool,
+    plugin_version: str,
+    worker_usage_error: str | None = None,
+    step_summary: bool = False,
+    is_worker: bool = False,
+) -> Finish:
+    """Settle the session: exit status, baseline update, report files, terminal lines.
+
+    ``exit_status`` is pytest's so far. A failed gate, regression check or query turns a
+    passing run into ``EXIT_TESTS_FAILED`` (a verdict that belongs to no single test would
+    otherwise leave pytest's "N passed"); a worker's usage error makes it ``EXIT_USAGE_ERROR``.
+    ``step_summary`` appends the Markdown report to ``$GITHUB_STEP_SUMMARY``. An xdist worker
+    never finishes a session (its controller does): ``is_worker`` is refused.
+    """
+    if is_worker:
+        raise RuntimeError("the baseline is written by the controller, never by a worker")
+    from .report.terminal import render_gates, render_summary
+
+    settings = session.settings
+    verdict = session.verdict()
+    status = exit_status
+    if not verdict.passed and status == EXIT_OK:
+        status = EXIT_TESTS_FAILED
+    if worker_usage_error is not None:
+        status = EXIT_USAGE_ERROR
+    notes: list[Line] = []
+    if settings.update_baseline:
+        note, failed_status = _update_baseline(session, plugin_version)
+        notes.append(note)
+        if failed_status is not None:
+            status = failed_status
+    written: list[str] = []
+    write_error: Line | None = None
+    if session.has_run:
+        try:
+            _write_reports(session, plugin_version, step_summary=step_summary, written=written)
+        except InputError as exc:
+            status = EXIT_USAGE_ERROR
+            write_error = Line(f"pytest-retrieval: {exc}", "red")
+    if not quiet:
+        notes.extend(Line(f"retrieval: {line}") for line in written)
+    if write_error is not None:
+        notes.append(write_error)
+    return Finish(
+        exit_status=status,
+        summary=render_summary(session, quiet=quiet) if session.has_run else [],
+        gates_title=verdict.section_title,
+        gates_failed=bool(verdict.failed),
+        gates=render_gates(session, quiet=quiet),
+        notes=notes,
+    )
+
+
+def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Line, int | None]:
+    """Write the baseline from this run; the note to print and the exit status if refused."""
+    from .baseline import dump_baseline, stamp
+    from .files import atomic_write_text
+
+    path = session.settings.baseline
+    if path is None:  # refused at configure time; kept for callers outside the plugin
+        return Line("pytest-retrieval: no baseline path to write to", "red"), EXIT_USAGE_ERROR
+    if not session.has_run:
+        error = (
+            f"baseline not written to {path}: no test ran the retriever (select at least one "
+            "retrieval gate)"
+        )
+        return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
+    failed = session.failed_queries()
+    if failed:
+        error = (
+            f"baseline not written to {path}: {len(failed)} queries failed in the retriever, "
+            "and a baseline must not record failures as quality"
+        )
+        return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
+    snapshot = stamp(session.snapshot(), plugin_version=plugin_version)
+    try:
+        atomic_write_text(path, dump_baseline(snapshot), what="baseline")
+    except InputError as exc:
+        return Line(f"pytest-retrieval: {exc}", "red"), EXIT_USAGE_ERROR
+    note = (
+        f"baseline written to {path} ({len(snapshot.queries)} queries, golden fingerprint "
+        f"{snapshot.fingerprint[:12]}): review the diff and commit it"
+    )
+    return Line(f"retrieval: {note}", "green"), None
+
+
+def _write_reports(
+    session: RetrievalSession, plugin_version: str, *, step_summary: bool, written: list[str]
+) -> None:
+    """The report files asked for, all rendered from one artifact document."""
+    settings = session.settings
+    if not (settings.json or settings.markdown or settings.html or step_summary):
+        return
+    from .report.artifact import build_artifact
+    from .report.write import write_reports
+
+    document = build_artifact(
+        session,
+        plugin_version=plugin_version,
+        extra_specs=[b.spec for b in session.budgets],
+        declared={
+            "thresholds": [str(t) for t in session.thresholds],
+            "regressions": [b.line for b in session.budgets],
+        },
+    )
+    write_reports(
+        document,
+        baseline=session.baseline,
+        json=settings.json,
+        markdown=settings.markdown,
+        html=settings.html,
+        step_summary=step_summary,
+        written=written,
+    )

@@ -1,0 +1,38 @@
+"""Doc-id map files: chunk id -> document id, as a JSON object or a two-column TSV."""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import InputError, Problem
+
+
+def load_doc_map(path: str) -> dict[str, str]:
+    """Read ``retrieval_doc_id_map``: a ``.json`` object, else ``chunk id<TAB>document id``
+    lines (blank lines and ``#`` comments skipped). InputError naming the file and line."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise InputError(
+            Problem(f"retrieval_doc_id_map = {path}: cannot be read ({exc.strerror})")
+        ) from None
+    if path.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                Problem(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})")
+            ) from None
+        if not isinstance(data, dict):
+            raise InputError(Problem(f"{path}: expected a JSON object of chunk id -> document id"))
+        return {str(k): str(v) for k, v in data.items()}
+    mapping = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise InputError(Problem(f"{path}:{number}: expected 'chunk id<TAB>document id'"))
+        mapping[parts[0].strip()] = parts[1].strip()
+    return mapping

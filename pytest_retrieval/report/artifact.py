@@ -1,0 +1,194 @@
+"""The JSON artifact: written from a finished session, read back by the console script.
+
+:func:`build_artifact` turns a session into the documented, schema-versioned JSON artifact, with
+held-out rows redacted unless their details were asked for; :func:`read_artifact` reads and
+checks one (the ``report``, ``gate`` and ``compare`` commands). Writer and reader live side by
+side so that they cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import InputError, Problem
+from ..metrics import MetricSpec
+from ..session import RetrievalSession
+
+ARTIFACT_SCHEMA = "pytest-retrieval/artifact"
+ARTIFACT_SCHEMA_VERSION = 1
+
+
+def _counts(values: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for value in values:
+        out[value] = out.get(value, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def build_artifact(
+    session: RetrievalSession,
+    *,
+    plugin_version: str,
+    extra_specs: Sequence[MetricSpec] = (),
+    declared: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
+    """The JSON artifact of a session (see the README's "JSON artifact" section)."""
+    golden = session.golden
+    settings = session.settings
+    results: list[dict[str, Any]] = []
+    specs = settings.metric_specs
+    if session.has_run:
+        for stage in session.stages:
+            evaluation = session.evaluation(stage, specs)
+            for label, selection in session.columns():
+                sub = evaluation.restrict(q.id for q in session.select(selection))
+                results.append(
+                    {
+                        "stage": stage,
+                        "column": label,
+                        "split": selection.split,
+                        "slice": selection.slice,
+                        "queries": len(sub.query_ids),
+                        "evaluated": sub.evaluated,
+                        "skipped_no_relevant": len(sub.skipped_no_relevant),
+                        "metrics": sub.means,
+                    }
+                )
+    rows: list[dict[str, Any]] = []
+    redacted = 0
+    largest_k = max(settings.ks)
+    if session.has_run:
+        per_stage = {stage: session.evaluation(stage, specs).per_query for stage in session.stages}
+        assert session.outcomes is not None
+        for query in session.scorable_queries():
+            if session.is_redacted(query):
+                redacted += 1
+                continue
+            outcome = session.outcomes.get(query.id)
+            rows.append(
+                {
+                    "id": query.id,
+                    "text": query.text,
+                    "split": query.split,
+                    "slices": list(query.slices),
+                    "rankings": {
+                        stage: list(r[:largest_k])
+                        for stage, r in (outcome.rankings.items() if outcome else ())
+                    },
+                    "metrics": {
+                        stage: values.get(query.id, {}) for stage, values in per_stage.items()
+                    },
+                    "latency_ms": dict(outcome.latency_ms) if outcome else {},
+                    "error": (
+                        {
+                            "stage": outcome.error_stage,
+                            "type": outcome.error_type,
+                            "message": outcome.error,
+                        }
+                        if outcome and outcome.error
+                        else None
+                    ),
+                }
+            )
+    gates = []
+    for gate in session.gate_outcomes:
+        entry = gate.to_dict()
+        if gate.split == session.heldout_name and not session.show_heldout_details:
+            entry["message"] = entry["message"].split("\n", 1)[0]
+        gates.append(entry)
+    latency = {}
+    for stage in session.stages:
+        pair = session.latency_percentiles(stage)
+        if pair is not None:
+            latency[stage] = {"p50": pair[0], "p95": pair[1]}
+    failed = session.failed_queries()
+    return {
+        "schema": ARTIFACT_SCHEMA,
+        "schema_version": ARTIFACT_SCHEMA_VERSION,
+        "plugin_version": plugin_version,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "settings": settings.to_dict(),
+        "golden": {
+            "path": golden.source,
+            "name": golden.name,
+            "corpus_version": golden.corpus_version,
+            "fingerprint": golden.fingerprint,
+            "queries": len(golden),
+            "splits": _counts(q.split for q in golden),
+            "slices": _counts(s for q in golden for s in q.slices),
+            "no_answer": sum(1 for q in golden if q.is_no_answer),
+        },
+        "heldout": {
+            "split": session.heldout_name,
+            "scored": session.unsealed,
+            "details": session.show_heldout_details,
+        },
+        "retriever": {"name": session.retriever_name},
+        "stages": list(session.stages),
+        "results": results,
+        "gates": gates,
+        "errors": [
+            {
+                "query_id": o.query_id,
+                "stage": o.error_stage,
+                "type": o.error_type,
+                "message": o.error,
+            }
+            for o in failed
+            if not session.is_redacted(golden[o.query_id])
+        ],
+        "latency_ms": latency,
+        "regressions": [r.to_dict() for r in session.regression_outcomes],
+        "declared": {k: list(v) for k, v in (declared or {}).items()},
+        "queries": rows,
+        "redacted_queries": redacted,
+        "snapshot": session.snapshot(extra=extra_specs).to_dict() if session.has_run else None,
+    }
+
+
+# --- terminal ------------------------------------------------------------------------------
+
+
+def read_artifact(path: str) -> dict[str, Any]:
+    """Read and check a JSON artifact; InputError naming the file otherwise."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise InputError(
+            Problem(
+                "artifact not found",
+                fix="pass the file written by pytest --retrieval-json PATH",
+                source=path,
+            )
+        ) from None
+    except IsADirectoryError:
+        raise InputError(Problem("the artifact path is a directory", source=path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(f"cannot be read ({exc})", source=path)) from None
+    if not isinstance(data, dict) or data.get("schema") != ARTIFACT_SCHEMA:
+        raise InputError(
+            Problem(
+                "not a pytest-retrieval JSON artifact",
+                fix="pass the file written by pytest --retrieval-json PATH",
+                source=path,
+            )
+        )
+    version = data.get("schema_version")
+    if version != ARTIFACT_SCHEMA_VERSION:
+        raise InputError(
+            Problem(
+                f"artifact schema version {version!r} is not supported (this version reads "
+                f"{ARTIFACT_SCHEMA_VERSION})",
+                fix="render it with the pytest-retrieval version that wrote it",
+                source=path,
+            )
+        )
+    return data

@@ -1,0 +1,159 @@
+"""The xdist payload: what a worker learned, as builtins, and the controller's merge.
+
+:class:`Report` carries what workers learn (the run's per-query outcomes and the gate outcomes)
+as builtins; :meth:`Report.merge` is idempotent and order-independent, so the controller can fold
+worker payloads in any order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..gates import GateOutcome
+from ..regression import RegressionOutcome
+from ..retriever import QueryOutcome
+from ..session import RetrievalSession
+
+
+def outcome_to_dict(outcome: QueryOutcome) -> dict[str, Any]:
+    """One query's outcome as builtins."""
+    return {
+        "query_id": outcome.query_id,
+        "rankings": {stage: list(r) for stage, r in outcome.rankings.items()},
+        "latency_ms": dict(outcome.latency_ms),
+        "error": outcome.error,
+        "error_type": outcome.error_type,
+        "error_stage": outcome.error_stage,
+    }
+
+
+def outcome_from_dict(data: dict[str, Any]) -> QueryOutcome:
+    """Inverse of :func:`outcome_to_dict`."""
+    return QueryOutcome(
+        query_id=data["query_id"],
+        rankings={stage: tuple(r) for stage, r in data["rankings"].items()},
+        latency_ms=dict(data["latency_ms"]),
+        error=data["error"],
+        error_type=data["error_type"],
+        error_stage=data["error_stage"],
+    )
+
+
+def _gate_key(gate: dict[str, Any]) -> str:
+    return json.dumps(gate, sort_keys=True, default=str)
+
+
+@dataclass
+class Report:
+    """What one process learned: per-query outcomes (by query id), gate outcomes, and the name
+    of the retriever that ran (only the worker that ran it knows it)."""
+
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gates: list[dict[str, Any]] = field(default_factory=list)
+    regressions: list[dict[str, Any]] = field(default_factory=list)
+    retriever_name: str | None = None
+
+    @classmethod
+    def from_session(cls, session: RetrievalSession) -> Report:
+        """The report of a session (builtins only)."""
+        outcomes = {qid: outcome_to_dict(o) for qid, o in (session.outcomes or {}).items()}
+        return cls(
+            outcomes,
+            [g.to_dict() for g in session.gate_outcomes],
+            [r.to_dict() for r in session.regression_outcomes],
+            session.retriever_name,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins only (execnet sends no pickles)."""
+        return {
+            "outcomes": self.outcomes,
+            "gates": self.gates,
+            "regressions": self.regressions,
+            "retriever_name": self.retriever_name,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            dict(data.get("outcomes", {})),
+            list(data.get("gates", [])),
+            list(data.get("regressions", [])),
+            data.get("retriever_name"),
+        )
+
+    def merge(self, other: Report) -> Report:
+        """Union of two reports; idempotent and independent of order.
+
+        Outcomes are keyed by query id (workers read the same cached run, so they agree; if they
+        did not, the choice is deterministic). Gates are de-duplicated and sorted.
+        """
+        outcomes = dict(self.outcomes)
+        for qid, outcome in other.outcomes.items():
+            mine = outcomes.get(qid)
+            if mine is None or _gate_key(outcome) < _gate_key(mine):
+                outcomes[qid] = outcome
+        gates = {_gate_key(g): g for g in [*self.gates, *other.gates]}
+        ordered = [gates[key] for key in sorted(gates, key=lambda k: (gates[k]["nodeid"] or "", k))]
+        regressions = {_gate_key(r): r for r in [*self.regressions, *other.regressions]}
+        ordered_regressions = [
+            regressions[key]
+            for key in sorted(regressions, key=lambda k: (regressions[k]["name"], k))
+        ]
+        names = [n for n in (self.retriever_name, other.retriever_name) if n is not None]
+        return Report(
+            dict(sorted(outcomes.items())),
+            ordered,
+            ordered_regressions,
+            min(names) if names else None,  # all workers build the same retriever
+        )
+
+    def apply_to(self, session: RetrievalSession) -> None:
+        """Load the merged outcomes and gates into the controller's session."""
+        outcomes = None
+        if self.outcomes:
+            order = {q.id: i for i, q in enumerate(session.golden)}
+            rows = sorted(self.outcomes.values(), key=lambda o: order.get(o["query_id"], 1 << 30))
+            outcomes = [outcome_from_dict(o) for o in rows]
+        session.absorb(
+            outcomes,
+            [GateOutcome.from_dict(g) for g in self.gates],
+            [RegressionOutcome.from_dict(r) for r in self.regressions],
+            retriever_name=self.retriever_name,
+        )
+
+
+def merge_all(reports: Iterable[Report]) -> Report:
+    """Fold any number of reports (order does not matter)."""
+    merged = Report()
+    for report in reports:
+        merged = merged.merge(report)
+    return merged
+
+
+# --- the JSON artifact ----------------------------------------------------------------------
+
+
+def shared_run(
+    base: Path, uid: str, compute: Callable[[], list[QueryOutcome]]
+) -> list[QueryOutcome]:
+    """Under xdist: the first worker runs the retriever, the others read its cached run.
+
+    ``base`` is a folder every worker of the session shares, ``uid`` the session's run id.
+    """
+    from ..files import atomic_write_text, file_lock
+
+    cache = base / f"pytest-retrieval-run-{uid}.json"
+    with file_lock(base / f"pytest-retrieval-run-{uid}.lock"):
+        if cache.exists():
+            return [outcome_from_dict(o) for o in json.loads(cache.read_text(encoding="utf-8"))]
+        outcomes = compute()
+        atomic_write_text(
+            cache, json.dumps([outcome_to_dict(o) for o in outcomes]), what="run cache"
+        )
+        return outcomes

@@ -1,0 +1,69 @@
+"""``module:attribute`` settings: the retriever and reranker factories, doc-id functions.
+
+:func:`import_object` is the one place that imports a module named by the user's
+configuration (``retrieval_retriever``, ``retrieval_reranker``, ``retrieval_doc_id``); every
+mistake is an :class:`~pytest_retrieval.errors.InputError` naming the setting and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InputError
+
+CONFTEST_SNIPPET = """\
+# conftest.py
+import pytest
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    from myapp.search import search      # your code: query text -> ranked doc ids
+    return search
+"""
+
+#: The message when no retriever is configured.
+NO_RETRIEVER = (
+    "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
+    + CONFTEST_SNIPPET
+    + "\nor name a factory in your pytest configuration: "
+    "retrieval_retriever = myapp.search:build\n(Declared gates, the retrieval-gates::... "
+    "items, see the fixtures of the rootdir's conftest.py: define it there.)"
+)
+
+
+def import_object(spec: str, what: str) -> Any:
+    """The object named by ``module:attribute``; InputError naming ``what`` if there is none."""
+    from importlib import import_module
+
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise InputError(f"{what} = {spec!r}: expected module:function, e.g. myapp.search:build")
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        raise InputError(
+            f"{what} = {spec!r}: cannot import {module_name!r} ({exc}); check the module "
+            "path and that it is importable from the rootdir"
+        ) from None
+    found = getattr(module, attribute, None)
+    if found is None:
+        raise InputError(
+            f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}; check "
+            "the name after the ':'"
+        )
+    return found
+
+
+def build(spec: str, what: str) -> Any:
+    """Call the factory named by ``module:function`` and return what it builds."""
+    factory = import_object(spec, what)
+    return factory() if callable(factory) else factory
+
+
+def describe_callable(obj: Any) -> str:
+    """``module.qualname`` of a retriever (an instance: of its class), for the artifact."""
+    if obj is None:
+        return "None"
+    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return f"{module}.{name}"
