@@ -16,13 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InputError, Problem
+from .evaluate import Evaluation
 from .gates import Selection
+from .golden import GoldenSet
 
 BASELINE_SCHEMA = "pytest-retrieval/baseline"
 BASELINE_SCHEMA_VERSION = 1
@@ -281,3 +283,66 @@ def snapshot_mean(
         if value is not None:
             values.append(value)
     return (sum(values) / len(values) if values else None), len(values), stage
+
+
+def build_snapshot(
+    visible: GoldenSet,
+    per_stage: Mapping[str, Evaluation],
+    ranking_of: Callable[[str, str], tuple[str, ...]],
+    *,
+    metric_names: Sequence[str],
+    min_grade: int,
+    settings: Mapping[str, Any],
+    heldout_ids: Sequence[str] = (),
+) -> Snapshot:
+    """Per-query values, relevant ranks and top ids of every ``visible`` query, per stage.
+
+    Held-out queries never enter with per-query detail: ``heldout_ids`` (when the split is
+    unsealed) only adds their means.
+    """
+    stages = tuple(per_stage)
+    columns = {
+        stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
+    }
+    names = list(metric_names)
+    queries: dict[str, QuerySnapshot] = {}
+    for query in visible:
+        relevant = [d for d, g in query.judgments.items() if g >= min_grade]
+        metrics: dict[str, dict[str, float | None]] = {}
+        ranks: dict[str, dict[str, int | None]] = {}
+        tops: dict[str, tuple[str, ...]] = {}
+        for stage in stages:
+            row = columns[stage].get(query.id)
+            evaluation = per_stage[stage]
+            metrics[stage] = {
+                n: (evaluation.columns[n][row] if row is not None else None) for n in names
+            }
+            ranking = ranking_of(query.id, stage)
+            first: dict[str, int] = {}
+            wanted = set(relevant)
+            for rank, doc in enumerate(ranking, start=1):
+                if doc in wanted and doc not in first:
+                    first[doc] = rank
+            ranks[stage] = {doc: first.get(doc) for doc in relevant}
+            tops[stage] = ranking[:TOP_KEPT]
+        queries[query.id] = QuerySnapshot(
+            split=query.split,
+            slices=query.slices,
+            labels=label_hash(query.text, query.judgments, query.slices, query.split),
+            metrics=metrics,
+            relevant_ranks=ranks,
+            top=tops,
+        )
+    heldout: dict[str, Any] = {}
+    if heldout_ids:
+        for stage in stages:
+            sub = per_stage[stage].restrict(heldout_ids)
+            heldout[stage] = {"n": sub.evaluated, "means": sub.means}
+    return Snapshot(
+        fingerprint=visible.fingerprint,
+        settings=dict(settings),
+        stages=stages,
+        metrics=tuple(names),
+        queries=queries,
+        heldout=heldout,
+    )

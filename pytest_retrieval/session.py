@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .evaluate import Evaluation, evaluate
+from .explain import WorstQuery, worst_queries
 from .gates import (
     OPS,
     Gate,
@@ -60,34 +61,6 @@ class SealedSplit(Exception):
 
 def _raise_sealed(reason: str) -> NoReturn:
     raise SealedSplit(reason)
-
-
-@dataclass(frozen=True, slots=True)
-class WorstQuery:
-    """One of the lowest-scoring queries, for failure messages."""
-
-    query_id: str
-    text: str | None
-    value: float
-    missed: tuple[str, ...]
-    first_relevant_rank: int | None
-
-    def describe(self, spec: MetricSpec) -> str:
-        """One line: id, text, value, missed relevant ids and where the first relevant sat."""
-        text = "" if self.text is None else f" {_clip(self.text, 60)!r}"
-        first = (
-            f"first relevant at rank {self.first_relevant_rank}"
-            if self.first_relevant_rank is not None
-            else "no relevant document retrieved"
-        )
-        missed = f"; missed {', '.join(self.missed[:5])}" if self.missed else ""
-        if len(self.missed) > 5:
-            missed += f" (+{len(self.missed) - 5} more)"
-        return f"{self.query_id}{text}: {spec} = {self.value:.4f}{missed}; {first}"
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @dataclass
@@ -369,29 +342,15 @@ class RetrievalSession:
         self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
     ) -> list[WorstQuery]:
         """The lowest-scoring queries of a selection (held-out ones left out unless shown)."""
-        column = evaluation.columns[str(spec)]
-        by_id = {q.id: q for q in queries}
-        scored = [
-            (value, qid)
-            for qid, value in zip(evaluation.query_ids, column)
-            # A perfect query is never among the "worst", however few queries there are.
-            if value is not None and value < 1.0 and not self.is_redacted(by_id[qid])
-        ]
-        scored.sort()
-        worst = []
-        for value, qid in scored[: self.settings.worst]:
-            query = by_id[qid]
-            ranking = self.ranking(qid, stage)
-            relevant = [d for d, g in query.judgments.items() if g >= self.settings.min_grade]
-            # What the metric looked at: the top K, the top R for R-precision, else everything.
-            depth = len(relevant) if spec.name == "r_precision" else spec.k
-            top = ranking if depth is None else ranking[:depth]
-            shown = set(top)
-            missed = tuple(d for d in relevant if d not in shown)
-            relevant_set = set(relevant)
-            first = next((i for i, d in enumerate(ranking, 1) if d in relevant_set), None)
-            worst.append(WorstQuery(qid, query.text, value, missed, first))
-        return worst
+        return worst_queries(
+            spec,
+            queries,
+            evaluation,
+            lambda qid: self.ranking(qid, stage),
+            redacted=self.is_redacted,
+            min_grade=self.settings.min_grade,
+            limit=self.settings.worst,
+        )
 
     def _explain(
         self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
@@ -555,58 +514,20 @@ class RetrievalSession:
         Held-out queries never enter with per-query detail; when the split is unsealed only its
         means are kept.
         """
-        from .baseline import TOP_KEPT, QuerySnapshot, Snapshot, label_hash
+        from .baseline import build_snapshot
 
         budgeted = [b.spec for b in self.budgets]
         specs = tuple(dict.fromkeys([*self.settings.metric_specs, *budgeted, *extra]))
         stages = self.stages
-        per_stage = {stage: self.evaluation(stage, specs) for stage in stages}
-        columns = {
-            stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
-        }
-        names = [str(s) for s in specs]
-        visible = self.visible_golden()
-        queries: dict[str, QuerySnapshot] = {}
-        for query in visible:
-            relevant = [d for d, g in query.judgments.items() if g >= self.settings.min_grade]
-            metrics: dict[str, dict[str, float | None]] = {}
-            ranks: dict[str, dict[str, int | None]] = {}
-            tops: dict[str, tuple[str, ...]] = {}
-            for stage in stages:
-                row = columns[stage].get(query.id)
-                evaluation = per_stage[stage]
-                metrics[stage] = {
-                    n: (evaluation.columns[n][row] if row is not None else None) for n in names
-                }
-                ranking = self.ranking(query.id, stage)
-                first: dict[str, int] = {}
-                wanted = set(relevant)
-                for rank, doc in enumerate(ranking, start=1):
-                    if doc in wanted and doc not in first:
-                        first[doc] = rank
-                ranks[stage] = {doc: first.get(doc) for doc in relevant}
-                tops[stage] = ranking[:TOP_KEPT]
-            queries[query.id] = QuerySnapshot(
-                split=query.split,
-                slices=query.slices,
-                labels=label_hash(query.text, query.judgments, query.slices, query.split),
-                metrics=metrics,
-                relevant_ranks=ranks,
-                top=tops,
-            )
-        heldout: dict[str, Any] = {}
-        if self.unsealed:
-            held = [q.id for q in self.golden if q.split == self.heldout_name]
-            for stage in stages:
-                sub = per_stage[stage].restrict(held)
-                heldout[stage] = {"n": sub.evaluated, "means": sub.means}
-        return Snapshot(
-            fingerprint=visible.fingerprint,
+        held = [q.id for q in self.golden if q.split == self.heldout_name] if self.unsealed else []
+        return build_snapshot(
+            self.visible_golden(),
+            {stage: self.evaluation(stage, specs) for stage in stages},
+            self.ranking,
+            metric_names=[str(s) for s in specs],
+            min_grade=self.settings.min_grade,
             settings={**self.settings.affecting_numbers(), "depth": self.effective_depth},
-            stages=stages,
-            metrics=tuple(names),
-            queries=queries,
-            heldout=heldout,
+            heldout_ids=held,
         )
 
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:

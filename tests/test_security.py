@@ -132,7 +132,7 @@ def test_the_only_dynamic_import_is_the_documented_module_function_setting() -> 
     assert sorted(callers) == [
         "__init__.py:__getattr__",
         "golden.py:__getattr__",
-        "plugin.py:_import_object",
+        "specs.py:import_object",
     ]
     import pytest_retrieval
     import pytest_retrieval.golden
