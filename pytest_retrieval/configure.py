@@ -22,6 +22,24 @@ if TYPE_CHECKING:
     from .golden import GoldenSet
 
 
+UNSEALED_OUTSIDE_CI = (
+    "pytest-retrieval: the held-out split is unsealed outside CI; every look at the held-out "
+    "numbers makes them less trustworthy"
+)
+
+
+def flag_without_golden(flag: str, rootdir: object, ini: object) -> str:
+    """The usage error for a ``--retrieval-*`` flag given while no golden set is configured (so
+    the plugin is off and would silently drop every declared gate)."""
+    return (
+        f"{flag} is given but no golden set is configured, so pytest-retrieval is off "
+        f"(rootdir {rootdir}, ini file {ini}); set retrieval_golden = PATH in the ini "
+        "file or pass --retrieval-golden PATH. If the ini file does set it, pytest did not read "
+        f"it: it takes an existing path after a plugin's flag for a test path when it looks for "
+        f"the ini file, so write {flag}=PATH"
+    )
+
+
 def build_session(
     settings: Settings,
     *,

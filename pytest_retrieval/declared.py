@@ -60,6 +60,14 @@ def _selection(rest: str, problem: Callable[[str, str], InputError]) -> Selectio
     return Selection(options.get("stage"), options.get("split"), options.get("slice"))
 
 
+def _where(selection: Selection) -> list[tuple[str, object]]:
+    return [
+        ("stage", selection.stage or "default"),
+        ("split", selection.split or "overall"),
+        ("slice", selection.slice or "all"),
+    ]
+
+
 def _plain(value: float) -> str:
     """A number as a budget line writes it: no exponent (``0.00001``, not ``1e-05``), and no
     float noise (``7``, not ``7.000000000000001``)."""
@@ -84,6 +92,15 @@ class Threshold:
     def __str__(self) -> str:
         label = self.selection.label()
         return f"{self.spec} {self.op} {self.value:g}" + (f" {label}" if label else "")
+
+    def properties(self) -> list[tuple[str, object]]:
+        """The JUnit properties of its gate item: what it checks, and where."""
+        head: list[tuple[str, object]] = [
+            ("metric", str(self.spec)),
+            ("op", self.op),
+            ("threshold", self.value),
+        ]
+        return [*head, *_where(self.selection)]
 
 
 _THRESHOLD = re.compile(
@@ -168,6 +185,10 @@ class Budget:
     def describe(self) -> str:
         """``0.02`` or ``2% (0.0162)`` style text."""
         return f"{self._amount()} of the baseline" if self.relative else self._amount()
+
+    def properties(self) -> list[tuple[str, object]]:
+        """The JUnit properties of its regression item: what it checks, and where."""
+        return [("metric", str(self.spec)), ("budget", self.describe()), *_where(self.selection)]
 
 
 def parse_budget(line: str, *, source: str | None = None, line_number: int | None = None) -> Budget:

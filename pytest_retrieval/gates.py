@@ -418,3 +418,19 @@ def describe_op_failure(value: float | None, op: str, threshold: float) -> str:
     """``0.8125 < 0.9`` style text for a failed comparison."""
     shown = "n/a (no query could be scored)" if value is None else f"{value:.4f}"
     return f"{shown} {_NEGATION[op]} {threshold:g}" if value is not None else shown
+
+
+def explain_comparison(op: str, left: object, right: object) -> list[str] | None:
+    """pytest's explanation of ``assert recall_at(50) >= 0.9``: the comparison and the worst
+    queries; None unless one side is a :class:`Score`."""
+    if isinstance(left, Score):
+        score, other = left, right
+    elif isinstance(right, Score):
+        # `0.9 <= recall_at(50)`: said score first, with the comparison turned to match
+        score, other = right, left
+        op = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}.get(op, op)
+    else:
+        return None
+    where = Selection(score.stage, score.split or "overall", score.slice).label()
+    shown = "n/a" if score.value is None else f"{score.value:.4f}"
+    return [f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]", *score.explanation]

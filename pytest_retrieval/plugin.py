@@ -66,24 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             # fails with an INTERNALERROR on a value such as "maybe", where ours names the key.
             ini_type = "string" if option.ini_type == "bool" else option.ini_type
             parser.addini(option.ini, option.help, type=ini_type, default=None)
-        if not option.flag:
-            continue
-        if option.store_true:
-            group.addoption(
-                option.flag_name,
-                action="store_true",
-                default=None,
-                dest=f"retrieval_{option.name}",
-                help=option.help,
-            )
-        else:
-            group.addoption(
-                option.flag_name,
-                default=None,
-                metavar=option.metavar,
-                dest=f"retrieval_{option.name}",
-                help=option.help,
-            )
+        if option.flag:
+            kind = {"action": "store_true"} if option.store_true else {"metavar": option.metavar}
+            dest = f"retrieval_{option.name}"
+            group.addoption(option.flag_name, default=None, dest=dest, help=option.help, **kind)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -123,13 +109,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.add_cleanup(deactivate)
     if settings.heldout and not os.environ.get("CI") and not plugin.is_worker:
-        config.issue_config_time_warning(
-            pytest.PytestWarning(
-                "pytest-retrieval: the held-out split is unsealed outside CI; every look at "
-                "the held-out numbers makes them less trustworthy"
-            ),
-            stacklevel=2,
-        )
+        from .configure import UNSEALED_OUTSIDE_CI
+
+        config.issue_config_time_warning(pytest.PytestWarning(UNSEALED_OUTSIDE_CI), stacklevel=2)
     config.pluginmanager.register(plugin, "retrieval-session")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(plugin), "retrieval-xdist")
@@ -143,13 +125,10 @@ def _refuse_flags_without_golden(config: pytest.Config) -> None:
     given = [o.flag_name for o in OPTIONS if o.flag and config.getoption(f"retrieval_{o.name}")]
     if not given:
         return
-    ini = config.inipath or "none found"
+    from .configure import flag_without_golden
+
     raise pytest.UsageError(
-        f"{given[0]} is given but no golden set is configured, so pytest-retrieval is off "
-        f"(rootdir {config.rootpath}, ini file {ini}); set retrieval_golden = PATH in the ini "
-        "file or pass --retrieval-golden PATH. If the ini file does set it, pytest did not read "
-        f"it: it takes an existing path after a plugin's flag for a test path when it looks for "
-        f"the ini file, so write {given[0]}=PATH"
+        flag_without_golden(given[0], config.rootpath, config.inipath or "none found")
     )
 
 
@@ -215,22 +194,8 @@ class RetrievalPlugin:
     ) -> list[str] | None:
         """Explain ``assert recall_at(50) >= 0.9`` with the score's worst queries."""
         gates = sys.modules.get("pytest_retrieval.gates")
-        if gates is None:
-            return None
-        if isinstance(left, gates.Score):
-            score, other = left, right
-        elif isinstance(right, gates.Score):
-            # `0.9 <= recall_at(50)`: said score first, with the comparison turned to match
-            score, other = right, left
-            op = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}.get(op, op)
-        else:
-            return None
-        where = gates.Selection(score.stage, score.split or "overall", score.slice).label()
-        shown = "n/a" if score.value is None else f"{score.value:.4f}"
-        return [
-            f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]",
-            *score.explanation,
-        ]
+        # Cheap for every other assertion of the suite: only our own Score is explained.
+        return None if gates is None else gates.explain_comparison(op, left, right)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
@@ -407,36 +372,16 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
 
 def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOutcome]:
     from .errors import InputError
-    from .formats.docmap import load_doc_map
-    from .retriever import QueryRequest, run_pipeline
-    from .specs import import_object
+    from .specs import doc_id_option
 
-    settings = active.session.settings
-    queries = active.session.scorable_queries()
-    # retrieval_doc_id is either a key/attribute path to the id inside each returned item, or
-    # module:function mapping each returned id (a chunk id) to its document id.
-    doc_id: str | None = settings.doc_id
-    doc_map: Any = None
+    session = active.session
     try:
-        if doc_id and ":" in doc_id:
-            doc_map, doc_id = import_object(doc_id, "retrieval_doc_id"), None
-        if settings.doc_id_map:
-            doc_map = load_doc_map(settings.doc_id_map)
+        doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
     except InputError as exc:
         _usage_error(active.config, str(exc))
+    progress = _progress(active.config, len(session.scorable_queries()))
     try:
-        return run_pipeline(
-            [QueryRequest(q.id, q.text or "") for q in queries],
-            retriever,
-            reranker,
-            depth=active.session.effective_depth,
-            concurrency=settings.concurrency,
-            timeout=settings.timeout or None,
-            batch_size=settings.batch_size,
-            doc_id=doc_id,
-            doc_map=doc_map,
-            progress=_progress(active.config, len(queries)),
-        )
+        return session.run(retriever, reranker, doc_id=doc_id, doc_map=doc_map, progress=progress)
     except TypeError as exc:  # the retriever object has no usable method
         active.run_error = f"pytest-retrieval: {exc}"
         pytest.fail(active.run_error, pytrace=False)
@@ -511,28 +456,9 @@ def _declared_items(session: pytest.Session, retrieval: RetrievalSession) -> lis
         parent = _GatesCollector.from_parent(session, name=nodeid, nodeid=nodeid)
         for entry in declared:
             item = _GateItem.from_parent(parent, name=entry.name, callobj=_gate_call(entry))
-            item.user_properties.extend(_declared_properties(entry))
+            item.user_properties.extend(entry.properties())
             added.append(item)
     return added
-
-
-def _declared_properties(entry: Threshold | Budget) -> list[tuple[str, object]]:
-    from .declared import Threshold
-
-    if isinstance(entry, Threshold):
-        head: list[tuple[str, object]] = [
-            ("metric", str(entry.spec)),
-            ("op", entry.op),
-            ("threshold", entry.value),
-        ]
-    else:
-        head = [("metric", str(entry.spec)), ("budget", entry.describe())]
-    return [
-        *head,
-        ("stage", entry.selection.stage or "default"),
-        ("split", entry.selection.split or "overall"),
-        ("slice", entry.selection.slice or "all"),
-    ]
 
 
 def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:

@@ -151,6 +151,36 @@ class RetrievalSession:
                 self.retriever_name = retriever_name
             self._cache.clear()
 
+    def run(
+        self,
+        retriever: Any,
+        reranker: Any,
+        *,
+        doc_id: Any = None,
+        doc_map: Any = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[QueryOutcome]:
+        """Call the retriever (and reranker) on every scorable query, at the session's depth.
+
+        Returns the outcomes (store them with :meth:`set_outcomes`); a TypeError means the
+        retriever object has no method we can call.
+        """
+        from .retriever import QueryRequest, run_pipeline
+
+        settings = self.settings
+        return run_pipeline(
+            [QueryRequest(q.id, q.text or "") for q in self.scorable_queries()],
+            retriever,
+            reranker,
+            depth=self.effective_depth,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout or None,
+            batch_size=settings.batch_size,
+            doc_id=doc_id,
+            doc_map=doc_map,
+            progress=progress,
+        )
+
     def absorb(
         self,
         outcomes: Iterable[QueryOutcome] | None,

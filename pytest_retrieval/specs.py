@@ -67,3 +67,20 @@ def describe_callable(obj: Any) -> str:
     name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
     module = getattr(obj, "__module__", None) or type(obj).__module__
     return f"{module}.{name}"
+
+
+def doc_id_option(doc_id: str | None, doc_id_map: str | None) -> tuple[str | None, Any]:
+    """``(path, mapping)`` for the runner from ``retrieval_doc_id`` and ``retrieval_doc_id_map``.
+
+    ``retrieval_doc_id`` is either a key/attribute path to the id inside each returned item, or
+    ``module:function`` mapping each returned id (a chunk id) to its document id; a map file
+    (JSON or TSV) is a mapping too.
+    """
+    from .formats.docmap import load_doc_map
+
+    doc_map: Any = None
+    if doc_id and ":" in doc_id:
+        doc_map, doc_id = import_object(doc_id, "retrieval_doc_id"), None
+    if doc_id_map:
+        doc_map = load_doc_map(doc_id_map)
+    return doc_id, doc_map

@@ -35,8 +35,8 @@ import pytest
 # (and assertion-rewritten: PYTHONDONTWRITEBYTECODE leaves no cache) again in every run.
 import yaml  # noqa: F401
 
-import pytest_retrieval.plugin
 import pytest_retrieval.finish
+import pytest_retrieval.plugin
 import pytest_retrieval.report.artifact
 import pytest_retrieval.report.payload
 import pytest_retrieval.report.terminal

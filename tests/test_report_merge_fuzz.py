@@ -1,5 +1,5 @@
-"""Property tests: folding xdist worker payloads (:class:`~pytest_retrieval.report.payload.Report`) gives
-one answer whatever order the workers finish in, and folding a payload in twice changes nothing.
+"""Property tests: folding xdist worker payloads (``report.payload.Report``) gives one answer
+whatever order the workers finish in, and folding a payload in twice changes nothing.
 
 The controller merges the payloads as workers go down, in an order nobody controls; a merge that
 depended on it would make the artifact and the gate verdicts flaky under ``-n``. Payloads are

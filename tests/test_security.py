@@ -127,8 +127,8 @@ def test_the_only_dynamic_import_is_the_documented_module_function_setting() -> 
                     and node.func.id == "import_module"
                 ):
                     callers.append(f"{path.name}:{function.name}")
-    # The one import of a user-given name (specs.py), and the lazy re-exports of the public API and of the
-    # golden model's moved names, whose module names come from fixed tables of our own modules.
+    # The one import of a user-given name (specs.py), and the lazy re-exports of the public API
+    # and of the golden model's moved names, from fixed tables of our own modules.
     assert sorted(callers) == [
         "__init__.py:__getattr__",
         "golden.py:__getattr__",

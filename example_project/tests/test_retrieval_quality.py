@@ -6,7 +6,7 @@ precision and NDCG at 5 on the reranker's final list (what reaches the LLM's con
 
 from __future__ import annotations
 
-from pytest_retrieval.gates import (
+from pytest_retrieval import (
     assert_hit_rate_at,
     assert_mrr,
     assert_ndcg_at,

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import InputError
+from .args import positive_int as positive_int  # re-exported: older imports
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -58,17 +59,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # pragma: no cover - e.g. piped into `head`
         return EXIT_OK
     return status
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a positive integer, or an error that quotes the value."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
 
 
 def _one_line(exc: InputError) -> str:

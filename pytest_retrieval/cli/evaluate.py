@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError, Problem
-from . import positive_int
+from .args import positive_int
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, Problem
 from ..report.artifact import read_artifact
-from . import positive_int
+from .args import positive_int
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot

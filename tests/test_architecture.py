@@ -1,0 +1,244 @@
+"""Guards of the house (docs/architecture.md): a pytest-free core, one-way imports, the API.
+
+* Every module but ``plugin.py`` imports with pytest blocked.
+* An ``ast`` check over module-level and function-level imports finds no import cycle in the
+  package and no import against the layer order documented in docs/architecture.md.
+* The public API is exactly the documented list, and each name resolves.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pytest_retrieval"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+README = ROOT / "README.md"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """The package modules ``name`` imports at run time (module or function level)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - (child.level - 1)]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                submodules = {f"{target}.{a.name}" for a in child.names} & set(MODULES)
+                # `from . import stats` imports the module stats, not the package's __init__.
+                found.update(submodules or {target})
+            elif isinstance(child, ast.Import):
+                found.update(a.name for a in child.names)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
+
+
+def documented_layers() -> list[list[str]]:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    match = re.search(r"<!-- layers: the test reads this block -->\n```text\n(.*?)```", text, re.S)
+    assert match, "docs/architecture.md has no layers block"
+    return [line.split() for line in match.group(1).splitlines() if line.strip()]
+
+
+def layer_of(name: str, layers: list[list[str]]) -> int | None:
+    short = name.removeprefix("pytest_retrieval").lstrip(".")
+    top = short.split(".")[0] if short else ""
+    for index, members in enumerate(layers):
+        if top in members:
+            return index
+    return None
+
+
+def test_every_module_but_the_plugin_imports_with_pytest_blocked() -> None:
+    # (`__main__` runs the console script when imported: it is the entry point, not a module.)
+    names = [n for n in MODULES if n != "pytest_retrieval.plugin" and not n.endswith("__main__")]
+    code = (
+        "import importlib, json, sys\n"
+        "sys.modules['pytest'] = None\n"
+        "sys.modules['_pytest'] = None\n"
+        "failed = []\n"
+        f"for name in {names!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except ImportError as exc:\n"
+        "        failed.append(f'{name}: {exc}')\n"
+        "print(json.dumps(failed))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+    assert len(names) > 40  # the walk found the package
+
+
+def test_the_pytest_block_would_notice_a_module_that_imports_pytest() -> None:
+    code = "import sys\nsys.modules['pytest'] = None\nimport pytest_retrieval.plugin\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "pytest" in result.stderr
+
+
+def test_every_package_module_has_a_documented_layer() -> None:
+    layers = documented_layers()
+    undocumented = [n for n in MODULES if n != "pytest_retrieval" and layer_of(n, layers) is None]
+    assert undocumented == []
+
+
+def test_no_import_goes_up_the_documented_layers() -> None:
+    layers = documented_layers()
+    upward = []
+    for name, targets in GRAPH.items():
+        if name == "pytest_retrieval":
+            continue
+        here = layer_of(name, layers)
+        assert here is not None
+        for target in targets:
+            there = layer_of(target, layers)
+            if target == "pytest_retrieval" or there is None or there > here:
+                upward.append(f"{name} imports {target}")
+    assert upward == []
+
+
+def test_the_public_api_module_imports_nothing_when_it_runs() -> None:
+    assert GRAPH["pytest_retrieval"] == set()
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state:
+                found = visit(target)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert find_cycle(GRAPH) is None
+
+
+def test_the_cycle_check_would_find_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_import_walk_sees_function_level_imports_and_skips_type_checking(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from pytest_retrieval.session import RetrievalSession\n"
+        "def f():\n"
+        "    from pytest_retrieval import stats\n"
+        "    from pytest_retrieval.report.view import fmt\n",
+        encoding="utf-8",
+    )
+    assert imports_of("pytest_retrieval.probe", source) == {
+        "pytest_retrieval.stats",
+        "pytest_retrieval.report.view",
+    }
+
+
+def documented_api() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"<!-- public API: the test reads this list -->\n(.*?)\n\n", text, re.S)
+    assert match, "README.md has no public API list"
+    return sorted(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", match.group(1)))
+
+
+def test_the_public_api_is_exactly_the_documented_list() -> None:
+    import pytest_retrieval
+
+    assert sorted(pytest_retrieval.__all__) == documented_api()
+
+
+def test_every_public_name_resolves_and_comes_from_its_owner() -> None:
+    import pytest_retrieval
+    from pytest_retrieval.gates import assert_recall_at as from_gates
+
+    for name in pytest_retrieval.__all__:
+        assert getattr(pytest_retrieval, name) is not None, name
+    from pytest_retrieval import assert_recall_at
+
+    assert assert_recall_at is from_gates
+    assert isinstance(pytest_retrieval.__version__, str)
+
+
+def test_an_unknown_public_name_is_an_attribute_error() -> None:
+    import pytest_retrieval
+
+    with pytest.raises(AttributeError, match="no attribute 'assert_recal_at'"):
+        pytest_retrieval.assert_recal_at  # noqa: B018
+
+
+def test_old_import_paths_keep_working() -> None:
+    from pytest_retrieval.formats.golden_io import load_golden as new
+    from pytest_retrieval.golden import load_golden as old
+
+    assert old is new
+
+
+def test_importing_the_public_api_imports_no_submodule() -> None:
+    code = (
+        "import sys, json\n"
+        "import pytest_retrieval\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pytest_retrieval.'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
