@@ -316,7 +316,7 @@ def test_a_batch_returning_the_wrong_number_of_results_fails_its_queries(
         [
             "4 queries failed (they score 0 and fail the session):",
             "  refund [retriever] RetrieverOutputError: the batch method returned 1 results for "
-            "2 queries",
+            "2 queries (refund, sso); return a list with one ranking per query text, in order",
         ]
     )
 
