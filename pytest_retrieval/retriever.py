@@ -71,6 +71,7 @@ import asyncio
 import collections
 import inspect
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -911,10 +912,21 @@ def _run_threads(
         jobs.put(None)
 
 
-#: How long past a query's deadline the event loop may stay silent before the run counts it as
-#: blocked (a coroutine running blocking code): the query is timed out from outside the loop.
+#: How long the event loop may stay silent (its heartbeat ticks every _HEARTBEAT s) before the run
+#: counts it as blocked by a coroutine running blocking code.
 _LOOP_GRACE = 0.25
 _HEARTBEAT = 0.05
+
+
+def _running_query(thread: threading.Thread, code: Any) -> int | None:
+    """The query whose ``call`` coroutine is executing on ``thread`` right now, if any."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None:
+        if frame.f_code is code:
+            value = frame.f_locals.get("i")
+            return value if isinstance(value, int) else None
+        frame = frame.f_back
+    return None
 
 
 def _run_async(
@@ -928,11 +940,11 @@ def _run_async(
     """Await ``fn(payload)`` for every payload on one private event loop, ``concurrency`` at once.
 
     One loop for the whole run, so that async clients bound to a loop keep working. The loop
-    times its queries out itself (``wait_for``); a coroutine that blocks the loop cannot be
-    timed out from inside it, so this thread also watches every deadline: a query still running
-    ``_LOOP_GRACE`` after its deadline is reported as timed out from here, and once the blocked
-    loop has nothing else in flight the queries not yet started go to a fresh loop (a query is
-    never started twice).
+    times its queries out itself (``wait_for``). A coroutine that blocks the loop cannot be timed
+    out from inside it, so this thread watches the deadlines and the loop's heartbeat: when a
+    query is past its deadline and the loop is silent, the query blocking it (found from the
+    loop thread's stack) is timed out from here, the loop is abandoned (a daemon thread), and the
+    other queries it held, started or not, are run again on a fresh loop.
     """
     count = len(payloads)
     lock = threading.Lock()
@@ -953,25 +965,32 @@ def _run_async(
             running[i] = (start, gen)
             return i, start
 
-    async def call(i: int) -> tuple[Any, BaseException | None]:
-        # What the call raised is returned, not raised: asyncio lets a SystemExit escape the
+    async def call(i: int, gen: int, start: float) -> None:
+        with lock:
+            if running.get(i, (0.0, -1))[1] != gen:
+                return  # moved to a fresh loop while this one was blocked
+        # What the call raised is reported, not raised: asyncio lets a SystemExit escape the
         # event loop (failing every query), and it must fail this query only, as in a thread.
+        value: Any = None
+        error: BaseException | None = None
         try:
-            return await _materialise_async(fn(payloads[i])), None
+            value = await _materialise_async(fn(payloads[i]))
         except asyncio.CancelledError:  # the timeout cancelling the call
             raise
         except BaseException as exc:
-            return None, exc
+            error = exc
+        # Reported the moment it is known: the worker's own resumption may be held up behind
+        # another query that blocks the loop.
+        results.put((i, value, error, time.perf_counter() - start))
 
     async def worker(gen: int) -> None:
         while (claimed := claim(gen)) is not None:
             i, start = claimed
-            error: BaseException | None
             try:
-                value, error = await asyncio.wait_for(call(i), timeout)
+                await asyncio.wait_for(call(i, gen, start), timeout)
             except asyncio.TimeoutError:
-                value, error = None, TimeoutError(f"no answer within {timeout:g} s")
-            results.put((i, value, error, time.perf_counter() - start))
+                error = TimeoutError(f"no answer within {timeout:g} s")
+                results.put((i, None, error, time.perf_counter() - start))
 
     async def ticker(gen: int) -> None:
         while True:
@@ -998,16 +1017,20 @@ def _run_async(
         threads[gen] = thread
         thread.start()
 
+    blocked_message = (
+        f"no answer within {timeout:g} s (the event loop was blocked: an async def ran blocking "
+        "code, such as time.sleep or a synchronous client, without await)"
+    )
     start_loop(0)
     done = 0
     while done < count:
         wait: float | None = None
         if timeout is not None:
             with lock:
-                starts = [start for i, (start, _g) in running.items() if i not in finished]
+                starts = [start for start, _g in running.values()]
             now = time.perf_counter()
             deadline = min((s + timeout + _LOOP_GRACE - now for s in starts), default=_LOOP_GRACE)
-            wait = max(0.0, deadline) + 0.005
+            wait = max(0.0, min(deadline, _LOOP_GRACE)) + 0.005
         try:
             i, value, error, elapsed = results.get(timeout=wait)
         except queue.Empty:
@@ -1026,33 +1049,34 @@ def _run_async(
             continue
         assert timeout is not None  # without a timeout the wait above has none either
         now = time.perf_counter()
+        timed_out: list[tuple[int, float, str]] = []
         with lock:
             current = generation[0]
             blocked = now - beats.get(current, now) > _LOOP_GRACE
-            expired = [
-                (i, now - start)
-                for i, (start, _g) in running.items()
-                if i not in finished and now - start >= timeout + _LOOP_GRACE
-            ]
-            for i, _elapsed in expired:
+            mine = {i: start for i, (start, g) in running.items() if g == current}
+            if blocked and any(now - start >= timeout for start in mine.values()):
+                culprit = _running_query(threads[current], call.__code__)
+                for i, start in mine.items():
+                    if i == culprit or (culprit is None and now - start >= timeout):
+                        if now - start >= timeout:
+                            timed_out.append((i, now - start, blocked_message))
+                        continue  # a culprit not yet due stays, timed out when it is
+                    del running[i]
+                    pending.appendleft(i)  # held up by the culprit: run again on a fresh loop
+                generation[0] += 1
+            reported = {t for t, _e, _m in timed_out}
+            for i, (start, _g) in running.items():  # past the deadline with the loop awake:
+                if now - start >= timeout + _LOOP_GRACE and i not in reported:  # deaf to cancel
+                    timed_out.append((i, now - start, f"no answer within {timeout:g} s"))
+            for i, _elapsed, _message in timed_out:
                 finished.add(i)
                 del running[i]
-            busy = any(g == current for _i, (_s, g) in running.items())
-            if blocked and pending and not busy:
-                generation[0] += 1
-        for i, elapsed in expired:
-            why = (
-                " (the event loop was blocked: an async def ran blocking code, such as "
-                "time.sleep or a synchronous client, without await)"
-                if blocked
-                else ""
-            )
-            on_done(i, None, TimeoutError(f"no answer within {timeout:g} s{why}"), elapsed)
+        for i, elapsed, message in timed_out:
+            on_done(i, None, TimeoutError(message), elapsed)
             done += 1
         if generation[0] != current:
             start_loop(generation[0])
-    last = threads[generation[0]]
-    last.join(_LOOP_GRACE)  # a healthy loop is closing; a blocked one is left to die with us
+    threads[generation[0]].join(_LOOP_GRACE)  # a healthy loop is closing; a blocked one is left
 
 
 Progress = Callable[[int, int], None]
