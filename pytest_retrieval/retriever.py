@@ -60,7 +60,8 @@ Conventions (the one chunk → document rule)
   generator) and awaiting a coroutine; an exception raised while a generator is consumed is that
   query's error. An ``async def`` that blocks the event loop (``time.sleep`` instead of
   ``await asyncio.sleep``) cannot hold the run past the timeout: its query times out, saying so,
-  and the queries not yet started go on on a fresh event loop.
+  and the other queries the blocked loop held go on on a fresh event loop (one that had started
+  is started again: on the blocked loop it could never answer in time).
 * A malformed return value (``None``, a string, a number, a set, an item without an id) is
   recorded as an error naming what was returned and what to return instead.
 """
