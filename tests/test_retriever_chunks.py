@@ -37,8 +37,7 @@ class Chunk:
 
 def chunk_objects() -> list[Chunk]:
     return [
-        Chunk(chunk, {"source": chunk.split("#")[0]}, score)
-        for chunk, score in zip(CHUNKS, SCORES)
+        Chunk(chunk, {"source": chunk.split("#")[0]}, score) for chunk, score in zip(CHUNKS, SCORES)
     ]
 
 
