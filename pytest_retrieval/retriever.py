@@ -677,8 +677,11 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None) -> _Pl
             )
         return value[out_socket]
 
-    shown = f"run({{{component!r}: {{{socket!r}: text"
-    shown += f", {top_k}: {_n(depth)}}})" if top_k else "})"
+    shape: dict[str, dict[str, Any]] = {component: {socket: "<text>"}}
+    if top_k is not None:
+        k_component, k_socket = top_k.split(".")
+        shape.setdefault(k_component, {})[k_socket] = depth if depth is not None else "<N>"
+    shown = "run(" + repr(shape).replace("'<text>'", "text").replace("'<N>'", "N") + ")"
     if top_k is not None:
         return _Plan(RetrieverShape("Haystack pipeline", shown, True), single=run)
     return _Plan(
