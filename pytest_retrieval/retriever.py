@@ -476,6 +476,10 @@ def _n(depth: int | None) -> str:
     return str(depth) if depth is not None else "N"
 
 
+def _depth_argument(how: str, depth: int | None) -> str:
+    return _n(depth) if how == "positional" else f"{how}={_n(depth)}"
+
+
 def _with_depth(fn: Callable[..., Any], how: str | None, depth: int | None) -> Callable[[Any], Any]:
     if how is None or depth is None:
         return fn
@@ -500,7 +504,7 @@ def _callable_plan(fn: Callable[..., Any], depth: int | None, kind: str, name: s
             single=fn,
             is_async=is_async,
         )
-    shown = f"{name}(text, {_n(depth)})" if how == "positional" else f"{name}(text, {how}=...)"
+    shown = f"{name}(text, {_depth_argument(how, depth)})"
     return _Plan(
         RetrieverShape(kind, shown, True), single=_with_depth(fn, how, depth), is_async=is_async
     )
@@ -754,7 +758,9 @@ def _plan(retriever: Any, depth: int | None) -> _Plan:
                 batch=method,
             )
         return _Plan(
-            RetrieverShape("batch method", f"{method_name}(texts, k={_n(depth)})", True),
+            RetrieverShape(
+                "batch method", f"{method_name}(texts, {_depth_argument(how, depth)})", True
+            ),
             batch=_with_depth(method, how, depth),
         )
     if callable(retriever):
@@ -791,10 +797,17 @@ async def _collect_async(iterable: Any) -> list[Any]:
 
 
 def _looks_like_one_item(value: Any) -> bool:
-    """A single Document/Node rather than a list of them (pydantic models are iterable)."""
-    return not isinstance(value, (Sequence, Mapping)) and any(
+    """A single Document/Node rather than a list of them.
+
+    LangChain's and LlamaIndex's are pydantic models, which iterate over their fields: read as a
+    ranking, they would give nonsense ids. An iterable container of the user's own that happens
+    to have a ``metadata`` attribute is still read as a ranking.
+    """
+    if isinstance(value, (Sequence, Mapping)) or not any(
         hasattr(value, name) for name in ("page_content", "node", "node_id", "meta", "metadata")
-    )
+    ):
+        return False
+    return not isinstance(value, Iterable) or hasattr(type(value), "model_fields")
 
 
 def _listed_if_lazy(value: Any) -> Any:
