@@ -972,6 +972,7 @@ def _run_async(
     generation = [0]
     results: queue.SimpleQueue[tuple[int, Any, BaseException | None, float]] = queue.SimpleQueue()
     threads: dict[int, threading.Thread] = {}
+    abandoned: set[int] = set()  # generations whose loop was blocked
 
     def claim(gen: int) -> tuple[int, float] | None:
         with lock:
@@ -1080,11 +1081,16 @@ def _run_async(
                         continue  # a culprit not yet due stays, timed out when it is
                     del running[i]
                     pending.appendleft(i)  # held up by the culprit: run again on a fresh loop
+                abandoned.add(current)
                 generation[0] += 1
             reported = {t for t, _e, _m in timed_out}
-            for i, (start, _g) in running.items():  # past the deadline with the loop awake:
-                if now - start >= timeout + _LOOP_GRACE and i not in reported:  # deaf to cancel
-                    timed_out.append((i, now - start, f"no answer within {timeout:g} s"))
+            for i, (start, g) in running.items():  # past the deadline and not timed out inside:
+                if now - start >= timeout + _LOOP_GRACE and i not in reported:
+                    # A culprit on a loop it blocked, or a call that ignores its cancellation.
+                    message = (
+                        blocked_message if g in abandoned else f"no answer within {timeout:g} s"
+                    )
+                    timed_out.append((i, now - start, message))
             for i, _elapsed, _message in timed_out:
                 finished.add(i)
                 del running[i]
