@@ -316,7 +316,7 @@ def test_a_batch_returning_the_wrong_number_of_results_fails_its_queries(
         [
             "4 queries failed (they score 0 and fail the session):",
             "  refund [retriever] RetrieverOutputError: the batch method returned 1 results for "
-            "2 queries",
+            "2 queries (refund, sso); return a list with one ranking per query text, in order",
         ]
     )
 
@@ -557,3 +557,86 @@ def test_a_retriever_that_cannot_be_called_fails_every_test_that_needs_it(
             "`retrieve(query_text) -> ranked ids` from the retriever_under_test fixture",
         ]
     )
+
+
+# --- issue 12: real frameworks and refusals through the plugin ------------------------------
+
+
+def test_a_fixture_returning_the_retriever_class_is_refused_by_name(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        conftest=retriever(
+            """
+            class MyRetriever:
+                def invoke(self, text):
+                    return RANKINGS[text]
+            return MyRetriever
+            """
+        ),
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-retrieval: the retriever under test is the class "
+            "retriever_under_test.<locals>.MyRetriever, not an instance of it: return "
+            "retriever_under_test.<locals>.MyRetriever(...) from the retriever_under_test "
+            "fixture, not retriever_under_test.<locals>.MyRetriever",
+        ]
+    )
+    # Never called as if the query text were `self` (that used to fail with KeyError: 3).
+    assert "KeyError" not in result.stdout.str()
+
+
+def test_a_set_ranking_fails_that_query_saying_a_ranking_must_be_ordered(
+    retrieval_project: RetrievalProject,
+) -> None:
+    conftest = retriever(
+        """
+        def search(text):
+            if text == "Where do I download invoices?":
+                return {"faq"}
+            return RANKINGS[text]
+        return search
+        """
+    )
+    retrieval_project.write(conftest=conftest, tests=GATE_ON_THE_REST)
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "  invoice [retriever] RetrieverOutputError: returned {'faq'} (set): a ranking "
+                "must be ordered: return a list, best first (e.g. sorted by score), not a set",
+            ]
+        )
+    )
+
+
+def test_the_depth_reaches_a_real_langchain_retriever_through_the_plugin(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # LangChain's as_retriever() returns 4 documents unless told otherwise; with ks 1,3 the plugin
+    # asks for 3, so every ranking has 3 ids (the corpus has 10 documents).
+    conftest = retriever(
+        """
+        from langchain_core.documents import Document
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        docs = sorted({d for ranking in RANKINGS.values() for d in ranking})
+        store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+        store.add_documents([Document(id=d, page_content=f"about {d}") for d in docs])
+        return store.as_retriever()
+        """
+    )
+    retrieval_project.write(
+        conftest=conftest,
+        tests="""
+        def test_depth(retrieval_run):
+            assert retrieval_run and all(len(r) == 3 for r in retrieval_run.values())
+        """,
+    )
+    retrieval_project.run().assert_outcomes(passed=1)

@@ -1,0 +1,191 @@
+"""The runner against real Haystack: components, pipelines, ``Document.id`` and ``Document.meta``.
+
+An ``InMemoryDocumentStore`` with ``InMemoryBM25Retriever`` (no model, no network; telemetry off).
+Expected rankings are the component's own answers to the same query.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network from the test suite
+
+import pytest
+from haystack import Document, Pipeline, component
+from haystack.components.builders import PromptBuilder
+from haystack.components.retrievers.in_memory import (
+    InMemoryBM25Retriever,
+    InMemoryEmbeddingRetriever,
+)
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from pytest_retrieval.retriever import (
+    HaystackPipeline,
+    QueryRequest,
+    RetrieverShapeError,
+    describe_retriever,
+    run_pipeline,
+)
+
+TOPICS = ["refund", "shipping", "invoice", "password", "okta", "billing", "export", "mfa"]
+DOCUMENTS = [
+    Document(
+        id=f"{topic}#{n}",
+        content=f"{topic} guide part {n}: {topic} {'details ' * n}",
+        meta={"source": topic},
+    )
+    for topic in TOPICS
+    for n in range(3)
+]
+REQUESTS = [
+    QueryRequest("q-refund", "refund guide details"),
+    QueryRequest("q-okta", "okta guide"),
+    QueryRequest("q-mfa", "mfa part details"),
+]
+DEPTH = 7
+
+
+@pytest.fixture(scope="module")
+def store() -> InMemoryDocumentStore:
+    document_store = InMemoryDocumentStore()
+    document_store.write_documents(DOCUMENTS)
+    return document_store
+
+
+def library_ids(store: InMemoryDocumentStore, text: str, top_k: int) -> tuple[str, ...]:
+    documents = InMemoryBM25Retriever(store).run(query=text, top_k=top_k)["documents"]
+    assert len(documents) == top_k  # the example is deep enough for the depth to show
+    return tuple(d.id for d in documents)
+
+
+def test_a_component_gets_the_depth_as_top_k(store: InMemoryDocumentStore) -> None:
+    retriever = InMemoryBM25Retriever(store, top_k=2)
+    shape = describe_retriever(retriever, DEPTH)
+    assert (shape.kind, shape.call, shape.depth_passed) == (
+        "Haystack component",
+        "run(query=text, top_k=7)",
+        True,
+    )
+    outcomes = run_pipeline(REQUESTS, retriever, depth=DEPTH)
+    for request, outcome in zip(REQUESTS, outcomes):
+        assert outcome.error is None
+        assert outcome.rankings["retriever"] == library_ids(store, request.text, DEPTH)
+        assert outcome.scores["retriever"][0] is not None  # BM25 scores are kept
+
+
+def test_meta_source_collapses_chunks_to_documents(store: InMemoryDocumentStore) -> None:
+    retriever = InMemoryBM25Retriever(store)
+    outcome = run_pipeline(REQUESTS[:1], retriever, depth=DEPTH, doc_id="meta.source")[0]
+    chunks = InMemoryBM25Retriever(store).run(query=REQUESTS[0].text, top_k=DEPTH)["documents"]
+    sources = [d.meta["source"] for d in chunks]
+    assert len(set(sources)) < len(sources)
+    assert outcome.rankings["retriever"] == tuple(dict.fromkeys(sources))
+    # The separator form reads the same documents out of the "<doc>#<n>" ids.
+    by_separator = run_pipeline(REQUESTS[:1], retriever, depth=DEPTH, doc_id_separator="#")[0]
+    assert by_separator.rankings == outcome.rankings
+
+
+def test_a_bare_pipeline_is_refused_naming_its_inputs(store: InMemoryDocumentStore) -> None:
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryBM25Retriever(store))
+    with pytest.raises(RetrieverShapeError) as caught:
+        run_pipeline(REQUESTS, pipeline)
+    assert str(caught.value) == (
+        "the retriever under test is a Haystack Pipeline, which cannot tell which input takes the "
+        "query text (its open inputs: retriever.query, retriever.filters, retriever.top_k, "
+        'retriever.scale_score); return HaystackPipeline(pipeline, input="retriever.query") '
+        "(from pytest_retrieval.retriever) from the retriever_under_test fixture"
+    )
+
+
+def test_a_wrapped_pipeline_gets_the_query_and_the_depth(store: InMemoryDocumentStore) -> None:
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryBM25Retriever(store, top_k=2))
+    wrapped = HaystackPipeline(pipeline, input="retriever.query")
+    shape = describe_retriever(wrapped, DEPTH)
+    assert (shape.kind, shape.depth_passed) == ("Haystack pipeline", True)
+    assert shape.call == "run({'retriever': {'query': text, 'top_k': 7}})"
+    outcomes = run_pipeline(REQUESTS, wrapped, depth=DEPTH)
+    for request, outcome in zip(REQUESTS, outcomes):
+        assert outcome.error is None
+        assert outcome.rankings["retriever"] == library_ids(store, request.text, DEPTH)
+
+
+def test_an_inner_component_output_is_read_when_named(store: InMemoryDocumentStore) -> None:
+    # retriever -> prompt builder: the only open output is the prompt, not the documents.
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryBM25Retriever(store))
+    pipeline.add_component(
+        "prompt",
+        PromptBuilder(
+            "{% for d in documents %}{{ d.content }}{% endfor %}", required_variables=["documents"]
+        ),
+    )
+    pipeline.connect("retriever.documents", "prompt.documents")
+    with pytest.raises(RetrieverShapeError) as caught:
+        run_pipeline(REQUESTS, HaystackPipeline(pipeline, input="retriever.query"))
+    assert str(caught.value) == (
+        "HaystackPipeline: cannot tell which output holds the ranked documents (its open "
+        "outputs: prompt.prompt); name it, e.g. HaystackPipeline(pipeline, input=..., "
+        'output="retriever.documents")'
+    )
+    wrapped = HaystackPipeline(pipeline, input="retriever.query", output="retriever.documents")
+    outcomes = run_pipeline(REQUESTS, wrapped, depth=DEPTH)
+    assert [o.rankings["retriever"] for o in outcomes] == [
+        library_ids(store, r.text, DEPTH) for r in REQUESTS
+    ]
+
+
+def test_a_wrong_socket_name_lists_the_open_inputs(store: InMemoryDocumentStore) -> None:
+    pipeline = Pipeline()
+    pipeline.add_component("bm25", InMemoryBM25Retriever(store))
+    with pytest.raises(RetrieverShapeError) as caught:
+        describe_retriever(HaystackPipeline(pipeline, input="retriever.query"))
+    assert str(caught.value) == (
+        "HaystackPipeline(input='retriever.query'): the pipeline has no open input "
+        "retriever.query (its open inputs: bm25.query, bm25.filters, bm25.top_k, bm25.scale_score)"
+    )
+
+
+@pytest.mark.parametrize("bad", ["retriever", "a.b.c", ".query"])
+def test_a_socket_must_be_component_dot_socket(bad: str) -> None:
+    with pytest.raises(ValueError, match=r"expected 'component\.socket'"):
+        HaystackPipeline(object(), input=bad)
+
+
+@component
+class KeywordRetriever:
+    """A user's component: run(query) only, its depth fixed when built."""
+
+    def __init__(self, store: InMemoryDocumentStore, top_k: int = 3) -> None:
+        self.store = store
+        self.top_k = top_k
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str) -> dict[str, list[Document]]:
+        documents = InMemoryBM25Retriever(self.store).run(query=query, top_k=self.top_k)
+        return {"documents": documents["documents"]}
+
+
+def test_a_component_without_top_k_says_how_to_set_the_depth(
+    store: InMemoryDocumentStore,
+) -> None:
+    shape = describe_retriever(KeywordRetriever(store), DEPTH)
+    assert (shape.depth_passed, shape.fixed_depth) == (False, 3)
+    assert shape.depth_hint == "KeywordRetriever.run() takes no top_k: build it with top_k=7"
+    outcomes = run_pipeline(REQUESTS, KeywordRetriever(store), depth=DEPTH)
+    assert [len(o.rankings["retriever"]) for o in outcomes] == [3, 3, 3]
+
+
+def test_a_component_that_takes_no_query_text_is_refused(store: InMemoryDocumentStore) -> None:
+    with pytest.raises(RetrieverShapeError) as caught:
+        run_pipeline(REQUESTS, InMemoryEmbeddingRetriever(store))
+    message = str(caught.value)
+    assert message.startswith(
+        "the retriever under test is the Haystack component InMemoryEmbeddingRetriever, whose "
+        "run() takes no query text (its inputs: query_embedding, "
+    )
+    assert message.endswith(
+        'return HaystackPipeline(pipeline, input="embedder.text") from the retriever_under_test '
+        "fixture"
+    )
