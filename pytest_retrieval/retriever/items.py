@@ -1,0 +1,328 @@
+"""What a retriever returns: the outcome model, id extraction, the one chunk → document rule."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any, TypeGuard
+
+RETRIEVER_STAGE = "retriever"
+RERANKER_STAGE = "reranker"
+
+_DEFAULT_ID_KEYS = ("id", "doc_id", "document_id", "_id", "node_id", "chunk_id")
+_DEFAULT_METADATA_KEYS = ("id", "doc_id", "document_id", "source")
+
+DocIdOption = str | Callable[[Any], Any] | None
+DocMap = Callable[[str], Any] | Mapping[str, str] | None
+
+
+class RetrieverOutputError(ValueError):
+    """The retriever returned something that is not a ranking."""
+
+
+class RetrieverShapeError(TypeError):
+    """The retriever under test cannot be called as given (a class, a bare Pipeline, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRequest:
+    """One query to send: its id (for messages) and its text."""
+
+    id: str
+    text: str
+
+
+@dataclass(slots=True)
+class QueryOutcome:
+    """What happened to one query: its ranking per stage, latency, or the error it hit.
+
+    ``scores`` holds, per stage whose items carried scores, one score per document of the
+    ranking (``None`` where that item had none), aligned with ``rankings[stage]``. Stages whose
+    items had no scores are absent.
+    """
+
+    query_id: str
+    rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    error_type: str | None = None
+    error_stage: str | None = None
+    scores: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverShape:
+    """How the runner calls a retriever, and whether the requested depth reaches it.
+
+    ``kind`` names the shape ("LangChain retriever", "function", ...); ``call`` shows the call
+    (``batch(texts, k=50)``). ``depth_passed`` is False when the depth cannot be handed to the
+    retriever (it returns what it was built to return); then ``depth_hint`` says how to set it
+    (``index.as_retriever(similarity_top_k=50)``) and ``fixed_depth`` is the depth it was built
+    with, when it can be read. Rankings shorter than the cutoffs scored are then to be expected.
+    """
+
+    kind: str
+    call: str
+    depth_passed: bool
+    depth_hint: str | None = None
+    fixed_depth: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HaystackPipeline:
+    """A Haystack ``Pipeline`` as a retriever: where the query goes, the depth, the documents.
+
+    ``input`` is ``"component.socket"`` receiving the query text (``"retriever.query"``, or
+    ``"embedder.text"`` in front of an embedding retriever). ``top_k`` names the socket that
+    receives the depth (default: the only open input socket called ``top_k``); ``output`` names
+    the socket holding the ranked documents (default: the only open output called
+    ``documents``). Each query runs ``pipeline.run(data)`` once.
+    """
+
+    pipeline: Any
+    input: str
+    top_k: str | None = None
+    output: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input", "top_k", "output"):
+            value = getattr(self, name)
+            if value is None and name != "input":
+                continue
+            if not isinstance(value, str) or value.count(".") != 1 or "" in value.split("."):
+                raise ValueError(
+                    f"HaystackPipeline({name}={value!r}): expected 'component.socket', "
+                    'e.g. input="retriever.query"'
+                )
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _lookup_path(item: Any, path: str) -> Any:
+    value = item
+    for part in path.split("."):
+        if isinstance(value, Mapping):
+            if part not in value:
+                return None
+            value = value[part]
+        else:
+            value = getattr(value, part, None)
+        if value is None:
+            return None
+    return value
+
+
+def _is_integer(value: object) -> TypeGuard[Integral]:
+    """An int or an integer-like id (numpy, FAISS), but never a bool."""
+    # bool is an Integral to Python; typing's view of the numbers ABCs does not know it.
+    return not isinstance(value, bool) and isinstance(value, Integral)
+
+
+def _is_number(value: object) -> TypeGuard[Real]:
+    return not isinstance(value, bool) and isinstance(value, Real)
+
+
+def _scored_payload(item: Any) -> Any:
+    """The item inside an ``(item, score)`` pair (``similarity_search_with_score``), else None."""
+    if (
+        isinstance(item, tuple)
+        and len(item) == 2
+        and not isinstance(item[0], str)
+        and not _is_integer(item[0])
+        and _is_number(item[1])
+    ):
+        return item[0]
+    return None
+
+
+def extract_doc_id(item: Any, doc_id: DocIdOption = None) -> str:
+    """The id of one returned item, as a string; RetrieverOutputError if none.
+
+    ``doc_id`` may name where the id lives (``"metadata.source"``, ``"node.ref_doc_id"``: a dotted
+    path through keys and attributes, tried on the item and then on the item of an
+    ``(item, score)`` pair) or be a callable ``item -> id``.
+    """
+    if callable(doc_id):
+        value = doc_id(item)
+    elif isinstance(doc_id, str):
+        value = _lookup_path(item, doc_id)
+        payload = _scored_payload(item)
+        if value is None and payload is not None:
+            value = _lookup_path(payload, doc_id)
+        if value is None:
+            raise RetrieverOutputError(
+                f"item {_describe(item)} has no {doc_id!r} (set by the doc id option)"
+            )
+    else:
+        value = _default_id(item)
+    if _is_integer(value):
+        return str(int(value))  # numpy / FAISS integer ids too: "3", never "np.int64(3)"
+    if not isinstance(value, str):
+        raise RetrieverOutputError(
+            f"item {_describe(item)} gave the id {_describe(value)}, expected a str or int"
+        )
+    return value
+
+
+def _default_id(item: Any) -> Any:
+    if isinstance(item, str) or _is_integer(item):
+        return item
+    payload = _scored_payload(item)
+    if payload is not None:  # (Document, score)
+        return _default_id(payload)
+    if isinstance(item, tuple) and len(item) == 2:  # (id, score)
+        return item[0]
+    if isinstance(item, Mapping):
+        for key in _DEFAULT_ID_KEYS:
+            if item.get(key) is not None:
+                return item[key]
+        metadata = item.get("metadata")
+        if isinstance(metadata, Mapping):
+            for key in _DEFAULT_METADATA_KEYS:
+                if metadata.get(key) is not None:
+                    return metadata[key]
+        raise RetrieverOutputError(
+            f"dict item {_describe(item)} has none of the keys {', '.join(_DEFAULT_ID_KEYS)}; "
+            "set retrieval_doc_id to the key that holds the document id"
+        )
+    node = getattr(item, "node", None)  # LlamaIndex NodeWithScore
+    if node is not None and getattr(node, "node_id", None) is not None:
+        return node.node_id
+    for attribute in _DEFAULT_ID_KEYS:
+        value = getattr(item, attribute, None)
+        if value is not None:
+            return value
+    metadata = getattr(item, "metadata", None)  # LangChain Document
+    if isinstance(metadata, Mapping):
+        for key in _DEFAULT_METADATA_KEYS:
+            if metadata.get(key) is not None:
+                return metadata[key]
+    raise RetrieverOutputError(
+        f"cannot find a document id in {_describe(item)} ({type(item).__name__}); set "
+        "retrieval_doc_id to an attribute or key path (e.g. metadata.source) or a callable"
+    )
+
+
+def _score_of(item: Any) -> float | None:
+    """The score an item carries, if any: a pair's second half, a ``score`` key or attribute."""
+    if isinstance(item, tuple) and len(item) == 2:
+        return float(item[1]) if _is_number(item[1]) else None
+    if isinstance(item, Mapping):
+        value = item.get("score")
+    else:
+        value = getattr(item, "score", None)  # NodeWithScore, Haystack Document
+        if value is None:
+            metadata = getattr(item, "metadata", None)
+            if isinstance(metadata, Mapping):
+                value = metadata.get("score")
+    return float(value) if _is_number(value) else None
+
+
+_EXPECTED = "expected a list of ids, (id, score) pairs, dicts with an id, or Document/Node objects"
+
+
+def _check_ranking(result: Any) -> Any:
+    """``result`` if it can be read as a ranking (a Haystack result: its documents)."""
+    if isinstance(result, Mapping) and "documents" in result:
+        documents = result["documents"]
+        if isinstance(documents, (list, tuple)):
+            return documents
+    if isinstance(result, (set, frozenset)):
+        raise RetrieverOutputError(
+            f"returned {_describe(result)} ({type(result).__name__}): a ranking must be ordered: "
+            "return a list, best first (e.g. sorted by score), not a set"
+        )
+    if isinstance(result, Mapping):
+        raise RetrieverOutputError(
+            f"returned {_describe(result)} ({type(result).__name__}), which is not a ranking: "
+            "return a list of ids best first (for a dict of id -> score: "
+            "sorted(scores, key=scores.get, reverse=True))"
+        )
+    if _looks_like_one_item(result) and not isinstance(result, Iterator):
+        raise RetrieverOutputError(
+            f"returned one {type(result).__name__} ({_describe(result)}), not a ranking: "
+            "return a list of them, best first"
+        )
+    if inspect.isclass(result):
+        raise RetrieverOutputError(
+            f"returned the class {result.__qualname__}; {_EXPECTED} (an instance, not its class)"
+        )
+    if result is None or isinstance(result, (str, bytes, int, float)):
+        raise RetrieverOutputError(
+            f"returned {_describe(result)} ({type(result).__name__}); {_EXPECTED}"
+        )
+    if not isinstance(result, Iterable):
+        raise RetrieverOutputError(
+            f"returned {_describe(result)} ({type(result).__name__}), which is not a list; "
+            f"{_EXPECTED}"
+        )
+    return result
+
+
+def _check_separator(separator: str | None) -> None:
+    if separator is not None and (not isinstance(separator, str) or not separator):
+        raise ValueError(f"doc_id_separator must be a non-empty string, got {separator!r}")
+
+
+def adapt_scored(
+    result: Any,
+    *,
+    doc_id: DocIdOption = None,
+    doc_map: DocMap = None,
+    doc_id_separator: str | None = None,
+) -> tuple[tuple[str, ...], tuple[float | None, ...]]:
+    """One query's return value as a document ranking and the score of each document.
+
+    The chunk → document rule of the module docstring: id, then ``doc_map``, then the separator;
+    each document at its best rank, later copies removed; its score is its best item's.
+    """
+    _check_separator(doc_id_separator)
+    items = list(_check_ranking(result))
+    mapper: Callable[[str], Any] | None = doc_map.get if isinstance(doc_map, Mapping) else doc_map
+    ranking: dict[str, float | None] = {}
+    for item in items:
+        document = extract_doc_id(item, doc_id)
+        if mapper is not None:
+            mapped = mapper(document)
+            if mapped is not None:  # not in the map: the id already names a document
+                document = str(int(mapped)) if _is_integer(mapped) else str(mapped)
+        if doc_id_separator is not None:
+            head, found, _chunk = document.rpartition(doc_id_separator)
+            if found and head:
+                document = head
+        if document not in ranking:
+            ranking[document] = _score_of(item)
+    return tuple(ranking), tuple(ranking.values())
+
+
+def adapt_ranking(
+    result: Any,
+    *,
+    doc_id: DocIdOption = None,
+    doc_map: DocMap = None,
+    doc_id_separator: str | None = None,
+) -> tuple[str, ...]:
+    """Turn one query's return value into a ranking of document id strings (see adapt_scored)."""
+    ranking, _scores = adapt_scored(
+        result, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator
+    )
+    return ranking
+
+
+def _looks_like_one_item(value: Any) -> bool:
+    """A single Document/Node rather than a list of them.
+
+    LangChain's and LlamaIndex's are pydantic models, which iterate over their fields: read as a
+    ranking, they would give nonsense ids. An iterable container of the user's own that happens
+    to have a ``metadata`` attribute is still read as a ranking.
+    """
+    if isinstance(value, (Sequence, Mapping)) or not any(
+        hasattr(value, name) for name in ("page_content", "node", "node_id", "meta", "metadata")
+    ):
+        return False
+    return not isinstance(value, Iterable) or hasattr(type(value), "model_fields")
