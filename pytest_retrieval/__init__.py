@@ -22,6 +22,10 @@ Scoring without pytest:
     ``evaluate``, ``Evaluation``, ``MetricSpec`` and the per-query metric functions
     ``recall_at_k``, ``precision_at_k``, ``hit_rate_at_k``, ``reciprocal_rank``,
     ``average_precision``, ``dcg``, ``ndcg_at_k``, ``r_precision``.
+Retrievers:
+    ``HaystackPipeline`` (names a Haystack pipeline's query input), ``describe_retriever``
+    (how the runner will call an object, and whether the depth reaches it), ``RetrieverShape``,
+    ``RetrieverShapeError``.
 Errors:
     ``Problem``, ``InputError``, ``GoldenSetError``, ``RunFileError``.
 """
@@ -35,11 +39,14 @@ __all__ = [
     "GateUsageError",
     "GoldenSet",
     "GoldenSetError",
+    "HaystackPipeline",
     "InputError",
     "MetricSpec",
     "Problem",
     "Query",
     "RetrievalSession",
+    "RetrieverShape",
+    "RetrieverShapeError",
     "RunFileError",
     "Score",
     "Selection",
@@ -53,6 +60,7 @@ __all__ = [
     "assert_recall_at",
     "average_precision",
     "dcg",
+    "describe_retriever",
     "evaluate",
     "hit_rate_at",
     "hit_rate_at_k",
@@ -114,6 +122,10 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("GoldenSetError", "InputError", "Problem", "RunFileError"), "errors"),
     "RetrievalSession": "session",
+    **dict.fromkeys(
+        ("HaystackPipeline", "RetrieverShape", "RetrieverShapeError", "describe_retriever"),
+        "retriever",
+    ),
     "__version__": "version",
 }
 
@@ -151,6 +163,12 @@ if TYPE_CHECKING:
         r_precision,
         recall_at_k,
         reciprocal_rank,
+    )
+    from .retriever import (
+        HaystackPipeline,
+        RetrieverShape,
+        RetrieverShapeError,
+        describe_retriever,
     )
     from .session import RetrievalSession
     from .version import __version__

@@ -13,6 +13,9 @@ from .evaluate import Evaluation
 from .golden import Query
 from .metrics import MetricSpec
 
+#: How many returned ids a worst-query line shows.
+RETURNED_SHOWN = 3
+
 
 @dataclass(frozen=True, slots=True)
 class WorstQuery:
@@ -23,6 +26,8 @@ class WorstQuery:
     value: float
     missed: tuple[str, ...]
     first_relevant_rank: int | None
+    #: The top of what the retriever returned (what it found instead).
+    returned: tuple[str, ...] = ()
 
     def describe(self, spec: MetricSpec) -> str:
         """One line: id, text, value, missed relevant ids and where the first relevant sat."""
@@ -35,7 +40,10 @@ class WorstQuery:
         missed = f"; missed {', '.join(self.missed[:5])}" if self.missed else ""
         if len(self.missed) > 5:
             missed += f" (+{len(self.missed) - 5} more)"
-        return f"{self.query_id}{text}: {spec} = {self.value:.4f}{missed}; {first}"
+        returned = (
+            f"; returned {', '.join(self.returned)}" if self.returned else "; returned nothing"
+        )
+        return f"{self.query_id}{text}: {spec} = {self.value:.4f}{missed}; {first}{returned}"
 
 
 def _clip(text: str, width: int) -> str:
@@ -74,5 +82,5 @@ def worst_queries(
         missed = tuple(d for d in relevant if d not in shown)
         relevant_set = set(relevant)
         first = next((i for i, d in enumerate(ranked, 1) if d in relevant_set), None)
-        worst.append(WorstQuery(qid, query.text, value, missed, first))
+        worst.append(WorstQuery(qid, query.text, value, missed, first, ranked[:RETURNED_SHOWN]))
     return worst

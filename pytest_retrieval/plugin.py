@@ -354,7 +354,7 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
         retriever = request.getfixturevalue("retriever_under_test")
         reranker = request.getfixturevalue("reranker_under_test")
 
-        from .specs import describe_callable
+        from .specs import corpus_ids, depth_hint, describe_callable
 
         def compute() -> list[QueryOutcome]:
             return _run(active, retriever, reranker)
@@ -367,7 +367,15 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             outcomes = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
         else:
             outcomes = compute()
-        session.set_outcomes(outcomes, retriever_name=describe_callable(retriever))
+        session.set_outcomes(
+            outcomes,
+            retriever_name=describe_callable(retriever),
+            depth_hint=depth_hint(retriever),
+        )
+        refusal = session.refusal(corpus_ids(session.settings.corpus))
+        if refusal is not None:
+            active.run_error = refusal
+            _usage_error(active.config, refusal)
 
 
 def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOutcome]:

@@ -17,7 +17,7 @@ can never raise a number; the session also fails with the list of such queries.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -36,6 +36,7 @@ from .gates import (
 from .golden import GoldenSet, Query
 from .metrics import MetricSpec
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome
+from .runchecks import ShortRankings, id_mismatch, short_rankings
 from .settings import Settings
 from .verdict import Verdict
 
@@ -82,6 +83,8 @@ class RetrievalSession:
     gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
     regression_outcomes: list[RegressionOutcome] = field(default_factory=list, init=False)
     retriever_name: str | None = field(default=None, init=False)
+    #: How to ask this retriever for more results (its framework's knob), when known.
+    depth_hint: str | None = field(default=None, init=False)
     current_test: str | None = field(default=None, init=False)
     _ensure_run: Callable[[], None] | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
@@ -142,14 +145,92 @@ class RetrievalSession:
         return self.outcomes is not None
 
     def set_outcomes(
-        self, outcomes: Iterable[QueryOutcome], *, retriever_name: str | None = None
+        self,
+        outcomes: Iterable[QueryOutcome],
+        *,
+        retriever_name: str | None = None,
+        depth_hint: str | None = None,
     ) -> None:
         """Store the run (one outcome per scorable query) and forget cached scores."""
         with self._lock:
             self.outcomes = {o.query_id: o for o in outcomes}
             if retriever_name is not None:
                 self.retriever_name = retriever_name
+            if depth_hint is not None:
+                self.depth_hint = depth_hint
             self._cache.clear()
+
+    # --- checks of the run ------------------------------------------------------------------
+
+    def hint_for(self, depth: int) -> str | None:
+        """How to ask this retriever for ``depth`` results, when its framework's knob is known."""
+        from .specs import hint_for
+
+        return hint_for(self.depth_hint, depth)
+
+    def cutoffs(self) -> tuple[int, ...]:
+        """Every cutoff K that is scored: ``retrieval_ks`` and the declared gates' and budgets'."""
+        declared = [t.spec.k for t in self.thresholds] + [b.spec.k for b in self.budgets]
+        return tuple(sorted({*self.settings.ks, *(k for k in declared if k)}))
+
+    def _ran(self, stage: str) -> list[tuple[str, ...]]:
+        """The rankings of one stage, of the queries that ran without an error."""
+        assert self.outcomes is not None
+        return [
+            o.rankings[stage]
+            for o in self.outcomes.values()
+            if stage in o.rankings and o.error is None
+        ]
+
+    def short_rankings(self) -> list[ShortRankings]:
+        """Per stage: rankings shorter than the cutoffs scored (see :mod:`.runchecks`)."""
+        if not self.outcomes or self.settings.short_rankings == "off":
+            return []
+        found = []
+        for stage in self.stages:
+            hint = self.hint_for(self.effective_depth) if stage == RETRIEVER_STAGE else None
+            finding = short_rankings(
+                stage,
+                self._ran(stage),
+                cutoffs=self.cutoffs(),
+                depth=self.effective_depth,
+                hint=hint,
+            )
+            if finding is not None:
+                found.append(finding)
+        return found
+
+    def refusal(self, corpus_ids: Collection[str] | None = None) -> str | None:
+        """Why this run's numbers would be meaningless, as a usage error; None when they are not.
+
+        Ids that (almost) never match a judged or corpus id; short rankings when
+        ``retrieval_short_rankings = error``.
+        """
+        problem = self.id_problem(corpus_ids)
+        if problem is not None:
+            return problem
+        if self.settings.short_rankings == "error":
+            found = self.short_rankings()
+            if found:
+                return "pytest-retrieval: " + "\n".join(f.message for f in found)
+        return None
+
+    def id_problem(self, corpus_ids: Collection[str] | None = None) -> str | None:
+        """The usage error when (almost) no returned id is a judged id (or a corpus id)."""
+        if not self.outcomes or self.settings.id_check == "off":
+            return None
+        stage = self.stages[0] if self.stages else RETRIEVER_STAGE
+        visible = [q for q in self.scorable_queries() if q.split != self.heldout_name]
+        rankings = {
+            q.id: self.outcomes[q.id].rankings.get(stage, ())
+            for q in visible
+            if q.id in self.outcomes and self.outcomes[q.id].error is None
+        }
+        judged = {doc for q in self.golden for doc in q.judgments}
+        problem = id_mismatch(rankings, judged, what="judged", stage=stage)
+        if problem is None and corpus_ids:
+            problem = id_mismatch(rankings, corpus_ids, what="corpus", stage=stage)
+        return problem
 
     def run(
         self,
@@ -178,6 +259,7 @@ class RetrievalSession:
             batch_size=settings.batch_size,
             doc_id=doc_id,
             doc_map=doc_map,
+            doc_id_separator=settings.doc_id_separator,
             progress=progress,
         )
 
@@ -188,10 +270,11 @@ class RetrievalSession:
         regression_outcomes: Sequence[RegressionOutcome],
         *,
         retriever_name: str | None,
+        depth_hint: str | None = None,
     ) -> None:
         """Take over what the xdist workers learned (the controller's merged payload)."""
         if outcomes is not None:
-            self.set_outcomes(outcomes, retriever_name=retriever_name)
+            self.set_outcomes(outcomes, retriever_name=retriever_name, depth_hint=depth_hint)
         elif retriever_name is not None:
             self.retriever_name = retriever_name
         with self._lock:
@@ -309,28 +392,37 @@ class RetrievalSession:
             queries=len(self.scorable_queries()),
         )
 
-    def _check_depth(self, spec: MetricSpec) -> None:
-        """A metric deeper than the results asked for would be scored on a shorter list."""
+    def _check_depth(self, spec: MetricSpec, stage: str) -> None:
+        """A metric deeper than the results asked for, or than every ranking the retriever
+        returned, would be scored on a shorter list: refused with the explanation."""
         assert self.outcomes is not None
-        depth = self.effective_depth
-        if spec.k is None or spec.k <= depth:
+        if spec.k is None:
             return
-        longest = max(
-            (len(r) for o in self.outcomes.values() for r in o.rankings.values()), default=0
-        )
-        if longest <= depth:
+        depth = self.effective_depth
+        ran = self._ran(stage)
+        longest = max((len(r) for r in ran), default=0)
+        if spec.k > depth and longest <= depth:
             raise GateUsageError(
                 f"{spec} needs the top {spec.k} results, but the retriever was asked for "
                 f"{depth} (retrieval_depth, default: the largest of retrieval_ks); add {spec.k} "
                 "to retrieval_ks or raise retrieval_depth"
+            )
+        if ran and longest < spec.k and self.settings.short_rankings != "off":
+            hint = self.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
+            fix = hint or f"make the retriever return at least {spec.k} results per query"
+            raise GateUsageError(
+                f"{spec} cannot be scored: every ranking [{stage}] is shorter than {spec.k} "
+                f"(longest {longest}, {depth} asked for), so it would be scored on at most "
+                f"{longest} results. Fix: {fix}; if {spec.k} is deeper than you need, gate a "
+                f"smaller K (retrieval_short_rankings = off if the corpus is that small)"
             )
 
     def score(self, spec: MetricSpec, selection: Selection) -> Score:
         """The mean of ``spec`` over a selection, with the worst queries as explanation."""
         queries = self.select(selection)
         self._require_run()
-        self._check_depth(spec)
         stage = self._stage(selection.stage)
+        self._check_depth(spec, stage)
         evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
         value = evaluation.means[str(spec)]
         values = [v for v in evaluation.columns[str(spec)] if v is not None]

@@ -266,6 +266,29 @@ OPTIONS: tuple[Option, ...] = (
         is_path=True,
     ),
     Option(
+        "doc_id_separator",
+        "split returned chunk ids such as doc#3 or doc::3 at the last SEP; the part before it "
+        "is the document id (chunks of one document collapse to its best rank)",
+        None,
+        _text,
+        metavar="SEP",
+        flag=False,
+    ),
+    Option(
+        "short_rankings",
+        "rankings shorter than the cutoffs scored: warn (default), error (fail the run), off",
+        "warn",
+        _choice("warn", "error", "off"),
+        metavar="warn|error|off",
+    ),
+    Option(
+        "id_check",
+        "stop when (almost) no returned id is ever a judged id: on (default) or off",
+        "on",
+        _choice("on", "off"),
+        metavar="on|off",
+    ),
+    Option(
         "depth",
         "how many results to ask the retriever for (default: the largest K)",
         None,
@@ -445,6 +468,9 @@ class Settings:
     reranker: str | None = None
     doc_id: str | None = None
     doc_id_map: str | None = None
+    doc_id_separator: str | None = None
+    short_rankings: str = "warn"
+    id_check: str = "on"
     depth: int | None = None
     concurrency: int = 8
     timeout: float = 60.0

@@ -84,3 +84,34 @@ def doc_id_option(doc_id: str | None, doc_id_map: str | None) -> tuple[str | Non
     if doc_id_map:
         doc_map = load_doc_map(doc_id_map)
     return doc_id, doc_map
+
+
+#: Stands for the number of results in a depth hint (:func:`depth_hint`).
+DEPTH_MARK = "{depth}"
+_PROBE = 918_273_645  # a depth no hint contains otherwise
+
+
+def depth_hint(retriever: Any) -> str | None:
+    """How to ask this retriever for more results (its framework's knob), when known, with
+    :data:`DEPTH_MARK` where the number goes (see :func:`hint_for`)."""
+    from .retriever import RetrieverShapeError, describe_retriever
+
+    try:
+        shape = describe_retriever(retriever, _PROBE)
+    except RetrieverShapeError:  # the runner refuses it with its own message
+        return None
+    return shape.depth_hint.replace(str(_PROBE), DEPTH_MARK) if shape.depth_hint else None
+
+
+def hint_for(template: str | None, depth: int) -> str | None:
+    """A :func:`depth_hint` for ``depth`` results."""
+    return None if template is None else template.replace(DEPTH_MARK, str(depth))
+
+
+def corpus_ids(corpus: Any) -> frozenset[str] | None:
+    """The ids of ``retrieval_corpus`` (None without one), for the returned-id check."""
+    if not corpus:
+        return None
+    from .formats.corpus import read_corpus_ids
+
+    return read_corpus_ids(corpus)

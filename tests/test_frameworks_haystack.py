@@ -94,7 +94,7 @@ def test_a_bare_pipeline_is_refused_naming_its_inputs(store: InMemoryDocumentSto
         "the retriever under test is a Haystack Pipeline, which cannot tell which input takes the "
         "query text (its open inputs: retriever.query, retriever.filters, retriever.top_k, "
         'retriever.scale_score); return HaystackPipeline(pipeline, input="retriever.query") '
-        "(from pytest_retrieval.retriever) from the retriever_under_test fixture"
+        "(from pytest_retrieval import HaystackPipeline) from the retriever_under_test fixture"
     )
 
 

@@ -170,7 +170,11 @@ def test_the_artifact_holds_the_hand_computed_numbers(
         "slices": {"exact-lookup": 2, "multi-hop": 1, "no-answer": 1},
         "no_answer": 1,
     }
-    assert artifact["retriever"] == {"name": "conftest.retriever_under_test.<locals>.search"}
+    assert artifact["retriever"] == {
+        "name": "conftest.retriever_under_test.<locals>.search",
+        # search(text) takes no cutoff: the artifact says how it would get the depth.
+        "depth_hint": "give it a k parameter, search(query_text, k), and it is called with k=2",
+    }
     assert artifact["settings"]["ks"] == [1, 2]
     assert artifact["settings"]["json"] == str(retrieval_project.path / "out.json")
 

@@ -49,7 +49,7 @@ def test_a_failing_declared_gate_shows_its_message_without_a_traceback(
                 "queries scored: 3, skipped (no relevant document): 1",
                 "worst 1 query:",
                 "  invoice 'Where do I download invoices?': recall@3 = 0.0000; missed invoices, "
-                "billing; no relevant document retrieved",
+                "billing; no relevant document retrieved; returned faq, pricing, contact",
             ]
         )
     )

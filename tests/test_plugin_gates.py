@@ -106,7 +106,7 @@ def test_a_failing_gate_names_the_worst_queries(retrieval_project: RetrievalProj
                 "E *queries scored: 3, skipped (no relevant document): 1",
                 "E *worst 1 query:",
                 "E *invoice 'Where do I download invoices?': recall@3 = 0.0000; missed "
-                "invoices, billing; no relevant document retrieved",
+                "invoices, billing; no relevant document retrieved; returned faq, pricing, contact",
             ]
         )
     )
@@ -135,7 +135,7 @@ def test_retrieval_worst_limits_the_queries_a_failure_lists(
             [
                 "E *worst 1 query:",
                 "E *invoice 'Where do I download invoices?': recall@1 = 0.0000; missed "
-                "invoices, billing; no relevant document retrieved",
+                "invoices, billing; no relevant document retrieved; returned faq, pricing, contact",
             ]
         )
     )
@@ -377,7 +377,7 @@ def test_score_twins_compare_to_plain_bools_and_explain_a_failed_assert(
                 "E *queries scored: 3, skipped (no relevant document): 1",
                 "E *worst 3 queries:",
                 "E *invoice 'Where do I download invoices?': ndcg@3 = 0.0000; missed "
-                "invoices, billing; no relevant document retrieved",
+                "invoices, billing; no relevant document retrieved; returned faq, pricing, contact",
             ]
         )
     )

@@ -214,7 +214,8 @@ def test_heldout_details_show_the_heldout_queries_when_asked_for(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"E *  {HELDOUT_ID} '{HELDOUT_TEXT}': precision@3 = 0.3333; first relevant at rank 1",
+            f"E *  {HELDOUT_ID} '{HELDOUT_TEXT}': precision@3 = 0.3333; first relevant at rank 1; "
+            "returned export-data",
             "*held-out split 'heldout' scored with details",
         ]
     )

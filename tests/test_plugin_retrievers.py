@@ -113,7 +113,8 @@ queries:
 """
     conftest = retriever(
         """
-        answers = {"first question": [3, 12], "second question": [7, 8]}
+        # 99 is judged nowhere: three results per query, as deep as the recall@3 gate looks.
+        answers = {"first question": [3, 12, 99], "second question": [7, 8, 99]}
         return lambda text: answers[text]
         """
     )
@@ -124,7 +125,7 @@ queries:
         from pytest_retrieval.gates import assert_recall_at
 
         def test_run(retrieval_run):
-            assert retrieval_run == {"q1": ("3", "12"), "q2": ("7", "8")}
+            assert retrieval_run == {"q1": ("3", "12", "99"), "q2": ("7", "8", "99")}
 
         def test_recall():
             # q1: 12 found (1/1); q2: 7 found, 30 missed (1/2) -> (1 + 0.5) / 2 = 0.75
@@ -378,11 +379,43 @@ def test_retrieval_doc_id_map_reads_a_json_file(retrieval_project: RetrievalProj
     retrieval_project.run().assert_outcomes(passed=2)
 
 
+def test_chunk_ids_that_never_match_a_judged_id_stop_the_run_with_the_separator_fix(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(conftest=CHUNKS, tests="def test_run(retrieval_run): pass")
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [
+            "*the returned ids do not match the golden set's: 0 of * rankings [[]retriever[]] "
+            "hold any id a judged document of the golden set*",
+            "*returned ids, e.g.: 'shipping#0', 'shipping#1', 'shipping#2', 'refund-policy#0'*",
+            "*Likely fix: the returned ids are chunk ids of the judged documents ('shipping#0'): "
+            "set retrieval_doc_id_separator = #*",
+        ]
+    )
+
+
+def test_the_separator_setting_collapses_chunk_ids_to_documents(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        conftest=CHUNKS,
+        ini={"retrieval_doc_id_separator": "#"},
+        tests="""
+        def test_run(retrieval_run):
+            assert retrieval_run["refund"][:2] == ("shipping", "refund-policy")
+        """,
+    )
+    retrieval_project.run().assert_outcomes(passed=1)
+
+
 def test_without_a_mapping_chunk_ids_stay_as_returned(
     retrieval_project: RetrievalProject,
 ) -> None:
     retrieval_project.write(
         conftest=CHUNKS,
+        ini={"retrieval_id_check": "off"},
         tests="""
         def test_run(retrieval_run):
             assert retrieval_run["refund"][:4] == (

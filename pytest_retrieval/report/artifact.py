@@ -105,6 +105,7 @@ def build_artifact(
         if pair is not None:
             latency[stage] = {"p50": pair[0], "p95": pair[1]}
     failed = session.failed_queries()
+    warnings = [w.to_dict() for w in session.short_rankings()] if session.has_run else []
     return {
         "schema": ARTIFACT_SCHEMA,
         "schema_version": ARTIFACT_SCHEMA_VERSION,
@@ -126,7 +127,10 @@ def build_artifact(
             "scored": session.unsealed,
             "details": session.show_heldout_details,
         },
-        "retriever": {"name": session.retriever_name},
+        "retriever": {
+            "name": session.retriever_name,
+            "depth_hint": session.hint_for(session.effective_depth),
+        },
         "stages": list(session.stages),
         "results": results,
         "gates": gates,
@@ -140,6 +144,7 @@ def build_artifact(
             for o in failed
             if not session.is_redacted(golden[o.query_id])
         ],
+        "warnings": warnings,
         "latency_ms": latency,
         "regressions": [r.to_dict() for r in session.regression_outcomes],
         "declared": {k: list(v) for k, v in (declared or {}).items()},

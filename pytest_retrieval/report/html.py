@@ -57,6 +57,7 @@ code, .mono { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, mo
 .verdict.pass { background: #dafbe1; color: #116329; border: 1px solid #a6e9b6; }
 .verdict.fail { background: #ffebe9; color: #a40e26; border: 1px solid #ffc1bc; }
 .facts { color: var(--muted); margin: 4px 0; }
+.warning { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }
 .charts { display: flex; flex-wrap: wrap; gap: 18px; }
 figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 8px; }
 figcaption { font-weight: 600; margin: 0 0 4px 4px; }
@@ -224,6 +225,7 @@ def _header(artifact: Mapping[str, Any]) -> Markup:
             ("PASSED: " if verdict.passed else "FAILED: ") + verdict.headline,
         ),
         el("p", {"class": "facts"}, facts),
+        *(el("p", {"class": "warning"}, "⚠️ ", w) for w in view.warnings(artifact)),
     )
 
 
@@ -441,6 +443,7 @@ def _queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | 
             )
         )
     heads.append(el("th", {"data-key": "missed"}, f"Relevant not in top {k}" if k else "Missed"))
+    heads.append(el("th", {"data-key": "returned"}, f"Top {view.RETURNED_SHOWN} returned"))
     heads.append(
         el("th", {"class": "num", "data-type": "number", "data-key": "latency"}, "Latency ms")
     )
@@ -478,6 +481,13 @@ def _queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | 
             else:
                 missed_cell.append(el("code", None, doc.doc))
         cells.append(_td(missed_cell or "", sort=len(missed)))
+        returned = view.top_returned(row, final)
+        returned_cell: list[Markup] = []
+        for returned_id in returned:
+            if returned_cell:
+                returned_cell.append(escape(", "))
+            returned_cell.append(el("code", None, returned_id))
+        cells.append(_td(returned_cell or "—"))
         latency = [v for v in (row.get("latency_ms") or {}).values() if isinstance(v, (int, float))]
         total = sum(latency) if latency else None
         cells.append(

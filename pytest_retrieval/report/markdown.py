@@ -286,6 +286,7 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
             text = view.shorten(view.row_text(rows.get(qid, {})), TEXT_LIMIT)
             before, after = diff.get("before"), diff.get("after")
             delta = after - before if before is not None and after is not None else None
+            returned = view.top_returned(rows.get(qid, {}), outcome.get("stage"))
             table.append(
                 [
                     md_code(qid) + (f" {md_text(text)}" if text else ""),
@@ -293,13 +294,21 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
                     view.fmt(after),
                     view.fmt_signed(delta),
                     _moves(diff),
+                    ", ".join(md_code(d) for d in returned) or "—",
                 ]
             )
         lines.extend(
             _table(
-                ["Query", "Before", "After", "Δ", "Relevant documents (rank before → after)"],
+                [
+                    "Query",
+                    "Before",
+                    "After",
+                    "Δ",
+                    "Relevant documents (rank before → after)",
+                    "Now returns (top 3)",
+                ],
                 table,
-                "lrrrl",
+                "lrrrll",
             )
         )
         if len(worse) > max_rows:
@@ -430,6 +439,8 @@ def _render(
 ) -> str:
     verdict = view.verdict(artifact)
     lines = [f"### {verdict.icon} {md_text(title)}: {verdict.headline}", ""]
+    for warning in view.warnings(artifact):
+        lines.extend([f"> ⚠️ {md_text(warning)}", ""])
     lines.extend(_gates_section(artifact, max_gates, max_rows))
     lines.extend(_errors_section(artifact, max_rows))
     lines.extend(_metrics_section(artifact, baseline, max_metrics, full=full))

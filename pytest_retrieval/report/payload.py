@@ -28,6 +28,7 @@ def outcome_to_dict(outcome: QueryOutcome) -> dict[str, Any]:
         "error": outcome.error,
         "error_type": outcome.error_type,
         "error_stage": outcome.error_stage,
+        "scores": {stage: list(s) for stage, s in outcome.scores.items()},
     }
 
 
@@ -40,6 +41,7 @@ def outcome_from_dict(data: dict[str, Any]) -> QueryOutcome:
         error=data["error"],
         error_type=data["error_type"],
         error_stage=data["error_stage"],
+        scores={stage: tuple(s) for stage, s in data.get("scores", {}).items()},
     )
 
 
@@ -56,6 +58,7 @@ class Report:
     gates: list[dict[str, Any]] = field(default_factory=list)
     regressions: list[dict[str, Any]] = field(default_factory=list)
     retriever_name: str | None = None
+    depth_hint: str | None = None
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
@@ -66,6 +69,7 @@ class Report:
             [g.to_dict() for g in session.gate_outcomes],
             [r.to_dict() for r in session.regression_outcomes],
             session.retriever_name,
+            session.depth_hint,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +79,7 @@ class Report:
             "gates": self.gates,
             "regressions": self.regressions,
             "retriever_name": self.retriever_name,
+            "depth_hint": self.depth_hint,
         }
 
     @classmethod
@@ -85,6 +90,7 @@ class Report:
             list(data.get("gates", [])),
             list(data.get("regressions", [])),
             data.get("retriever_name"),
+            data.get("depth_hint"),
         )
 
     def merge(self, other: Report) -> Report:
@@ -106,11 +112,13 @@ class Report:
             for key in sorted(regressions, key=lambda k: (regressions[k]["name"], k))
         ]
         names = [n for n in (self.retriever_name, other.retriever_name) if n is not None]
+        hints = [h for h in (self.depth_hint, other.depth_hint) if h is not None]
         return Report(
             dict(sorted(outcomes.items())),
             ordered,
             ordered_regressions,
             min(names) if names else None,  # all workers build the same retriever
+            min(hints) if hints else None,
         )
 
     def apply_to(self, session: RetrievalSession) -> None:
@@ -125,6 +133,7 @@ class Report:
             [GateOutcome.from_dict(g) for g in self.gates],
             [RegressionOutcome.from_dict(r) for r in self.regressions],
             retriever_name=self.retriever_name,
+            depth_hint=self.depth_hint,
         )
 
 

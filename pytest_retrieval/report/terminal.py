@@ -96,7 +96,12 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
                 f"  {len(failed) - len(shown)} held-out queries (details hidden; "
                 "--retrieval-heldout-details shows them)"
             )
-    if quiet and not failed and not failed_gates:
+    warnings = session.short_rankings() if session.has_run else []
+    if warnings:
+        if lines:
+            lines.append("")
+        lines.extend(f"warning: {w.message}" for w in warnings)
+    if quiet and not failed and not failed_gates and not warnings:
         return []
     return lines
 

@@ -469,3 +469,20 @@ def rows_by_id(artifact: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 def stage_list(artifact: Mapping[str, Any]) -> Sequence[str]:
     """The stages, in pipeline order."""
     return [str(s) for s in artifact.get("stages") or ()]
+
+
+#: How many returned ids the per-query views show beside the missed relevant ones.
+RETURNED_SHOWN = 3
+
+
+def top_returned(row: Mapping[str, Any], stage: str | None, n: int = RETURNED_SHOWN) -> list[str]:
+    """The first ``n`` ids a query's ranking returned at ``stage`` (what it found instead)."""
+    if stage is None:
+        return []
+    ranking = (row.get("rankings") or {}).get(stage) or ()
+    return [str(doc) for doc in ranking[:n]]
+
+
+def warnings(artifact: Mapping[str, Any]) -> list[str]:
+    """The run's findings that make numbers meaningless where they apply (short rankings)."""
+    return [str(w.get("message")) for w in artifact.get("warnings") or () if w.get("message")]

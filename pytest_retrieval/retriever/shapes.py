@@ -355,8 +355,8 @@ def _plan(retriever: Any, depth: int | None) -> _Plan:
         raise RetrieverShapeError(
             f"the retriever under test is a Haystack {type(retriever).__name__}, which cannot tell "
             f"which input takes the query text (its open inputs: {_listed(inputs)}); return "
-            f'HaystackPipeline(pipeline, input="{example}") (from pytest_retrieval.retriever) '
-            "from the retriever_under_test fixture"
+            f'HaystackPipeline(pipeline, input="{example}") (from pytest_retrieval import '
+            "HaystackPipeline) from the retriever_under_test fixture"
         )
     if _is_haystack_component(retriever):
         return _haystack_component_plan(retriever, depth)

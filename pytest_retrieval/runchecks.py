@@ -1,0 +1,211 @@
+"""Checks of a run that make numbers meaningless when they fail, said loudly with the fix.
+
+* **Short rankings**: a ranking shorter than a cutoff is scored as if the missing ranks held
+  nothing relevant. When the retriever returns fewer results than the cutoffs scored (LangChain's
+  default ``k=4`` under ``recall@20``), every metric past the longest ranking is flat, and the
+  numbers say nothing about ranks the retriever never returned. :func:`short_rankings` finds it
+  per stage; the summary, the reports and the artifact show it with the framework's depth knob.
+* **Ids that never match**: when judged documents exist but (almost) no returned id is ever a
+  judged id (chunk UUIDs, page contents returned as ids, a doc-id setting that was not picked
+  up), every metric is 0 for a reason that is not retrieval quality. :func:`id_mismatch` stops the
+  run with examples of both kinds of id and the likely fix. The same check against the corpus ids
+  when ``retrieval_corpus`` is set.
+
+Both look only at queries that ran without an error; held-out queries are never quoted.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+#: Below this share of queries with any judged id in their ranking, the ids "almost never" match
+#: (with at least :data:`MIN_QUERIES_FOR_SHARE` queries; with fewer, only "never" counts).
+MISMATCH_SHARE = 0.05
+MIN_QUERIES_FOR_SHARE = 20
+EXAMPLES = 4
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+_SEPARATORS = ("::", "#", "|", "/", "_", "-", ":")
+
+
+@dataclass(frozen=True, slots=True)
+class ShortRankings:
+    """One stage's rankings are shorter than the cutoffs scored."""
+
+    stage: str
+    #: The largest cutoff that is scored (metrics, gates, budgets).
+    cutoff: int
+    #: How many results were asked for.
+    depth: int
+    longest: int
+    median: float
+    short: int
+    queries: int
+    #: The cutoffs past the longest ranking: their metrics are flat.
+    flat: tuple[int, ...]
+    #: How to ask this retriever for more results, when known.
+    hint: str | None = None
+
+    @property
+    def message(self) -> str:
+        """One paragraph: what is short, which metrics it flattens, and the fix."""
+        flat = ", ".join(f"@{k}" for k in self.flat)
+        median = f"{self.median:g}"
+        text = (
+            f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings are shorter "
+            f"than the cutoff {self.cutoff} (longest {self.longest}, median {median}; "
+            f"{self.depth} were asked for)"
+        )
+        if flat:
+            text += f"; every metric at {flat} is scored on at most {self.longest} results"
+        fix = self.hint or (
+            f"make the retriever return {self.depth} results per query, or lower retrieval_ks"
+        )
+        return f"{text}. Fix: {fix} (retrieval_short_rankings = off if the corpus is that small)"
+
+    def to_dict(self) -> dict[str, object]:
+        """Builtins, for the artifact."""
+        return {
+            "kind": "short_rankings",
+            "stage": self.stage,
+            "cutoff": self.cutoff,
+            "depth": self.depth,
+            "longest": self.longest,
+            "median": self.median,
+            "short": self.short,
+            "queries": self.queries,
+            "flat": list(self.flat),
+            "hint": self.hint,
+            "message": self.message,
+        }
+
+
+def short_rankings(
+    stage: str,
+    rankings: Sequence[Sequence[str]],
+    *,
+    cutoffs: Collection[int],
+    depth: int,
+    hint: str | None = None,
+) -> ShortRankings | None:
+    """The short-ranking finding of one stage, or None when the rankings are long enough.
+
+    A ranking is short when it holds fewer results than ``min(largest cutoff, depth)`` (an empty
+    ranking counts too: it is how a retriever says "nothing"). The stage is reported when most of
+    its rankings are short, or when even the longest is shorter than the largest cutoff (then the
+    metrics past it are flat). A few short rankings beside long ones are what a retriever with a
+    score threshold, or a small corpus, returns: not reported.
+    """
+    if not rankings or not cutoffs:
+        return None
+    cutoff = max(cutoffs)
+    needed = min(cutoff, depth)
+    lengths = [len(r) for r in rankings]
+    short = sum(1 for n in lengths if n < needed)
+    longest = max(lengths)
+    if short * 2 <= len(lengths) and longest >= needed:
+        return None
+    flat = tuple(sorted(k for k in set(cutoffs) if k > longest))
+    return ShortRankings(
+        stage=stage,
+        cutoff=cutoff,
+        depth=depth,
+        longest=longest,
+        median=statistics.median(lengths),
+        short=short,
+        queries=len(lengths),
+        flat=flat,
+        hint=hint,
+    )
+
+
+def id_mismatch(
+    rankings: Mapping[str, Sequence[str]],
+    known: Collection[str],
+    *,
+    what: str,
+    stage: str,
+) -> str | None:
+    """The usage error when (almost) no returned id is in ``known``; None when they match.
+
+    ``rankings`` are the visible queries' rankings (query id → ids), ``known`` the judged ids
+    (``what="judged"``) or the corpus ids (``what="corpus"``). A query matches when its ranking
+    holds at least one known id. The run is refused when no query matches, or when fewer than
+    :data:`MISMATCH_SHARE` do among at least :data:`MIN_QUERIES_FOR_SHARE` non-empty rankings;
+    with fewer rankings than that, only when the returned ids also have a recognisably wrong
+    shape (chunk ids of judged documents, generated UUIDs, page contents).
+    """
+    ranked = {qid: r for qid, r in rankings.items() if r}
+    if not ranked or not known:
+        return None
+    matching = sum(1 for r in ranked.values() if any(doc in known for doc in r))
+    share = matching / len(ranked)
+    if matching and (len(ranked) < MIN_QUERIES_FOR_SHARE or share >= MISMATCH_SHARE):
+        return None
+    returned = _examples(doc for r in ranked.values() for doc in r)
+    expected = _examples(sorted(known))
+    pattern = _pattern_fix(returned, known)
+    if pattern is None and len(ranked) < MIN_QUERIES_FOR_SHARE:
+        # A few queries that find no judged document, with ids shaped like ids: a retriever that
+        # is merely bad on a small golden set looks the same. Not refused.
+        return None
+    which = "a judged document of the golden set" if what == "judged" else "in the corpus"
+    head = (
+        f"pytest-retrieval: the returned ids do not match the golden set's: "
+        f"{matching} of {len(ranked)} rankings [{stage}] hold any id {which}, so every metric "
+        "would be 0 for a reason that is not retrieval quality."
+    )
+    lines = [
+        head,
+        f"  returned ids, e.g.: {', '.join(repr(d) for d in returned)}",
+        f"  {what} ids, e.g.:   {', '.join(repr(d) for d in expected)}",
+        f"Likely fix: {pattern or likely_fix(returned, known)}",
+        "(If the retriever really finds none of them, set retrieval_id_check = off.)",
+    ]
+    return "\n".join(lines)
+
+
+def likely_fix(returned: Sequence[str], known: Collection[str]) -> str:
+    """What most often causes ids like ``returned`` to miss ids like ``known``."""
+    return _pattern_fix(returned, known) or (
+        "set retrieval_doc_id to where each returned item keeps its document id (e.g. "
+        "metadata.source), map chunk ids to document ids (retrieval_doc_id_map, "
+        "retrieval_doc_id_separator), and check that the index was built from the corpus the "
+        "golden set was labelled on (and that your pytest configuration file was read)"
+    )
+
+
+def _pattern_fix(returned: Sequence[str], known: Collection[str]) -> str | None:
+    """The fix when the returned ids have a recognisable wrong shape; None otherwise."""
+    for sep in _SEPARATORS:
+        cut = [d.rsplit(sep, 1)[0] for d in returned if sep in d]
+        if cut and any(c in known for c in cut):
+            return (
+                f"the returned ids are chunk ids of the judged documents ({returned[0]!r}): set "
+                f"retrieval_doc_id_separator = {sep} to score the document before the last {sep!r}"
+            )
+    if returned and all(_UUID.match(d) for d in returned):
+        return (
+            "these are generated node/chunk ids (UUIDs). LlamaIndex: set retrieval_doc_id = "
+            "node.ref_doc_id (or node.metadata.<key> where your documents keep their id); "
+            "LangChain/Haystack: set retrieval_doc_id = metadata.<key> / meta.<key>"
+        )
+    if returned and all(len(d) > 40 and " " in d.strip() for d in returned):
+        return (
+            "these look like page contents, not ids: set retrieval_doc_id to where each result "
+            "keeps its id, e.g. retrieval_doc_id = metadata.source"
+        )
+    return None
+
+
+def _examples(ids: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for doc in ids:
+        shown = doc if len(doc) <= 60 else doc[:57] + "..."
+        seen.setdefault(shown, None)
+        if len(seen) >= EXAMPLES:
+            break
+    return list(seen)
