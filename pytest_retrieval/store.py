@@ -73,13 +73,18 @@ class CacheCorrupt(Exception):
     :meth:`RunCache.rebuild`); it is never read as results.
     """
 
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], reason: str, *, fix: str | None = None
+    ) -> None:
         self.path = os.fspath(path)
         self.reason = reason
-        super().__init__(
-            f"retrieval cache {self.path}: {reason}; it was not used (delete the file or run "
-            f"`pytest-retrieval cache clear --cache-dir {Path(self.path).parent}`)"
-        )
+        if fix is None:
+            fix = (
+                "delete the file or run `pytest-retrieval cache clear --cache-dir "
+                f"{Path(self.path).parent}`"
+            )
+        self.fix = fix
+        super().__init__(f"retrieval cache {self.path}: {reason}; it was not used ({fix})")
 
 
 def mode_reads(mode: str) -> bool:
@@ -394,6 +399,7 @@ class RunCache:
                 raise CacheCorrupt(
                     self.path,
                     f"stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s ({exc})",
+                    fix="look for a hung pytest process using the same cache, or try again",
                 ) from None
             message = str(exc)
             if "not a database" in message:
