@@ -419,3 +419,26 @@ def test_a_closed_cache_says_so(tmp_path: Path) -> None:
     cache.close()  # idempotent
     with pytest.raises(ValueError, match="is closed"):
         cache.get(BASE)
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["pytest_retrieval.store", "pytest_retrieval.formats.runs", "pytest_retrieval.cli.cache"],
+)
+def test_the_new_modules_import_with_pytest_and_the_heavy_deps_blocked(module: str) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pytest', '_pytest', 'yaml', 'numpy', 'tabulate'):\n"
+        "            raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        f"import {module}\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
