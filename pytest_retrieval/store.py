@@ -185,6 +185,11 @@ def doc_id_fingerprint(
     return _sha256_text(json.dumps(parts, sort_keys=True, ensure_ascii=False))
 
 
+def corpus_fingerprint(path: str | os.PathLike[str]) -> str:
+    """A sha256 of the ``retrieval_corpus`` file's bytes: editing the corpus file is a miss."""
+    return "file:" + _sha256_file(path)
+
+
 def _sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -16,6 +16,7 @@ from typing import Any
 from ..gates import GateOutcome
 from ..regression import RegressionOutcome
 from ..retriever import QueryOutcome
+from ..runsource import RunInfo
 from ..session import RetrievalSession
 
 
@@ -56,6 +57,9 @@ class Report:
     gates: list[dict[str, Any]] = field(default_factory=list)
     regressions: list[dict[str, Any]] = field(default_factory=list)
     retriever_name: str | None = None
+    #: Where the run came from (:class:`~pytest_retrieval.runsource.RunInfo` as builtins); only
+    #: the worker that ran the retriever knows it.
+    run_info: dict[str, Any] | None = None
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
@@ -66,6 +70,7 @@ class Report:
             [g.to_dict() for g in session.gate_outcomes],
             [r.to_dict() for r in session.regression_outcomes],
             session.retriever_name,
+            session.run_info.to_dict() if session.run_info is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +80,7 @@ class Report:
             "gates": self.gates,
             "regressions": self.regressions,
             "retriever_name": self.retriever_name,
+            "run_info": self.run_info,
         }
 
     @classmethod
@@ -85,6 +91,7 @@ class Report:
             list(data.get("gates", [])),
             list(data.get("regressions", [])),
             data.get("retriever_name"),
+            data.get("run_info"),
         )
 
     def merge(self, other: Report) -> Report:
@@ -106,11 +113,13 @@ class Report:
             for key in sorted(regressions, key=lambda k: (regressions[k]["name"], k))
         ]
         names = [n for n in (self.retriever_name, other.retriever_name) if n is not None]
+        infos = [i for i in (self.run_info, other.run_info) if i is not None]
         return Report(
             dict(sorted(outcomes.items())),
             ordered,
             ordered_regressions,
             min(names) if names else None,  # all workers build the same retriever
+            min(infos, key=_gate_key) if infos else None,  # one worker ran it: one info
         )
 
     def apply_to(self, session: RetrievalSession) -> None:
@@ -125,6 +134,7 @@ class Report:
             [GateOutcome.from_dict(g) for g in self.gates],
             [RegressionOutcome.from_dict(r) for r in self.regressions],
             retriever_name=self.retriever_name,
+            run_info=None if self.run_info is None else RunInfo.from_dict(self.run_info),
         )
 
 
