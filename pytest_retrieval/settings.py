@@ -169,6 +169,10 @@ def _run_sources(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(sources.items())
 
 
+#: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
+DEFAULT_CACHE_DIR = ".retrieval-cache"
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One setting: its ini key, its flag (if any), its help text, default and parser."""
@@ -570,8 +574,6 @@ class Settings:
     def cache_directory(self, rootdir: Path) -> Path:
         """The cache folder: ``cache_dir`` (already absolute) or ``.retrieval-cache`` in the
         rootdir."""
-        from .store import DEFAULT_CACHE_DIR
-
         return Path(self.cache_dir) if self.cache_dir is not None else rootdir / DEFAULT_CACHE_DIR
 
     @property

@@ -48,13 +48,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from .settings import DEFAULT_CACHE_DIR as DEFAULT_CACHE_DIR  # the folder's one definition
+
 CacheMode = Literal["off", "use", "refresh", "replay"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "use", "refresh", "replay")
 
 #: The file inside ``retrieval_cache_dir``.
 CACHE_FILE_NAME = "runs.sqlite3"
-#: Default folder, beside the rootdir.
-DEFAULT_CACHE_DIR = ".retrieval-cache"
 
 #: ``PRAGMA application_id``: marks the file as ours ("prtv"), so a foreign database is refused.
 APPLICATION_ID = 0x70727476

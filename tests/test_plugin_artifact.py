@@ -170,7 +170,10 @@ def test_the_artifact_holds_the_hand_computed_numbers(
         "slices": {"exact-lookup": 2, "multi-hop": 1, "no-answer": 1},
         "no_answer": 1,
     }
-    assert artifact["retriever"] == {"name": "conftest.retriever_under_test.<locals>.search"}
+    assert artifact["retriever"] == {
+        "name": "conftest.retriever_under_test.<locals>.search",
+        "index_version": None,
+    }
     assert artifact["settings"]["ks"] == [1, 2]
     assert artifact["settings"]["json"] == str(retrieval_project.path / "out.json")
 
