@@ -395,7 +395,12 @@ def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOu
 
     def compute(requests: Sequence[QueryRequest]) -> list[QueryOutcome]:
         return session.run(
-            retriever, reranker, doc_id=doc_id, doc_map=doc_map, progress=progress, requests=requests
+            retriever,
+            reranker,
+            doc_id=doc_id,
+            doc_map=doc_map,
+            progress=progress,
+            requests=requests,
         )
 
     def warn(message: str) -> None:

@@ -200,9 +200,7 @@ def test_a_failed_query_is_not_stored_and_is_retried(retrieval_project: Retrieva
             return search
         """
     )
-    p = retrieval_project.write(
-        ini={"retrieval_cache": "use"}, conftest=failing, tests=TESTS
-    )
+    p = retrieval_project.write(ini={"retrieval_cache": "use"}, conftest=failing, tests=TESTS)
     import os
 
     os.environ["FAIL_FAX"] = "1"
@@ -270,7 +268,9 @@ def test_replay_with_a_missing_entry_exits_4_naming_it(
     (p.path / "golden.yaml").write_text(golden, encoding="utf-8")
     result = p.run("--retrieval-cache", "replay")
     assert result.ret == 4
-    result.stdout.fnmatch_lines(["*replay: 1 of 4 queries have no entry in *runs.sqlite3: invoice;*"])
+    result.stdout.fnmatch_lines(
+        ["*replay: 1 of 4 queries have no entry in *runs.sqlite3: invoice;*"]
+    )
     assert "retrieval gates" not in result.stdout.str()  # stopped before any gate
     assert len(p.calls()) == SCORABLE
 

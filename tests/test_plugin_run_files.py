@@ -130,7 +130,9 @@ def test_two_stages_from_two_files(retrieval_project: RetrievalProject) -> None:
     document = p.artifact("out.json")
     assert document["stages"] == ["retriever", "reranker"]
     by_stage = {
-        r["stage"]: r["metrics"]["recall@1"] for r in document["results"] if r["column"] == "overall"
+        r["stage"]: r["metrics"]["recall@1"]
+        for r in document["results"]
+        if r["column"] == "overall"
     }
     # retriever: refund 1, sso 0, invoice 0 (missing); reranker: refund 0, sso 1/2, invoice 0.
     assert by_stage == pytest.approx({"retriever": 1 / 3, "reranker": 0.5 / 3})
@@ -144,8 +146,10 @@ def test_a_run_file_with_the_cache_is_refused(retrieval_project: RetrievalProjec
     result = p.run("--retrieval-run", "run.jsonl")
     assert result.ret == 4
     result.stderr.fnmatch_lines(
-        ["*--retrieval-run gates a stored run and never calls the retriever, so "
-         "retrieval_cache = use has nothing to cache*--retrieval-cache=off*"]
+        [
+            "*--retrieval-run gates a stored run and never calls the retriever, so "
+            "retrieval_cache = use has nothing to cache*--retrieval-cache=off*"
+        ]
     )
     # The stated fix works.
     p.run("--retrieval-run", "run.jsonl", "--retrieval-cache=off").assert_outcomes(passed=1)
