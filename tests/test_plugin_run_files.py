@@ -102,7 +102,8 @@ def test_missing_queries_score_empty_and_unknown_ids_are_listed(
     # refund 0 (empty), sso 1/2, invoice 1/2 (billing, of invoices+billing); fax is skipped.
     assert overall["metrics"]["recall@1"] == pytest.approx((0 + 0.5 + 0.5) / 3)
     files = document["run"]["run_files"]
-    assert files[0]["missing"] == ["refund", "fax"] and files[0]["unknown"] == ["ghost"]
+    assert files[0]["missing"] == ["refund", "fax"]
+    assert files[0]["unknown"] == ["ghost"]
 
 
 def test_a_missing_held_out_query_is_counted_not_named(

@@ -50,7 +50,8 @@ def test_use_calls_only_the_misses_and_keeps_the_order(tmp_path: Path) -> None:
     assert fake.calls == ["alpha", "beta", "gamma"]
     assert [o.query_id for o in outcomes] == ["a", "b", "c"]
     assert outcomes[0].rankings == {"retriever": ("alpha-1", "alpha-2")}
-    assert outcomes[0].latency_ms == {} and outcomes[2].latency_ms == {"retriever": 5.0}
+    assert outcomes[0].latency_ms == {}
+    assert outcomes[2].latency_ms == {"retriever": 5.0}
     assert (info.cached, info.called, info.stored) == (2, 1, 1)
 
 
@@ -94,8 +95,10 @@ def test_a_damaged_cache_in_use_runs_uncached_and_warns(tmp_path: Path) -> None:
     outcomes, info = through_cache(
         REQUESTS, fake, mode="use", path=path, keys=KEYS, warn=warned.append
     )
-    assert len(fake.calls) == 3 and len(outcomes) == 3
-    assert warned == list(info.warnings) and "not an SQLite database" in warned[0]
+    assert len(fake.calls) == 3
+    assert len(outcomes) == 3
+    assert warned == list(info.warnings)
+    assert "not an SQLite database" in warned[0]
     assert info.stored == 0
     assert path.read_bytes() == b"\x00garbage" * 100
 
