@@ -111,6 +111,9 @@ class Snapshot:
     heldout: Mapping[str, Any] = field(default_factory=dict)
     plugin_version: str = ""
     created: str = ""
+    #: ``retrieval_index_version`` of the run (recorded, never compared: a new index is what a
+    #: regression check is for). Older baselines have none.
+    index_version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The baseline document (builtins)."""
@@ -121,6 +124,7 @@ class Snapshot:
             "created": self.created,
             "golden": {"fingerprint": self.fingerprint, "queries": len(self.queries)},
             "settings": dict(self.settings),
+            "index_version": self.index_version,
             "stages": list(self.stages),
             "metrics": list(self.metrics),
             "means": self.means_by_column(),
@@ -161,6 +165,7 @@ class Snapshot:
             heldout=dict(data.get("heldout", {})),
             plugin_version=str(data.get("plugin_version", "")),
             created=str(data.get("created", "")),
+            index_version=data.get("index_version"),
         )
 
 
@@ -180,6 +185,7 @@ def stamp(snapshot: Snapshot, *, plugin_version: str) -> Snapshot:
         heldout=snapshot.heldout,
         plugin_version=plugin_version,
         created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        index_version=snapshot.index_version,
     )
 
 
@@ -294,6 +300,7 @@ def build_snapshot(
     min_grade: int,
     settings: Mapping[str, Any],
     heldout_ids: Sequence[str] = (),
+    index_version: str | None = None,
 ) -> Snapshot:
     """Per-query values, relevant ranks and top ids of every ``visible`` query, per stage.
 
@@ -345,4 +352,5 @@ def build_snapshot(
         metrics=tuple(names),
         queries=queries,
         heldout=heldout,
+        index_version=index_version,
     )

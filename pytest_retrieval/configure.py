@@ -62,6 +62,9 @@ def build_session(
     budgets = load_budgets(settings, golden, rootdir=rootdir)
     baseline = load_baseline_setting(settings)
     _check_heldout(settings, golden)
+    from .runsource import load_runs
+
+    runs = load_runs(settings)
     return RetrievalSession(
         settings=settings,
         golden=golden,
@@ -70,6 +73,7 @@ def build_session(
         budgets=tuple(budgets),
         on_skip=on_skip,
         on_sealed=on_sealed,
+        run_files=runs,
     )
 
 

@@ -16,7 +16,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator
+import warnings
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from .evaluate import Evaluation
     from .finish import Finish
     from .golden import GoldenSet
-    from .retriever import QueryOutcome
+    from .retriever import QueryOutcome, QueryRequest
     from .session import RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
@@ -67,7 +68,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             ini_type = "string" if option.ini_type == "bool" else option.ini_type
             parser.addini(option.ini, option.help, type=ini_type, default=None)
         if option.flag:
-            kind = {"action": "store_true"} if option.store_true else {"metavar": option.metavar}
+            kind: dict[str, Any] = (
+                {"action": "store_true"} if option.store_true else {"metavar": option.metavar}
+            )
+            if option.repeatable:
+                kind["action"] = "append"  # every --retrieval-run, not only the last
             dest = f"retrieval_{option.name}"
             group.addoption(option.flag_name, default=None, dest=dest, help=option.help, **kind)
 
@@ -351,9 +356,12 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             return
         if active.run_error:
             pytest.fail(active.run_error, pytrace=False)
-        retriever = request.getfixturevalue("retriever_under_test")
-        reranker = request.getfixturevalue("reranker_under_test")
+        retriever = reranker = None
+        if not session.run_files:  # a stored run is gated without building the retriever
+            retriever = request.getfixturevalue("retriever_under_test")
+            reranker = request.getfixturevalue("reranker_under_test")
 
+        from .runsource import describe_runs
         from .specs import corpus_ids, depth_hint, describe_callable
 
         def compute() -> list[QueryOutcome]:
@@ -367,10 +375,11 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             outcomes = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
         else:
             outcomes = compute()
+        name = describe_runs(session.run_files) if session.run_files else None
         session.set_outcomes(
             outcomes,
-            retriever_name=describe_callable(retriever),
-            depth_hint=depth_hint(retriever),
+            retriever_name=name or describe_callable(retriever),
+            depth_hint=None if session.run_files else depth_hint(retriever),
         )
         refusal = session.refusal(corpus_ids(session.settings.corpus))
         if refusal is not None:
@@ -380,16 +389,43 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
 
 def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOutcome]:
     from .errors import InputError
+    from .runsource import obtain
     from .specs import doc_id_option
 
     session = active.session
+    if session.run_files:  # gated as stored: no retriever, no doc-id mapping
+        return obtain(session, rootdir=active.config.rootpath, compute=None)
     try:
         doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
     except InputError as exc:
         _usage_error(active.config, str(exc))
     progress = _progress(active.config, len(session.scorable_queries()))
+
+    def compute(requests: Sequence[QueryRequest]) -> list[QueryOutcome]:
+        return session.run(
+            retriever,
+            reranker,
+            doc_id=doc_id,
+            doc_map=doc_map,
+            progress=progress,
+            requests=requests,
+        )
+
+    def warn(message: str) -> None:
+        warnings.warn(pytest.PytestWarning(f"pytest-retrieval: {message}"), stacklevel=1)
+
     try:
-        return session.run(retriever, reranker, doc_id=doc_id, doc_map=doc_map, progress=progress)
+        # The run files, the cache or the retriever: runsource decides (and records which).
+        return obtain(
+            session,
+            rootdir=active.config.rootpath,
+            compute=compute,
+            retriever=retriever,
+            reranker=reranker,
+            warn=warn,
+        )
+    except InputError as exc:  # a replay the cache cannot serve
+        _usage_error(active.config, str(exc))
     except TypeError as exc:  # the retriever object has no usable method
         active.run_error = f"pytest-retrieval: {exc}"
         pytest.fail(active.run_error, pytrace=False)

@@ -17,7 +17,7 @@ can never raise a number; the session also fails with the list of such queries.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -35,7 +35,7 @@ from .gates import (
 )
 from .golden import GoldenSet, Query
 from .metrics import MetricSpec
-from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome
+from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
 from .runchecks import ShortRankings, id_mismatch, short_rankings
 from .settings import Settings
 from .verdict import Verdict
@@ -43,7 +43,9 @@ from .verdict import Verdict
 if TYPE_CHECKING:
     from .baseline import Snapshot
     from .declared import Budget, Threshold
+    from .formats.runs import RunFile
     from .regression import RegressionOutcome
+    from .runsource import RunInfo
 
 
 SEALED_REASON = "held-out split is sealed; CI unseals it with --retrieval-heldout"
@@ -78,6 +80,8 @@ class RetrievalSession:
     #: plugin, an exception elsewhere.
     on_skip: Callable[[str], NoReturn] = _raise_sealed
     on_sealed: Callable[[str], NoReturn] = _raise_sealed
+    #: Run files to gate instead of calling the retriever (``retrieval_run``), by stage.
+    run_files: Mapping[str, RunFile] = field(default_factory=dict)
     # What the session learns as it goes; changed only through its methods.
     outcomes: dict[str, QueryOutcome] | None = field(default=None, init=False)
     gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
@@ -85,6 +89,8 @@ class RetrievalSession:
     retriever_name: str | None = field(default=None, init=False)
     #: How to ask this retriever for more results (its framework's knob), when known.
     depth_hint: str | None = field(default=None, init=False)
+    #: Where the run came from (the retriever, the cache, run files): :func:`.runsource.obtain`.
+    run_info: RunInfo | None = field(default=None, init=False)
     current_test: str | None = field(default=None, init=False)
     _ensure_run: Callable[[], None] | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
@@ -240,17 +246,21 @@ class RetrievalSession:
         doc_id: Any = None,
         doc_map: Any = None,
         progress: Callable[[int, int], None] | None = None,
+        requests: Sequence[QueryRequest] | None = None,
     ) -> list[QueryOutcome]:
-        """Call the retriever (and reranker) on every scorable query, at the session's depth.
+        """Call the retriever (and reranker) on every scorable query, at the session's depth;
+        or only on ``requests`` (what the cache did not serve).
 
         Returns the outcomes (store them with :meth:`set_outcomes`); a TypeError means the
         retriever object has no method we can call.
         """
-        from .retriever import QueryRequest, run_pipeline
+        from .retriever import run_pipeline
 
         settings = self.settings
+        if requests is None:
+            requests = [QueryRequest(q.id, q.text or "") for q in self.scorable_queries()]
         return run_pipeline(
-            [QueryRequest(q.id, q.text or "") for q in self.scorable_queries()],
+            requests,
             retriever,
             reranker,
             depth=self.effective_depth,
@@ -271,8 +281,11 @@ class RetrievalSession:
         *,
         retriever_name: str | None,
         depth_hint: str | None = None,
+        run_info: RunInfo | None = None,
     ) -> None:
         """Take over what the xdist workers learned (the controller's merged payload)."""
+        if run_info is not None:
+            self.run_info = run_info
         if outcomes is not None:
             self.set_outcomes(outcomes, retriever_name=retriever_name, depth_hint=depth_hint)
         elif retriever_name is not None:
@@ -650,6 +663,7 @@ class RetrievalSession:
             min_grade=self.settings.min_grade,
             settings={**self.settings.affecting_numbers(), "depth": self.effective_depth},
             heldout_ids=held,
+            index_version=self.settings.index_version,
         )
 
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:

@@ -136,6 +136,43 @@ def _lines(text: str) -> tuple[str, ...]:
     return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
+_RUN_STAGES = ("retriever", "reranker")
+
+
+def _run_sources(text: str) -> tuple[tuple[str, str], ...]:
+    """``STAGE=PATH`` or ``PATH`` (the retriever stage), one per line: ``((stage, path), ...)``.
+
+    A prefix before ``=`` that looks like a name is a stage and must be a known one, so a typo
+    (``rerankr=run.jsonl``) is an error rather than a file called ``rerankr=run.jsonl``.
+    """
+    sources: dict[str, str] = {}
+    for line in _lines(text):
+        stage, path = "retriever", line
+        head, equals, tail = line.partition("=")
+        if equals and head.strip().replace("_", "").replace("-", "").isalnum():
+            stage, path = head.strip().lower(), tail.strip()
+            if stage not in _RUN_STAGES:
+                raise _Invalid(
+                    f"{line!r}: unknown stage {head.strip()!r}; write PATH (the retriever "
+                    f"stage) or STAGE=PATH with STAGE one of {', '.join(_RUN_STAGES)}"
+                )
+            if not path:
+                raise _Invalid(f"{line!r}: no path after {head.strip()}=")
+        if stage in sources:
+            raise _Invalid(
+                f"two runs for the {stage} stage ({sources[stage]} and {path}); give one run "
+                "per stage"
+            )
+        sources[stage] = path
+    if not sources:
+        raise _Invalid("no run file given; write PATH or STAGE=PATH")
+    return tuple(sources.items())
+
+
+#: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
+DEFAULT_CACHE_DIR = ".retrieval-cache"
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One setting: its ini key, its flag (if any), its help text, default and parser."""
@@ -150,6 +187,9 @@ class Option:
     is_path: bool = False
     store_true: bool = False
     flag_only: bool = False
+    #: The flag may be given several times (``action="append"``); the values are joined
+    #: one per line, like the ini's line list.
+    repeatable: bool = False
 
     @property
     def ini(self) -> str:
@@ -294,6 +334,42 @@ OPTIONS: tuple[Option, ...] = (
         None,
         _positive_int,
         metavar="N",
+    ),
+    Option(
+        "cache",
+        "retriever-output cache: off (default), use (read hits, record misses), refresh "
+        "(call the retriever for every query and overwrite) or replay (never call it; every "
+        "query must be cached)",
+        "off",
+        _choice("off", "use", "refresh", "replay"),
+        metavar="MODE",
+    ),
+    Option(
+        "cache_dir",
+        "folder of the retriever-output cache (default .retrieval-cache in the rootdir)",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "index_version",
+        "version of the index the retriever searches, part of the cache key and recorded in "
+        "the artifact and baseline: change it whenever the index is rebuilt",
+        None,
+        _text,
+        metavar="VERSION",
+    ),
+    Option(
+        "run",
+        "gate a stored run instead of calling the retriever: a TREC or JSONL run file, PATH "
+        "(the retriever stage) or STAGE=PATH; repeatable, one per stage",
+        (),
+        _run_sources,
+        ini_type="linelist",
+        metavar="[STAGE=]PATH",
+        is_path=True,
+        repeatable=True,
     ),
     Option("concurrency", "queries in flight at once (default 8)", 8, _positive_int, metavar="N"),
     Option(
@@ -472,6 +548,10 @@ class Settings:
     short_rankings: str = "warn"
     id_check: str = "on"
     depth: int | None = None
+    cache: str = "off"
+    cache_dir: str | None = None
+    index_version: str | None = None
+    run: tuple[tuple[str, str], ...] = ()
     concurrency: int = 8
     timeout: float = 60.0
     batch_size: int = 32
@@ -517,6 +597,16 @@ class Settings:
         """How many results to ask for: ``depth`` if set, else the largest K."""
         return self.depth if self.depth is not None else max(self.ks)
 
+    def cache_directory(self, rootdir: Path) -> Path:
+        """The cache folder: ``cache_dir`` (already absolute) or ``.retrieval-cache`` in the
+        rootdir."""
+        return Path(self.cache_dir) if self.cache_dir is not None else rootdir / DEFAULT_CACHE_DIR
+
+    @property
+    def runs(self) -> dict[str, str]:
+        """``{stage: run file path}`` of ``retrieval_run`` (absolute paths)."""
+        return dict(self.run)
+
     def affecting_numbers(self) -> dict[str, Any]:
         """The settings that change metric values (recorded in baselines and artifacts)."""
         return {
@@ -530,6 +620,9 @@ class Settings:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "run":
+                out[f.name] = [{"stage": stage, "path": path} for stage, path in value]
+                continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -600,6 +693,8 @@ def resolve(
 
 
 def _resolve_paths(value: Any, base: Path) -> Any:
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):  # (stage, path)
+        return tuple((stage, _resolve_paths(path, base)) for stage, path in value)
     if isinstance(value, list):
         return tuple(
             str((base / item).resolve()) if not Path(item).is_absolute() else item for item in value

@@ -23,7 +23,7 @@ EXAMPLE = ROOT / "example_project"
 
 
 def run_example(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, cache_dir: Path | None = None
 ) -> tuple[int, str, dict[str, Any]]:
     """Run the example's gates in a subprocess; return (exit status, output, JSON artifact)."""
     artifact = tmp_path / "report.json"
@@ -44,6 +44,9 @@ def run_example(
             "no:cacheprovider",
             "--retrieval-json",
             str(artifact),
+            # The example keeps its cache on (retrieval_cache = use): each test gets its own, so
+            # no test depends on or is served by another's (or a developer's) cache.
+            f"--retrieval-cache-dir={cache_dir or tmp_path / 'cache'}",
             *args,
         ],
         cwd=EXAMPLE,
@@ -104,6 +107,36 @@ def test_two_workers_give_the_same_numbers(
     assert document["results"] == single["results"]
     strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]  # noqa: E731
     assert strip(document["queries"]) == strip(single["queries"])
+
+
+def test_a_cached_rerun_searches_nothing_and_gives_the_same_numbers(
+    tmp_path: Path, shipped: tuple[int, str, dict[str, Any]]
+) -> None:
+    cache = tmp_path / "cache"
+    status, output, first = run_example(tmp_path / "first", cache_dir=cache)
+    assert status == 0, output[-3000:]
+    assert first["run"]["cache"]["called"] == 119
+    status, output, again = run_example(tmp_path / "again", cache_dir=cache)
+    assert status == 0, output[-3000:]
+    assert again["run"]["cache"] == {
+        **first["run"]["cache"],
+        "cached": 119,
+        "called": 0,
+        "stored": 0,
+    }
+    assert "cache use: 119 of 119 queries served from the cache, index version " in output
+    assert again["results"] == shipped[2]["results"]
+    assert again["retriever"]["index_version"] == "acme-help-bm25-stem-200w-1"
+    # A changed index under a new version is a miss for every query, so the break is caught.
+    status, output, broken = run_example(
+        tmp_path / "broken",
+        "--retrieval-index-version",
+        "naive-tokenizer",
+        env={"ACME_TOKENIZER": "naive"},
+        cache_dir=cache,
+    )
+    assert status == 1, output[-3000:]
+    assert broken["run"]["cache"]["called"] == 119
 
 
 def _seed_recall(retrieved: list[str], relevant: set[str], k: int) -> float:

@@ -174,6 +174,7 @@ def test_the_artifact_holds_the_hand_computed_numbers(
         "name": "conftest.retriever_under_test.<locals>.search",
         # search(text) takes no cutoff: the artifact says how it would get the depth.
         "depth_hint": "give it a k parameter, search(query_text, k), and it is called with k=2",
+        "index_version": None,
     }
     assert artifact["settings"]["ks"] == [1, 2]
     assert artifact["settings"]["json"] == str(retrieval_project.path / "out.json")

@@ -20,6 +20,7 @@ EXIT_USAGE = 2
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
+    from . import cache as cache_command
     from . import evaluate as evaluate_command
     from . import golden as golden_command
     from . import offline as offline_command
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     golden_command.register(subparsers)
     offline_command.register(subparsers)
     report_command.register(subparsers)
+    cache_command.register(subparsers)
     return parser
 
 

@@ -130,7 +130,9 @@ def build_artifact(
         "retriever": {
             "name": session.retriever_name,
             "depth_hint": session.hint_for(session.effective_depth),
+            "index_version": settings.index_version,
         },
+        "run": session.run_info.to_dict() if session.run_info is not None else None,
         "stages": list(session.stages),
         "results": results,
         "gates": gates,

@@ -16,6 +16,7 @@ from typing import Any
 from ..gates import GateOutcome
 from ..regression import RegressionOutcome
 from ..retriever import QueryOutcome
+from ..runsource import RunInfo
 from ..session import RetrievalSession
 
 
@@ -59,6 +60,9 @@ class Report:
     regressions: list[dict[str, Any]] = field(default_factory=list)
     retriever_name: str | None = None
     depth_hint: str | None = None
+    #: Where the run came from (:class:`~pytest_retrieval.runsource.RunInfo` as builtins); only
+    #: the worker that ran the retriever knows it.
+    run_info: dict[str, Any] | None = None
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
@@ -70,6 +74,7 @@ class Report:
             [r.to_dict() for r in session.regression_outcomes],
             session.retriever_name,
             session.depth_hint,
+            session.run_info.to_dict() if session.run_info is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,6 +85,7 @@ class Report:
             "regressions": self.regressions,
             "retriever_name": self.retriever_name,
             "depth_hint": self.depth_hint,
+            "run_info": self.run_info,
         }
 
     @classmethod
@@ -91,6 +97,7 @@ class Report:
             list(data.get("regressions", [])),
             data.get("retriever_name"),
             data.get("depth_hint"),
+            data.get("run_info"),
         )
 
     def merge(self, other: Report) -> Report:
@@ -113,12 +120,14 @@ class Report:
         ]
         names = [n for n in (self.retriever_name, other.retriever_name) if n is not None]
         hints = [h for h in (self.depth_hint, other.depth_hint) if h is not None]
+        infos = [i for i in (self.run_info, other.run_info) if i is not None]
         return Report(
             dict(sorted(outcomes.items())),
             ordered,
             ordered_regressions,
             min(names) if names else None,  # all workers build the same retriever
             min(hints) if hints else None,
+            min(infos, key=_gate_key) if infos else None,  # one worker ran it: one info
         )
 
     def apply_to(self, session: RetrievalSession) -> None:
@@ -134,6 +143,7 @@ class Report:
             [RegressionOutcome.from_dict(r) for r in self.regressions],
             retriever_name=self.retriever_name,
             depth_hint=self.depth_hint,
+            run_info=None if self.run_info is None else RunInfo.from_dict(self.run_info),
         )
 
 

@@ -75,6 +75,7 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
             f"{skipped} skipped in means (no relevant document: "
             f"no_relevant={session.settings.no_relevant})"
         )
+        lines.extend(run_source_lines(session))
         for stage in session.stages:
             pair = session.latency_percentiles(stage)
             if pair is not None:
@@ -103,6 +104,49 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
         lines.extend(f"warning: {w.message}" for w in warnings)
     if quiet and not failed and not failed_gates and not warnings:
         return []
+    return lines
+
+
+def run_source_lines(session: RetrievalSession) -> list[str]:
+    """Where the run came from: how many queries the cache served, or which run files were
+    gated and what they lacked."""
+    info = session.run_info
+    if info is None:
+        return []
+    lines: list[str] = []
+    version = f", index version {info.index_version}" if info.index_version else ""
+    if info.source == "run files":
+        for stage, path in info.run_files:
+            lines.append(f"run file ({stage}): {path}{version}; the retriever was not called")
+            missing, hidden = info.missing.get(stage, ()), info.missing_hidden.get(stage, 0)
+            if missing or hidden:
+                named = ", ".join(missing[:10]) + (
+                    f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+                )
+                extra = f"{', ' if named else ''}{hidden} held-out (not named)" if hidden else ""
+                lines.append(
+                    f"  {len(missing) + hidden} judged queries missing from the run, scored "
+                    f"as empty rankings: {named}{extra}"
+                )
+            unknown = info.unknown.get(stage, ())
+            if unknown:
+                named = ", ".join(unknown[:10]) + (
+                    f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+                )
+                lines.append(
+                    f"  {len(unknown)} query ids in the run are not in the golden set "
+                    f"(ignored): {named}"
+                )
+        return lines
+    if info.cache_mode == "off":
+        return []
+    total = info.cached + info.called
+    lines.append(
+        f"cache {info.cache_mode}: {info.cached} of {total} queries served from the cache"
+        f"{version}, {info.called} called, {info.stored} entries stored ({info.cache_path})"
+        + ("; latency covers the called queries only" if info.cached and info.called else "")
+    )
+    lines.extend(f"  cache warning: {warning}" for warning in info.warnings)
     return lines
 
 

@@ -1,0 +1,353 @@
+"""Run files produced elsewhere (a nightly batch job, another tool), to gate instead of calling
+the retriever: TREC run files and JSONL.
+
+TREC: ``qid Q0 docid rank score tag``, read exactly as ``pytest-retrieval evaluate`` reads it
+(:func:`pytest_retrieval.formats.trec.read_run`): ranked by score descending, ties broken by doc
+id descending, the rank column ignored; so gating a TREC run gives evaluate's numbers.
+
+JSONL: one object per line, ``{"query_id": "q1", "ranking": [...]}``. The ranking is in the
+order given, best first (scores never reorder it); each item is a doc id (string or integer),
+an ``[id, score]`` pair, or an object ``{"id": ..., "score": ...}`` (``score`` optional). Ids
+are compared as strings: ``12`` and ``"12"`` are the same document. A query listed twice, or a
+document listed twice for one query, is an error naming the lines, as for a TREC run.
+
+Which format: ``format=`` when given; else the extension (``.jsonl``/``.ndjson`` JSONL,
+``.trec``/``.run``/``.txt``/``.tsv`` TREC); else the content (a first line starting with ``{``
+is JSONL).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Integral
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from ..errors import Problem, RunFileError
+from ..files import atomic_write
+
+RunFormat = Literal["trec", "jsonl"]
+
+_JSONL_SUFFIXES = (".jsonl", ".ndjson")
+_TREC_SUFFIXES = (".trec", ".run", ".txt", ".tsv")
+_JSONL_SHAPE = '{"query_id": "q1", "ranking": ["doc-1", "doc-2"]}'
+
+
+@dataclass(frozen=True, slots=True)
+class RunFile:
+    """A run read from ``source``: per query id (file order), its ranking (doc ids, best first)
+    and the scores given for them (one per doc, ``None`` where an item had none)."""
+
+    source: str
+    format: RunFormat
+    rankings: dict[str, tuple[str, ...]]
+    scores: dict[str, tuple[float | None, ...]]
+
+    def pairs(self, query_id: str) -> list[tuple[str, float | None]]:
+        """``[(doc id, score or None), ...]`` of one query, best first."""
+        return list(zip(self.rankings[query_id], self.scores[query_id], strict=True))
+
+    def __len__(self) -> int:
+        return len(self.rankings)
+
+
+@dataclass(frozen=True, slots=True)
+class RunMatch:
+    """A run matched to the judged queries: ``rankings`` has every judged query (in the order
+    asked, an empty ranking where the run has none); ``missing`` lists those judged queries
+    absent from the run, ``unknown`` the run's query ids that are not judged (file order)."""
+
+    rankings: dict[str, tuple[str, ...]]
+    missing: list[str]
+    unknown: list[str]
+
+
+def detect_format(path: str | os.PathLike[str]) -> RunFormat:
+    """``jsonl`` or ``trec``, from the extension or else the first non-blank line."""
+    suffix = Path(path).suffix.lower()
+    if suffix in _JSONL_SUFFIXES:
+        return "jsonl"
+    if suffix in _TREC_SUFFIXES:
+        return "trec"
+    with _open(path) as handle:
+        try:
+            for line in handle:
+                if line.strip():
+                    return "jsonl" if line.lstrip().startswith("{") else "trec"
+        except UnicodeDecodeError:
+            return "trec"  # the reader reports the bad bytes with their position
+    return "trec"
+
+
+def load_run_file(path: str | os.PathLike[str], *, format: RunFormat | None = None) -> RunFile:
+    """Read a TREC or JSONL run file (see the module docstring for both formats).
+
+    Every problem is reported in one :class:`~pytest_retrieval.errors.RunFileError` naming the
+    file and line; a file with no query at all is an error too (most likely the wrong file).
+    """
+    name = os.fspath(path)
+    chosen = format or detect_format(path)
+    if chosen == "trec":
+        run = _load_trec(name)
+    elif chosen == "jsonl":
+        run = _load_jsonl(name)
+    else:
+        raise RunFileError(
+            Problem(f"unknown run format {chosen!r}", fix="use trec or jsonl", source=name)
+        )
+    if not run.rankings:
+        raise RunFileError(
+            Problem(
+                f"the run file has no ranked query ({chosen} format)",
+                fix=(
+                    "write one line per ranked document (qid Q0 docid rank score tag)"
+                    if chosen == "trec"
+                    else f"write one line per query: {_JSONL_SHAPE}"
+                ),
+                source=name,
+            )
+        )
+    return run
+
+
+def _load_trec(name: str) -> RunFile:
+    from .trec import _lines, read_run
+
+    # read_run validates every line and gives evaluate's exact order; the second pass only
+    # picks up the scores it parsed and dropped (both passes see the same valid lines).
+    rankings = read_run(name)
+    scores: dict[tuple[str, str], float] = {}
+    for _number, fields in _lines(name):
+        scores[(fields[0], fields[2])] = float(fields[4])
+    return RunFile(
+        source=name,
+        format="trec",
+        rankings={qid: tuple(docs) for qid, docs in rankings.items()},
+        scores={qid: tuple(scores[(qid, doc)] for doc in docs) for qid, docs in rankings.items()},
+    )
+
+
+def _open(path: str | os.PathLike[str]) -> TextIO:
+    name = os.fspath(path)
+    try:
+        return open(name, encoding="utf-8")
+    except FileNotFoundError:
+        raise RunFileError(Problem("file not found", fix="check the path", source=name)) from None
+    except IsADirectoryError:
+        raise RunFileError(
+            Problem("is a directory, expected a file", fix="name the file itself", source=name)
+        ) from None
+    except OSError as exc:
+        raise RunFileError(Problem(f"cannot be read: {exc.strerror}", source=name)) from None
+
+
+def _numbered_lines(name: str) -> Iterator[tuple[int, str]]:
+    with _open(name) as handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield number, line
+        except UnicodeDecodeError as exc:
+            raise RunFileError(
+                Problem(
+                    f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                    fix="save the file as UTF-8",
+                    source=name,
+                )
+            ) from None
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, str) or (not isinstance(value, bool) and isinstance(value, Integral))
+
+
+def _is_score(value: object) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and not math.isnan(float(value))
+    )
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _item(raw: Any) -> tuple[str, float | None] | str:
+    """``(doc id, score)`` of one ranking item, or a message saying what is wrong with it."""
+    doc: Any
+    score: Any = None
+    if _is_id(raw):
+        doc = raw
+    elif isinstance(raw, list):
+        if len(raw) != 2:
+            return f"{_describe(raw)} is a list of {len(raw)} values, expected [id, score]"
+        doc, score = raw
+    elif isinstance(raw, dict):
+        if "id" not in raw:
+            return f'{_describe(raw)} has no "id"'
+        unexpected = sorted(set(raw) - {"id", "score"})
+        if unexpected:
+            return f"{_describe(raw)} has the unexpected key(s) {', '.join(unexpected)}"
+        doc, score = raw["id"], raw.get("score")
+    else:
+        return f"{_describe(raw)} is not a doc id, an [id, score] pair or an object with an id"
+    if not _is_id(doc):
+        return f"the id {_describe(doc)} is not a string or an integer"
+    if doc == "":
+        return "an id is empty"
+    if score is not None and not _is_score(score):
+        return f"the score {_describe(score)} of {_describe(doc)} is not a number"
+    return str(doc), None if score is None else float(score)
+
+
+def _load_jsonl(name: str) -> RunFile:
+    rankings: dict[str, tuple[str, ...]] = {}
+    scores: dict[str, tuple[float | None, ...]] = {}
+    first_line: dict[str, int] = {}
+    problems: list[Problem] = []
+
+    def problem(message: str, number: int, fix: str, query_id: str | None = None) -> None:
+        problems.append(Problem(message, fix=fix, source=name, line=number, query_id=query_id))
+
+    for number, line in _numbered_lines(name):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(
+                    f"not valid JSON ({exc.msg})",
+                    fix=f"write one JSON object per line: {_JSONL_SHAPE}",
+                    source=name,
+                    line=number,
+                    column=exc.colno,
+                )
+            )
+            continue
+        if not isinstance(record, dict):
+            problem(
+                f"expected a JSON object, found {_describe(record)}",
+                number,
+                f"write one JSON object per line: {_JSONL_SHAPE}",
+            )
+            continue
+        raw_qid = record.get("query_id")
+        if raw_qid is None or not _is_id(raw_qid) or raw_qid == "":
+            found = 'no "query_id"' if raw_qid is None else f"query_id {_describe(raw_qid)}"
+            problem(
+                f"{found}; expected a query id (a non-empty string or an integer)",
+                number,
+                "give each line the id of its golden-set query",
+            )
+            continue
+        qid = str(raw_qid)
+        ranking = record.get("ranking")
+        if not isinstance(ranking, list):
+            found = 'no "ranking"' if ranking is None else f"ranking {_describe(ranking)}"
+            problem(
+                f"{found}; expected a list of doc ids, [id, score] pairs or "
+                '{"id": ..., "score": ...} objects',
+                number,
+                f"write e.g. {_JSONL_SHAPE}",
+                qid,
+            )
+            continue
+        if qid in first_line:
+            problem(
+                f"the query is listed twice (lines {first_line[qid]} and {number})",
+                number,
+                "a run lists each query once",
+                qid,
+            )
+            continue
+        docs: list[str] = []
+        doc_scores: list[float | None] = []
+        seen: dict[str, int] = {}
+        bad = False
+        for position, raw in enumerate(ranking, start=1):
+            item = _item(raw)
+            if isinstance(item, str):
+                problem(
+                    f"ranking item {position}: {item}",
+                    number,
+                    'write a doc id, [id, score] or {"id": ..., "score": ...}',
+                    qid,
+                )
+                bad = True
+                continue
+            doc, score = item
+            if doc in seen:
+                problem(
+                    f"doc {doc!r} is listed twice in the ranking (items {seen[doc]} and "
+                    f"{position})",
+                    number,
+                    "a run lists each document at most once per query",
+                    qid,
+                )
+                bad = True
+                continue
+            seen[doc] = position
+            docs.append(doc)
+            doc_scores.append(score)
+        first_line[qid] = number
+        if not bad:
+            rankings[qid] = tuple(docs)
+            scores[qid] = tuple(doc_scores)
+    if problems:
+        raise RunFileError(problems, title=f"{name}: cannot read run ({len(problems)} problems)")
+    return RunFile(source=name, format="jsonl", rankings=rankings, scores=scores)
+
+
+def match_run_to_golden(
+    run: RunFile | Mapping[str, Sequence[str]], query_ids: Sequence[str]
+) -> RunMatch:
+    """Line a run up with the judged ``query_ids``: their rankings (empty where the run has
+    none: scored as an empty ranking), the ids missing from the run, and the run's unknown ids.
+
+    Query ids are compared as strings, exactly (no case folding or trimming).
+    """
+    rankings = run.rankings if isinstance(run, RunFile) else run
+    judged = dict.fromkeys(query_ids)
+    matched = {qid: tuple(rankings.get(qid, ())) for qid in judged}
+    missing = [qid for qid in judged if qid not in rankings]
+    unknown = [qid for qid in rankings if qid not in judged]
+    return RunMatch(matched, missing, unknown)
+
+
+def write_run_jsonl(
+    path: str | os.PathLike[str],
+    rankings: Mapping[str, Sequence[str]],
+    scores: Mapping[str, Sequence[float | None] | None] | None = None,
+) -> None:
+    """Write ``{query id: ranking}`` as a JSONL run, atomically (temp file and rename).
+
+    With ``scores`` for a query (one per doc), its items are ``[id, score]`` pairs (an item
+    whose score is None is written as a bare id); otherwise bare ids. Reading the file back
+    with :func:`load_run_file` gives the same rankings and scores.
+    """
+
+    def write(out: TextIO) -> None:
+        for qid, docs in rankings.items():
+            given = None if scores is None else scores.get(qid)
+            items: list[Any]
+            if given is None:
+                items = [str(doc) for doc in docs]
+            else:
+                if len(given) != len(docs):
+                    raise ValueError(
+                        f"query {qid!r}: {len(given)} scores for {len(docs)} documents"
+                    )
+                items = [
+                    str(doc) if score is None else [str(doc), score]
+                    for doc, score in zip(docs, given, strict=True)
+                ]
+            record = {"query_id": str(qid), "ranking": items}
+            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+            out.write("\n")
+
+    atomic_write(path, write, what="run file")

@@ -1,0 +1,470 @@
+"""Where the run comes from: the retriever (through the retriever-output cache) or run files.
+
+:func:`obtain` is the one place that decides, for a session, how each scorable query gets its
+rankings:
+
+* ``retrieval_run`` is set: from the run files (:mod:`.formats.runs`), matched to the golden set;
+  the retriever is never called. A judged query the run does not list is scored as an empty
+  ranking and listed; a query id the golden set does not know is reported and ignored.
+* ``retrieval_cache = off`` (default): the retriever is called for every query.
+* ``use``: a query whose every stage has an entry is served from the cache (no call, no
+  latency: cached queries are left out of latency percentiles); the others are called and
+  their successful answers recorded. ``refresh``: every query is called and every answer
+  overwrites its entry. ``replay``: nothing is called; a query without an entry stops the run
+  (an :class:`~pytest_retrieval.errors.InputError`, exit status 4 under the plugin).
+
+A query is served from the cache only whole: with a reranker, both stages must have an entry
+(the reranker's key holds the candidate ids the cached first stage returned). When only the
+reranker's entry is missing, the query is run through both stages again, because the reranker
+is handed the retriever's own return values (documents, nodes), which the cache does not keep.
+
+A damaged or foreign cache file (:class:`~pytest_retrieval.store.CacheCorrupt`) is never read as
+results: ``use`` warns and runs without the cache, ``refresh`` warns, moves the file aside
+(``runs.sqlite3.corrupt``) and starts a new one, ``replay`` stops.
+
+Running with run files *and* a cache is refused (:func:`load_runs`): a stored run is not the
+retriever's output, and caching it would only hide which of the two was gated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError, Problem
+from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
+from .settings import Settings
+from .store import (
+    CacheCorrupt,
+    CacheEntry,
+    CacheKey,
+    RunCache,
+    cache_file,
+    corpus_fingerprint,
+    doc_id_fingerprint,
+    keys_for,
+    mode_reads,
+    mode_writes,
+    retriever_identity,
+)
+
+if TYPE_CHECKING:
+    from .formats.runs import RunFile
+    from .golden import Query
+    from .session import RetrievalSession
+
+#: Computes the outcomes of a list of queries (the live retriever, one outcome per request, in
+#: the order given).
+Compute = Callable[[Sequence[QueryRequest]], list[QueryOutcome]]
+
+#: How many query ids a message names before it says "and N more".
+_NAMED = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """Where this session's run came from, for the summary line and the artifact.
+
+    ``source`` is ``retriever`` or ``run files``. With the cache: its mode and file, how many
+    queries were ``cached`` (served whole from the cache), ``called`` (sent to the retriever)
+    and how many entries were ``stored``; ``warnings`` says why the cache was not (fully)
+    used. With run files: ``run_files`` ``((stage, path), ...)``, per stage the judged queries
+    ``missing`` from the run (scored as empty rankings; held-out ones only counted, in
+    ``missing_hidden``) and the ``unknown`` query ids the golden set does not have.
+    """
+
+    source: str = "retriever"
+    cache_mode: str = "off"
+    cache_path: str | None = None
+    index_version: str | None = None
+    cached: int = 0
+    called: int = 0
+    stored: int = 0
+    warnings: tuple[str, ...] = ()
+    run_files: tuple[tuple[str, str], ...] = ()
+    missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    missing_hidden: Mapping[str, int] = field(default_factory=dict)
+    unknown: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins only (the xdist payload and the JSON artifact)."""
+        return {
+            "source": self.source,
+            "cache": {
+                "mode": self.cache_mode,
+                "path": self.cache_path,
+                "cached": self.cached,
+                "called": self.called,
+                "stored": self.stored,
+                "warnings": list(self.warnings),
+            },
+            "index_version": self.index_version,
+            "run_files": [
+                {
+                    "stage": stage,
+                    "path": path,
+                    "missing": list(self.missing.get(stage, ())),
+                    "missing_hidden": self.missing_hidden.get(stage, 0),
+                    "unknown": list(self.unknown.get(stage, ())),
+                }
+                for stage, path in self.run_files
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunInfo:
+        """Inverse of :meth:`to_dict`."""
+        cache = data.get("cache") or {}
+        files = list(data.get("run_files") or [])
+        return cls(
+            source=str(data.get("source", "retriever")),
+            cache_mode=str(cache.get("mode", "off")),
+            cache_path=cache.get("path"),
+            index_version=data.get("index_version"),
+            cached=int(cache.get("cached", 0)),
+            called=int(cache.get("called", 0)),
+            stored=int(cache.get("stored", 0)),
+            warnings=tuple(cache.get("warnings", ())),
+            run_files=tuple((f["stage"], f["path"]) for f in files),
+            missing={f["stage"]: tuple(f.get("missing", ())) for f in files},
+            missing_hidden={f["stage"]: int(f.get("missing_hidden", 0)) for f in files},
+            unknown={f["stage"]: tuple(f.get("unknown", ())) for f in files},
+        )
+
+
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_NAMED])
+    return shown + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
+
+
+# --- run files --------------------------------------------------------------------------------
+
+
+def load_runs(settings: Settings) -> dict[str, RunFile]:
+    """The run files of ``retrieval_run`` by stage, read and checked (before any test runs).
+
+    Refuses a run file together with the cache, and a file that cannot be read (the
+    :class:`~pytest_retrieval.errors.RunFileError` names the file and line).
+    """
+    if not settings.run:
+        return {}
+    if settings.cache != "off":
+        raise InputError(
+            Problem(
+                f"--retrieval-run gates a stored run and never calls the retriever, so "
+                f"retrieval_cache = {settings.cache} has nothing to cache or replay (and a "
+                "stored run read through the cache would hide which of the two was gated)",
+                fix="pass --retrieval-cache=off with --retrieval-run, or drop --retrieval-run "
+                "to run the retriever through the cache",
+                source="--retrieval-run",
+            )
+        )
+    from .formats.runs import load_run_file
+
+    return {stage: load_run_file(path) for stage, path in settings.run}
+
+
+def describe_runs(runs: Mapping[str, RunFile]) -> str:
+    """The "retriever name" of a run read from files, for the artifact."""
+    return "run file " + ", ".join(f"{stage}={run.source}" for stage, run in runs.items())
+
+
+def outcomes_from_runs(
+    runs: Mapping[str, RunFile],
+    queries: Sequence[Query],
+    *,
+    golden_ids: Sequence[str],
+    redacted: Callable[[Query], bool],
+) -> tuple[list[QueryOutcome], RunInfo]:
+    """One outcome per scorable query from the run files (an empty ranking where a file lists
+    no entry for it), and what was missing or unknown per stage.
+
+    The rankings are the files' (TREC ordered as ``pytest-retrieval evaluate`` orders it), uncut.
+    Ids of held-out queries (``redacted``) are counted, never named; a sealed held-out query the
+    run lists is ignored without a word (naming it would leak it).
+    """
+    from .formats.runs import match_run_to_golden
+
+    ids = [q.id for q in queries]
+    by_id = {q.id: q for q in queries}
+    known = set(golden_ids)
+    outcomes = {qid: QueryOutcome(qid) for qid in ids}
+    missing: dict[str, tuple[str, ...]] = {}
+    hidden: dict[str, int] = {}
+    unknown: dict[str, tuple[str, ...]] = {}
+    ordered = sorted(runs, key=lambda s: (s != RETRIEVER_STAGE, s != RERANKER_STAGE, s))
+    for stage in ordered:
+        match = match_run_to_golden(runs[stage], ids)
+        for qid, ranking in match.rankings.items():
+            outcomes[qid].rankings[stage] = ranking
+        missing[stage] = tuple(q for q in match.missing if not redacted(by_id[q]))
+        hidden[stage] = len(match.missing) - len(missing[stage])
+        unknown[stage] = tuple(q for q in match.unknown if q not in known)
+    info = RunInfo(
+        source="run files",
+        run_files=tuple((stage, runs[stage].source) for stage in ordered),
+        missing=missing,
+        missing_hidden=hidden,
+        unknown=unknown,
+    )
+    return [outcomes[qid] for qid in ids], info
+
+
+# --- the cache --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTemplates:
+    """The cache key of each stage with an empty query text (filled in per query)."""
+
+    retriever: CacheKey
+    reranker: CacheKey | None = None
+
+
+def key_templates(settings: Settings, *, retriever: Any, reranker: Any, depth: int) -> KeyTemplates:
+    """Everything the key holds besides the query text (and the reranker's candidates).
+
+    The corpus part is a sha256 of the ``retrieval_corpus`` file's bytes when it is set, so an
+    edited corpus file is a miss; the doc-id part covers ``retrieval_doc_id`` and the bytes of
+    ``retrieval_doc_id_map``.
+    """
+    corpus = corpus_fingerprint(settings.corpus) if settings.corpus else None
+    doc_ids = doc_id_fingerprint(settings.doc_id, settings.doc_id_map)
+    first = CacheKey(
+        stage=RETRIEVER_STAGE,
+        query="",
+        depth=depth,
+        retriever=retriever_identity(retriever),
+        factory=settings.retriever,
+        index_version=settings.index_version,
+        corpus=corpus,
+        doc_ids=doc_ids,
+    )
+    if reranker is None:
+        return KeyTemplates(first)
+    second = replace(
+        first,
+        stage=RERANKER_STAGE,
+        retriever=retriever_identity(reranker),
+        factory=settings.reranker,
+        candidates=(),
+    )
+    return KeyTemplates(first, second)
+
+
+def _lookup(
+    cache: RunCache, requests: Sequence[QueryRequest], keys: KeyTemplates
+) -> dict[int, QueryOutcome]:
+    """The requests (by position) whose every stage has an entry, as outcomes."""
+    first = cache.get_many(keys_for({i: r.text for i, r in enumerate(requests)}, keys.retriever))
+    if keys.reranker is None:
+        return {
+            i: QueryOutcome(requests[i].id, rankings={RETRIEVER_STAGE: entry.ranking})
+            for i, entry in first.items()
+        }
+    second = cache.get_many(
+        keys_for(
+            {i: requests[i].text for i in first},
+            keys.reranker,
+            candidates={i: entry.ranking for i, entry in first.items()},
+        )
+    )
+    return {
+        i: QueryOutcome(
+            requests[i].id,
+            rankings={RETRIEVER_STAGE: first[i].ranking, RERANKER_STAGE: entry.ranking},
+        )
+        for i, entry in second.items()
+    }
+
+
+def _entries(
+    requests: Sequence[QueryRequest], outcomes: Sequence[QueryOutcome], keys: KeyTemplates
+) -> list[tuple[CacheKey, CacheEntry]]:
+    """The successful answers of a live run as cache entries (a failed stage is not stored,
+    so it is retried next time)."""
+    items: list[tuple[CacheKey, CacheEntry]] = []
+    for request, outcome in zip(requests, outcomes, strict=True):
+        first = outcome.rankings.get(RETRIEVER_STAGE)
+        if first is None:
+            continue
+        items.append(
+            (
+                replace(keys.retriever, query=request.text),
+                CacheEntry(first, latency_ms=outcome.latency_ms.get(RETRIEVER_STAGE)),
+            )
+        )
+        second = outcome.rankings.get(RERANKER_STAGE)
+        if keys.reranker is not None and second is not None:
+            items.append(
+                (
+                    replace(keys.reranker, query=request.text, candidates=first),
+                    CacheEntry(second, latency_ms=outcome.latency_ms.get(RERANKER_STAGE)),
+                )
+            )
+    return items
+
+
+def _replay_missing(
+    path: Path, missing: Sequence[QueryRequest], total: int, redacted: Callable[[str], bool]
+) -> InputError:
+    named = [r.id for r in missing if not redacted(r.id)]
+    hidden = len(missing) - len(named)
+    listed = _named(named) if named else ""
+    if hidden:
+        listed += (", " if listed else "") + f"{hidden} held-out (not named)"
+    return InputError(
+        Problem(
+            f"replay: {len(missing)} of {total} queries have no entry in "
+            f"{path}: {listed}; replay never calls the retriever, so nothing was gated",
+            fix="record them first with --retrieval-cache=use (or refresh); an entry also "
+            "misses when the index version, depth, doc-id mapping, query text, retriever or "
+            "reranker changed",
+            source="--retrieval-cache",
+        )
+    )
+
+
+def through_cache(
+    requests: Sequence[QueryRequest],
+    compute: Compute,
+    *,
+    mode: str,
+    path: Path,
+    keys: KeyTemplates,
+    redacted: Callable[[str], bool] = lambda _qid: False,
+    warn: Callable[[str], None] | None = None,
+    index_version: str | None = None,
+) -> tuple[list[QueryOutcome], RunInfo]:
+    """The outcomes of ``requests`` in ``mode`` (``use``, ``refresh`` or ``replay``), calling
+    ``compute`` only for what the cache does not serve; and how many came from where.
+
+    Raises :class:`~pytest_retrieval.errors.InputError` in ``replay`` when a query has no entry
+    or the cache cannot be read. ``warn`` receives each reason the cache was not used.
+    """
+    notes: list[str] = []
+
+    def note(message: str) -> None:
+        notes.append(message)
+        if warn is not None:
+            warn(message)
+
+    def refused(exc: CacheCorrupt) -> InputError:
+        return InputError(
+            Problem(
+                f"replay: {exc}",
+                fix="replay reads only the cache: repair it by recording again with "
+                "--retrieval-cache=refresh",
+                source="--retrieval-cache",
+            )
+        )
+
+    if mode == "replay" and not path.exists():
+        raise _replay_missing(path, requests, len(requests), redacted)
+    cache: RunCache | None = None
+    try:
+        cache = RunCache(path)
+    except CacheCorrupt as exc:
+        if mode == "replay":
+            raise refused(exc) from None
+        if mode == "refresh":
+            note(f"{exc}; refresh moved it aside to {path.name}.corrupt and starts a new cache")
+            try:
+                cache = RunCache.rebuild(path)
+            except (CacheCorrupt, OSError) as again:
+                note(str(again))
+        else:
+            note(f"{exc}; this run calls the retriever for every query")
+    try:
+        hits: dict[int, QueryOutcome] = {}
+        if cache is not None and mode_reads(mode):
+            try:
+                hits = _lookup(cache, requests, keys)
+            except CacheCorrupt as exc:
+                if mode == "replay":
+                    raise refused(exc) from None
+                note(f"{exc}; this run calls the retriever for every query")
+                cache.close()
+                cache = None
+        todo = [r for i, r in enumerate(requests) if i not in hits]
+        if mode == "replay" and todo:
+            raise _replay_missing(path, todo, len(requests), redacted)
+        fresh = compute(todo) if todo else []
+        if len(fresh) != len(todo):  # pragma: no cover - the runner's contract
+            raise RuntimeError(f"{len(fresh)} outcomes for {len(todo)} queries")
+        stored = 0
+        if cache is not None and mode_writes(mode) and fresh:
+            try:
+                stored = cache.put_many(_entries(todo, fresh, keys))
+            except CacheCorrupt as exc:
+                note(f"{exc}; this run's answers were not stored")
+    finally:
+        if cache is not None:
+            cache.close()
+    by_id = {r.id: o for r, o in zip(todo, fresh, strict=True)}
+    outcomes = [hits[i] if i in hits else by_id[r.id] for i, r in enumerate(requests)]
+    info = RunInfo(
+        source="retriever",
+        cache_mode=mode,
+        cache_path=str(path),
+        index_version=index_version,
+        cached=len(hits),
+        called=len(todo),
+        stored=stored,
+        warnings=tuple(notes),
+    )
+    return outcomes, info
+
+
+# --- the session's run ------------------------------------------------------------------------
+
+
+def obtain(
+    session: RetrievalSession,
+    *,
+    rootdir: Path,
+    compute: Compute | None,
+    retriever: Any = None,
+    reranker: Any = None,
+    warn: Callable[[str], None] | None = None,
+) -> list[QueryOutcome]:
+    """The outcomes of every scorable query of ``session``, from its run files, the cache or
+    ``compute``; records where they came from (:attr:`RetrievalSession.run_info`).
+
+    ``compute`` (and ``retriever``/``reranker``, whose identities key the cache) may be None
+    only when the session has run files. Raises InputError for a replay that cannot be served.
+    """
+    settings = session.settings
+    queries = session.scorable_queries()
+    if session.run_files:
+        outcomes, info = outcomes_from_runs(
+            session.run_files,
+            queries,
+            golden_ids=[q.id for q in session.golden],
+            redacted=session.is_redacted,
+        )
+        session.run_info = replace(info, index_version=settings.index_version)
+        return outcomes
+    if compute is None:
+        raise ValueError("no run files and nothing to compute the run with")
+    requests = [QueryRequest(q.id, q.text or "") for q in queries]
+    if settings.cache == "off":
+        session.run_info = RunInfo(called=len(requests), index_version=settings.index_version)
+        return compute(requests)
+    by_id = {q.id: q for q in queries}
+    outcomes, info = through_cache(
+        requests,
+        compute,
+        mode=settings.cache,
+        path=cache_file(settings.cache_directory(rootdir)),
+        keys=key_templates(
+            settings, retriever=retriever, reranker=reranker, depth=session.effective_depth
+        ),
+        redacted=lambda qid: session.is_redacted(by_id[qid]),
+        warn=warn,
+        index_version=settings.index_version,
+    )
+    session.run_info = info
+    return outcomes

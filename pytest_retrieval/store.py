@@ -1,0 +1,625 @@
+"""The retriever-output cache: one SQLite file of rankings, keyed by everything that made them.
+
+Calling an embedding API or re-embedding a golden set on every pytest run costs money and
+minutes. The cache stores, per (stage, query), the ranking the retriever returned, so that a run
+whose inputs did not change can be scored without calling it again.
+
+**The key is complete or the cache is wrong.** A :class:`CacheKey` holds the stage, the query
+text, the depth asked for, the retriever's identity (its qualified name and, for a factory, the
+factory spec), the user-declared index version, the corpus fingerprint, the doc-id mapping's
+fingerprint and, for the reranker stage, the candidate list it was given. The row is looked up by
+a sha256 of all of them: any change is a miss, never a stale hit. What the key cannot see is the
+index's *content*: rebuilding an index without changing ``retrieval_index_version`` reuses the old
+rankings. That is the user's contract, and why the version is recorded in artifacts and baselines.
+
+Modes (``retrieval_cache``), implemented by the caller with :func:`mode_reads` and
+:func:`mode_writes`:
+
+* ``off`` (default): the cache file is not opened.
+* ``use``: a hit is served from the cache (the retriever is not called, its latency is not
+  measured); a miss calls the retriever and records the answer. A query whose retriever call
+  failed is not recorded, so it is retried next time.
+* ``refresh``: the retriever is called for every query and every answer overwrites its entry.
+* ``replay``: the retriever is never called; every query must have an entry, otherwise the run
+  stops before any gate naming the queries without one (:meth:`RunCache.missing`).
+
+Concurrency: WAL mode with a busy timeout, each :meth:`RunCache.put_many` one transaction, so
+pytest-xdist workers and two pytest processes can read and write one file at once; rows are
+written with ``INSERT OR REPLACE`` on the key hash, so two writers of one key leave one row.
+
+Damage: a file that is not an SQLite database (random bytes), an SQLite database of another
+program, a cache of an unknown schema version, or a damaged file (truncated, a row whose checksum
+does not match) raises :class:`CacheCorrupt` naming the file and the fix (delete it or run
+``pytest-retrieval cache clear``). Nothing is ever returned from such a file; :meth:`RunCache.
+rebuild` moves it aside and starts an empty cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from .settings import DEFAULT_CACHE_DIR as DEFAULT_CACHE_DIR  # the folder's one definition
+
+CacheMode = Literal["off", "use", "refresh", "replay"]
+CACHE_MODES: tuple[CacheMode, ...] = ("off", "use", "refresh", "replay")
+
+#: The file inside ``retrieval_cache_dir``.
+CACHE_FILE_NAME = "runs.sqlite3"
+
+#: ``PRAGMA application_id``: marks the file as ours ("prtv"), so a foreign database is refused.
+APPLICATION_ID = 0x70727476
+#: ``PRAGMA user_version``: bumped on any incompatible change of the tables or the key.
+SCHEMA_VERSION = 1
+#: How long a writer waits for another process' lock before giving up (seconds).
+BUSY_TIMEOUT_S = 60.0
+
+_K = TypeVar("_K")
+
+
+class CacheCorrupt(Exception):
+    """The cache file cannot be trusted; its message names the file and the fix.
+
+    The caller turns it into a warning and runs without the cache (or calls
+    :meth:`RunCache.rebuild`); it is never read as results.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], reason: str, *, fix: str | None = None
+    ) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        if fix is None:
+            fix = (
+                "delete the file or run `pytest-retrieval cache clear --cache-dir "
+                f"{Path(self.path).parent}`"
+            )
+        self.fix = fix
+        super().__init__(f"retrieval cache {self.path}: {reason}; it was not used ({fix})")
+
+
+def mode_reads(mode: str) -> bool:
+    """True when ``mode`` serves hits from the cache (``use``, ``replay``)."""
+    return mode in ("use", "replay")
+
+
+def mode_writes(mode: str) -> bool:
+    """True when ``mode`` records the retriever's answers (``use``, ``refresh``)."""
+    return mode in ("use", "refresh")
+
+
+def cache_file(cache_dir: str | os.PathLike[str]) -> Path:
+    """The cache file inside ``cache_dir`` (``retrieval_cache_dir``)."""
+    return Path(cache_dir) / CACHE_FILE_NAME
+
+
+# --- the key ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CacheKey:
+    """Everything a ranking depends on that pytest-retrieval can see.
+
+    ``retriever`` is the qualified name of the retriever (:func:`retriever_identity`) and
+    ``factory`` the ``module:function`` spec it came from, if any. ``index_version`` is the
+    user-declared ``retrieval_index_version``; ``corpus`` the corpus fingerprint when
+    ``retrieval_corpus`` is set; ``doc_ids`` the doc-id mapping's fingerprint
+    (:func:`doc_id_fingerprint`); ``candidates`` the ids handed to a reranker (None for the
+    first stage). ``None`` and ``""`` are different values.
+    """
+
+    stage: str
+    query: str
+    depth: int
+    retriever: str
+    factory: str | None = None
+    index_version: str | None = None
+    corpus: str | None = None
+    doc_ids: str | None = None
+    candidates: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins only (candidates as a list)."""
+        out = asdict(self)
+        if self.candidates is not None:
+            out["candidates"] = list(self.candidates)
+        return out
+
+    @property
+    def digest(self) -> str:
+        """sha256 hex of the canonical JSON of every field and the schema version."""
+        document = {"schema": SCHEMA_VERSION, **self.to_dict()}
+        text = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def retriever_identity(retriever: object) -> str:
+    """``module.qualname`` of a function, or of the class of a retriever object."""
+    import inspect
+
+    target: Any = retriever
+    # A function names itself; an object (a class instance with a retrieve method) by its class.
+    if not (inspect.isfunction(retriever) or inspect.ismethod(retriever)):
+        target = type(retriever)
+    module = getattr(target, "__module__", None) or "?"
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or "?"
+    return f"{module}.{name}"
+
+
+def doc_id_fingerprint(
+    doc_id: str | Callable[..., Any] | None = None,
+    doc_id_map: str | os.PathLike[str] | Mapping[str, str] | None = None,
+    *,
+    separator: str | None = None,
+) -> str | None:
+    """A sha256 of how returned ids become document ids; None when nothing maps them.
+
+    ``doc_id`` is the ``retrieval_doc_id`` option text (a path such as ``metadata.source`` or a
+    ``module:function``) or a callable (identified by its qualified name); ``doc_id_map`` a map
+    file (its bytes are hashed, so editing the file is a miss) or a mapping (its items are
+    hashed); ``separator`` any chunk-id separator in use.
+    """
+    if doc_id is None and doc_id_map is None and separator is None:
+        return None
+    parts: dict[str, Any] = {"separator": separator}
+    if callable(doc_id):
+        parts["doc_id"] = "callable:" + retriever_identity(doc_id)
+    else:
+        parts["doc_id"] = doc_id
+    if isinstance(doc_id_map, Mapping):
+        items = sorted((str(k), str(v)) for k, v in doc_id_map.items())
+        parts["doc_id_map"] = "mapping:" + _sha256_text(json.dumps(items, ensure_ascii=False))
+    elif doc_id_map is not None:
+        parts["doc_id_map"] = "file:" + _sha256_file(doc_id_map)
+    else:
+        parts["doc_id_map"] = None
+    return _sha256_text(json.dumps(parts, sort_keys=True, ensure_ascii=False))
+
+
+def corpus_fingerprint(path: str | os.PathLike[str]) -> str:
+    """A sha256 of the ``retrieval_corpus`` file's bytes: editing the corpus file is a miss."""
+    return "file:" + _sha256_file(path)
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _sha256_file(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- the value -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """One stored answer: the ranking (doc id strings, best first), optional scores (one per
+    id), the latency of the call that produced it (ms) and when it was stored (Unix seconds;
+    0 until stored)."""
+
+    ranking: tuple[str, ...]
+    scores: tuple[float, ...] | None = None
+    latency_ms: float | None = None
+    created: float = field(default=0.0, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.scores is not None and len(self.scores) != len(self.ranking):
+            raise ValueError(
+                f"{len(self.scores)} scores for a ranking of {len(self.ranking)} ids; give one "
+                "score per id or none"
+            )
+
+    def _value(self) -> str:
+        scores = None
+        if self.scores is not None:
+            # JSON has no NaN/inf: keep them as strings so the entry round-trips exactly.
+            scores = [s if math.isfinite(s) else repr(float(s)) for s in self.scores]
+        document = {"ranking": list(self.ranking), "scores": scores, "latency_ms": self.latency_ms}
+        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def _entry_from_value(value: str, created: float) -> CacheEntry:
+    """Parse a stored value; ValueError when it is not one we wrote."""
+    document = json.loads(value)
+    if not isinstance(document, dict):
+        raise ValueError("not an object")
+    ranking = document.get("ranking")
+    if not isinstance(ranking, list) or not all(isinstance(d, str) for d in ranking):
+        raise ValueError("ranking is not a list of strings")
+    raw_scores = document.get("scores")
+    scores: tuple[float, ...] | None = None
+    if raw_scores is not None:
+        if not isinstance(raw_scores, list):
+            raise ValueError("scores is not a list")
+        scores = tuple(float(s) for s in raw_scores)
+    latency = document.get("latency_ms")
+    if latency is not None and not isinstance(latency, (int, float)):
+        raise ValueError("latency_ms is not a number")
+    return CacheEntry(
+        tuple(ranking), scores, None if latency is None else float(latency), float(created)
+    )
+
+
+def _checksum(digest: str, value: str) -> str:
+    return hashlib.sha256(f"{digest}\n{value}".encode()).hexdigest()[:32]
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    """What a cache holds, for ``pytest-retrieval cache show``."""
+
+    path: str
+    entries: int
+    file_bytes: int
+    by_stage: dict[str, int]
+    by_retriever: dict[str, int]
+    by_index_version: dict[str | None, int]
+    oldest: float | None
+    newest: float | None
+
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS entries ("
+    " key TEXT PRIMARY KEY,"
+    " stage TEXT NOT NULL,"
+    " retriever TEXT NOT NULL,"
+    " index_version TEXT,"
+    " key_json TEXT NOT NULL,"
+    " value TEXT NOT NULL,"
+    " checksum TEXT NOT NULL,"
+    " created REAL NOT NULL"
+    ") WITHOUT ROWID"
+)
+
+#: How many keys one SELECT asks for (well under SQLite's bound-parameter limit).
+_CHUNK = 500
+
+
+class RunCache:
+    """The cache file at ``path`` (created with its folder when missing).
+
+    Raises :class:`CacheCorrupt` when the file is not a cache of this schema version or is
+    damaged, here or from any later call. Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._connection: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheCorrupt(
+                self.path, f"its folder cannot be created ({exc.strerror or exc})"
+            ) from None
+        if self.path.is_dir():
+            raise CacheCorrupt(self.path, "is a directory, not a cache file")
+        self._connection = self._open()
+
+    # Opening, with every way a file can fail to be ours turned into CacheCorrupt.
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below), so a
+            # writer takes the write lock up front and waits on the busy timeout, instead of
+            # deadlocking on a read lock upgraded to a write lock.
+            connection = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise CacheCorrupt(self.path, f"cannot be opened ({exc})") from None
+        try:
+            self._check_and_initialise(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _check_and_initialise(self, connection: sqlite3.Connection) -> None:
+        with self._translating_errors():
+            connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            application_id, version, tables = self._identity(connection)
+            if application_id == 0 and not tables:
+                # A new (or empty) file: make it ours, once, under the write lock; another
+                # process may be doing the same, hence the second look inside the lock.
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    application_id, version, tables = self._identity(connection)
+                    if application_id == 0 and not tables:
+                        connection.execute(_SCHEMA)
+                        connection.execute(
+                            "CREATE INDEX IF NOT EXISTS entries_stage ON entries(stage)"
+                        )
+                        connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                        application_id, version = APPLICATION_ID, SCHEMA_VERSION
+                    connection.execute("COMMIT")
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+            if application_id != APPLICATION_ID:
+                listed = ", ".join(sorted(tables)[:5]) or "none"
+                raise CacheCorrupt(
+                    self.path,
+                    f"is an SQLite database of another program (tables: {listed}), not a "
+                    "pytest-retrieval cache",
+                )
+            page_size = int(connection.execute("PRAGMA page_size").fetchone()[0])
+            size = _file_bytes(self.path, wal=False)
+            if size % page_size:
+                # SQLite reads a cut last page as zeros and may not notice; we do.
+                raise CacheCorrupt(
+                    self.path,
+                    f"is damaged: truncated ({size} bytes, not a whole number of "
+                    f"{page_size}-byte pages)",
+                )
+            if version != SCHEMA_VERSION:
+                raise CacheCorrupt(
+                    self.path,
+                    f"was written with cache schema version {version}; this version of "
+                    f"pytest-retrieval reads version {SCHEMA_VERSION}",
+                )
+            # WAL: readers do not block the writer nor the writer the readers. Switching needs
+            # no other connection in a transaction; the busy timeout covers that.
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":  # pragma: no cover - e.g. a file system without mmap
+                connection.execute("PRAGMA journal_mode = DELETE")
+            connection.execute("PRAGMA synchronous = NORMAL")
+
+    @staticmethod
+    def _identity(connection: sqlite3.Connection) -> tuple[int, int, set[str]]:
+        application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            row[0]
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+            )
+        }
+        return int(application_id), int(version), tables
+
+    @contextlib.contextmanager
+    def _translating_errors(self) -> Iterator[None]:
+        """Turn SQLite's "not a database" / "malformed" into CacheCorrupt naming the file."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise CacheCorrupt(
+                    self.path,
+                    f"stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s ({exc})",
+                    fix="look for a hung pytest process using the same cache, or try again",
+                ) from None
+            message = str(exc)
+            if "not a database" in message:
+                reason = "is not an SQLite database (a damaged or foreign file)"
+            elif "malformed" in message or "corrupt" in message:
+                reason = f"is damaged, e.g. truncated ({message})"
+            else:
+                reason = f"cannot be read ({message})"
+            raise CacheCorrupt(self.path, reason) from None
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise ValueError(f"the retrieval cache {self.path} is closed")
+        return self._connection
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def __enter__(self) -> RunCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Reading and writing.
+
+    def get(self, key: CacheKey) -> CacheEntry | None:
+        """The entry stored under ``key``, or None (a miss)."""
+        return self.get_many({0: key}).get(0)
+
+    def get_many(self, keys: Mapping[_K, CacheKey]) -> dict[_K, CacheEntry]:
+        """The hits among ``keys`` (``{label: key}``), by label; misses are absent."""
+        by_digest: dict[str, list[_K]] = {}
+        for label, key in keys.items():
+            by_digest.setdefault(key.digest, []).append(label)
+        found: dict[_K, CacheEntry] = {}
+        digests = list(by_digest)
+        with self._translating_errors():
+            for start in range(0, len(digests), _CHUNK):
+                chunk = digests[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT key, value, checksum, created FROM entries WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for digest, value, checksum, created in rows:
+                    entry = self._verified(digest, value, checksum, created)
+                    for label in by_digest[digest]:
+                        found[label] = entry
+        return found
+
+    def _verified(self, digest: str, value: Any, checksum: Any, created: Any) -> CacheEntry:
+        if not isinstance(value, str) or checksum != _checksum(digest, value):
+            raise CacheCorrupt(
+                self.path, f"is damaged: the entry {digest[:12]} does not match its checksum"
+            )
+        try:
+            return _entry_from_value(value, created)
+        except (ValueError, TypeError) as exc:
+            raise CacheCorrupt(
+                self.path, f"is damaged: the entry {digest[:12]} cannot be read ({exc})"
+            ) from None
+
+    def missing(self, keys: Mapping[_K, CacheKey]) -> list[_K]:
+        """The labels of ``keys`` that have no entry, in the order given (for ``replay``)."""
+        hits = self.get_many(keys)
+        return [label for label in keys if label not in hits]
+
+    def put(self, key: CacheKey, entry: CacheEntry) -> None:
+        """Store ``entry`` under ``key``, replacing any entry there."""
+        self.put_many([(key, entry)])
+
+    def put_many(self, items: Iterable[tuple[CacheKey, CacheEntry]]) -> int:
+        """Store every (key, entry) in one transaction; return how many were written."""
+        now = time.time()
+        rows = []
+        for key, entry in items:
+            digest, value = key.digest, entry._value()
+            key_json = json.dumps(key.to_dict(), sort_keys=True, ensure_ascii=False)
+            rows.append(
+                (
+                    digest,
+                    key.stage,
+                    key.retriever,
+                    key.index_version,
+                    key_json,
+                    value,
+                    _checksum(digest, value),
+                    now,
+                )
+            )
+        if not rows:
+            return 0
+        with self._translating_errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO entries (key, stage, retriever, index_version, "
+                    "key_json, value, checksum, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+        return len(rows)
+
+    def __len__(self) -> int:
+        with self._translating_errors():
+            return int(self._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+
+    def stats(self) -> CacheStats:
+        """Counts per stage, retriever identity and index version; oldest/newest entry."""
+
+        def counts(column: str) -> dict[Any, int]:
+            rows = self._db.execute(
+                f"SELECT {column}, COUNT(*) FROM entries GROUP BY {column} ORDER BY {column}"
+            )
+            return {value: int(n) for value, n in rows}
+
+        with self._translating_errors():
+            total, oldest, newest = self._db.execute(
+                "SELECT COUNT(*), MIN(created), MAX(created) FROM entries"
+            ).fetchone()
+            by_stage = counts("stage")
+            by_retriever = counts("retriever")
+            by_version = counts("index_version")
+        return CacheStats(
+            path=str(self.path),
+            entries=int(total),
+            file_bytes=_file_bytes(self.path),
+            by_stage=by_stage,
+            by_retriever=by_retriever,
+            by_index_version=by_version,
+            oldest=oldest,
+            newest=newest,
+        )
+
+    def check(self) -> None:
+        """A full integrity check of the file (slow on a big cache: for ``cache show``)."""
+        with self._translating_errors():
+            rows = [row[0] for row in self._db.execute("PRAGMA quick_check")]
+            if rows != ["ok"]:
+                raise CacheCorrupt(self.path, f"is damaged ({'; '.join(map(str, rows[:3]))})")
+            for digest, value, checksum, created in self._db.execute(
+                "SELECT key, value, checksum, created FROM entries"
+            ):
+                self._verified(digest, value, checksum, created)
+
+    def clear(self) -> int:
+        """Delete every entry; return how many there were."""
+        with self._translating_errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                count = int(self._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+                self._db.execute("DELETE FROM entries")
+                self._db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("VACUUM")
+        return count
+
+    @classmethod
+    def rebuild(cls, path: str | os.PathLike[str]) -> RunCache:
+        """Move a damaged file aside (``<name>.corrupt``, replacing an older one) and open an
+        empty cache in its place. Only for a file :class:`CacheCorrupt` was raised about."""
+        target = Path(path)
+        remove_cache_file(target, keep_as=target.with_name(target.name + ".corrupt"))
+        return cls(target)
+
+
+def remove_cache_file(path: str | os.PathLike[str], *, keep_as: Path | None = None) -> bool:
+    """Delete the cache file and its WAL/shared-memory companions, whatever their state; or
+    rename the main file to ``keep_as``. Return whether a main file was there."""
+    target = Path(path)
+    existed = target.exists()
+    if existed:
+        if keep_as is not None:
+            os.replace(target, keep_as)
+        else:
+            target.unlink()
+    for suffix in ("-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            target.with_name(target.name + suffix).unlink()
+    return existed
+
+
+def _file_bytes(path: Path, *, wal: bool = True) -> int:
+    total = 0
+    for candidate in (path, path.with_name(path.name + "-wal"))[: 2 if wal else 1]:
+        with contextlib.suppress(OSError):
+            total += candidate.stat().st_size
+    return total
+
+
+def keys_for(
+    texts: Mapping[_K, str],
+    template: CacheKey,
+    candidates: Mapping[_K, Sequence[str]] | None = None,
+) -> dict[_K, CacheKey]:
+    """One key per query: ``template`` with each query's text (and reranker candidates)."""
+    from dataclasses import replace
+
+    return {
+        label: replace(
+            template,
+            query=text,
+            candidates=template.candidates if candidates is None else tuple(candidates[label]),
+        )
+        for label, text in texts.items()
+    }
