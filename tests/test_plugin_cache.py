@@ -392,7 +392,7 @@ def test_two_processes_writing_one_cache_lose_nothing(tmp_path: Path) -> None:
             def search(text, k):
                 log_call(text)
                 time.sleep(0.002)
-                return ["d1", "d2"]
+                return ["d1", "d2", "d3"]  # as deep as the recall@3 gate looks
 
             return search
         """
