@@ -9,7 +9,6 @@ loader only, through the node tree so that every problem can name its line and c
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -380,12 +379,8 @@ def write(golden: GoldenSet, path: str, fmt: str) -> None:
     """
     render = {"yaml": _yaml_text, "json": _json_text, "jsonl": _jsonl_text}[fmt]
     text = render(golden)
-    temporary = f"{path}.tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    from ..files import atomic_write_text
+
+    # The one atomic writer: a unique temporary name beside ``path`` (never a fixed
+    # ``path.tmp`` that could be someone's file or a symlink), fsync, rename.
+    atomic_write_text(path, text, what="golden set")

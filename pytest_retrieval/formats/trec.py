@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
+from typing import TextIO
 
 from ..errors import Problem, RunFileError
 
@@ -188,7 +189,11 @@ def write_run(
     run: dict[str, list[str]], path: str | os.PathLike[str], *, tag: str = "pytest-retrieval"
 ) -> None:
     """Write a run as a TREC run file (scores descending from the list length)."""
-    with open(path, "w", encoding="utf-8") as out:
+    from ..files import atomic_write
+
+    def write(out: TextIO) -> None:
         for qid, docs in run.items():
             for rank, doc in enumerate(docs, start=1):
                 out.write(f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n")
+
+    atomic_write(path, write, what="TREC run")

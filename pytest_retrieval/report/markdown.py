@@ -441,12 +441,15 @@ def _render(
 def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> str | None:
     """Append ``markdown`` to the file ``$GITHUB_STEP_SUMMARY`` names; return its path.
 
-    Returns None (and writes nothing) when the variable is unset or empty. An OSError is left to
-    the caller (the plugin turns it into a warning).
+    Returns None (and writes nothing) when the variable is unset or empty. The append is all or
+    nothing (:func:`~pytest_retrieval.files.append_text`); an OSError is left to the caller
+    (the plugin turns it into a warning).
     """
     path = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY", "")
     if not path:
         return None
-    with open(path, "a", encoding="utf-8", newline="\n") as handle:
-        handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    from ..files import append_text
+
+    # All or nothing: a full disk leaves the summary as it was, never with a cut report.
+    append_text(path, markdown if markdown.endswith("\n") else markdown + "\n")
     return path
