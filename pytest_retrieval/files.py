@@ -170,9 +170,7 @@ def read_text_file(
                 break
             size += len(chunk)
             if size > limit:  # grew while read
-                raise InputError(
-                    Problem(f"the {what} is larger than {limit:,} bytes", source=name)
-                )
+                raise InputError(Problem(f"the {what} is larger than {limit:,} bytes", source=name))
             chunks.append(chunk)
     finally:
         os.close(fd)

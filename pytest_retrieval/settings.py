@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from .errors import InputError, Problem
 from .metrics import METRIC_NAMES, MetricSpec, check_gain
+from .text import parse_int
 
 IniType = Literal["string", "linelist", "bool"]
 
@@ -28,33 +29,41 @@ class _Invalid(ValueError):
 
 def _positive_int(text: str) -> int:
     text = text.strip()
-    if not text.isdigit() or int(text) < 1:
+    value = parse_int(text)  # ASCII digits only: "²" passes str.isdigit() but not int()
+    if value is None or value < 1:
         raise _Invalid(f"{text!r} is not a positive integer")
-    return int(text)
+    return value
 
 
 def _non_negative_int(text: str) -> int:
     text = text.strip()
-    if not text.isdigit():
+    value = parse_int(text)
+    if value is None:
         raise _Invalid(f"{text!r} is not an integer >= 0")
-    return int(text)
+    return value
 
 
-def _non_negative_float(text: str) -> float:
+def _number(text: str) -> float:
+    # float() also reads "1_0", non-ASCII digits and "infinity": a setting is plain ASCII.
     try:
-        value = float(text)
+        if not text.strip().isascii():
+            raise ValueError(text)
+        return float(text)
     except ValueError:
         raise _Invalid(f"{text!r} is not a number") from None
+
+
+def _seconds(text: str) -> float:
+    value = _number(text)
     if math.isnan(value) or value < 0:
         raise _Invalid(f"{text!r} is not a number >= 0")
+    if math.isinf(value):
+        raise _Invalid(f"{text!r} is not a finite number of seconds; 0 means no limit")
     return value
 
 
 def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise _Invalid(f"{text!r} is not a number") from None
+    value = _number(text)
     if not 0.0 < value < 1.0:
         raise _Invalid(f"{text!r} is not a number strictly between 0 and 1")
     return value
@@ -277,7 +286,7 @@ OPTIONS: tuple[Option, ...] = (
         "timeout",
         "seconds one query may take before it counts as failed (default 60; 0 = no limit)",
         60.0,
-        _non_negative_float,
+        _seconds,
         metavar="SECONDS",
     ),
     Option(

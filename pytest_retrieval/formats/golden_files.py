@@ -247,9 +247,19 @@ def read_json(path: str) -> Parsed:
     except RecursionError:
         parsed.fail("the JSON is nested too deeply", "flatten the document")
         return parsed
+    except ValueError as exc:  # Python's integer-string limit (4,300 digits)
+        parsed.fail(_too_many_digits(exc), _TOO_MANY_DIGITS_FIX)
+        return parsed
     _duplicate_keys(parsed, duplicates)
     SchemaReader(parsed, paths=True).read_document(document)
     return parsed
+
+
+_TOO_MANY_DIGITS_FIX = "a grade is a small integer (0 to 1000); write ids as quoted strings"
+
+
+def _too_many_digits(exc: ValueError) -> str:
+    return f"a number is too long to read ({str(exc).split(';')[0]})"
 
 
 def _jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -283,6 +293,10 @@ def read_jsonl(path: str) -> Parsed:
             continue
         except RecursionError:
             parsed.fail("the JSON is nested too deeply", "flatten the object", line=current)
+            seen_record = True
+            continue
+        except ValueError as exc:  # Python's integer-string limit (4,300 digits)
+            parsed.fail(_too_many_digits(exc), _TOO_MANY_DIGITS_FIX, line=current)
             seen_record = True
             continue
         if duplicates:
