@@ -180,7 +180,7 @@ def read_text_file(
     except UnicodeDecodeError as exc:
         raise InputError(
             Problem(
-                f"the {what} is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                f"the {what} cannot be read: it is not UTF-8 ({exc.reason} at byte {exc.start})",
                 fix="save the file as UTF-8",
                 source=name,
                 line=raw.count(b"\n", 0, exc.start) + 1,

@@ -94,8 +94,15 @@ def _read_artifact(path: str) -> dict[str, Any]:
 
 
 def _snapshot(document: dict[str, Any], source: str) -> Snapshot:
-    from ..baseline import Snapshot
+    from ..baseline import Snapshot, snapshot_problems
 
+    problems = snapshot_problems(
+        document["snapshot"],
+        source=f"{source} (snapshot)",
+        fix="write it again with pytest --retrieval-json PATH; do not edit it by hand",
+    )
+    if problems:
+        raise InputError(problems, title=f"{source}: the run's snapshot is not whole")
     try:
         return Snapshot.from_dict(document["snapshot"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
