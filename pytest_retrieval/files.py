@@ -87,7 +87,12 @@ def atomic_write(
             os.umask(umask)
             mode = 0o666 & ~umask
         os.chmod(temp_name, mode)
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+        # backslashreplace: a lone surrogate in user text (an id a retriever returned) is
+        # written as \udXXX, which inside a JSON string is the escape of the same code point,
+        # instead of failing the whole write.
+        with os.fdopen(
+            handle, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
+        ) as out:
             write(out)
             out.flush()
             os.fsync(out.fileno())
@@ -195,7 +200,7 @@ def append_text(path: str | os.PathLike[str], text: str) -> None:
     call and the ``OSError`` is raised: a reader never sees part of ``text``. See the module's
     docstring for why this is sound for ``$GITHUB_STEP_SUMMARY``.
     """
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "backslashreplace")
     fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         info = os.fstat(fd)

@@ -502,7 +502,9 @@ def run_pipeline(
                     raw[i] = value
                 except RetrieverOutputError as exc:
                     error = exc
-                except Exception as exc:
+                except BaseException as exc:  # a doc-id function's SystemExit & co. too
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise
                     error = exc
             if error is not None:
                 outcome.error_type, outcome.error = _error_text(error)

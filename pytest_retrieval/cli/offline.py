@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
+from .args import probability
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -71,7 +72,7 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gates", metavar="FILE", help="a retrieval-gates.yaml (thresholds and regressions)"
     )
-    parser.add_argument("--alpha", type=float, help="significance level (default: the run's)")
+    parser.add_argument("--alpha", type=probability, help="significance level (default: the run's)")
     parser.add_argument(
         "--mode",
         choices=("strict", "intersect"),

@@ -172,6 +172,8 @@ def read_artifact(path: str) -> dict[str, Any]:
         raise InputError(
             Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
         ) from None
+    except InputError:
+        raise
     except RecursionError:
         raise InputError(Problem("not an artifact: nested too deeply", source=path)) from None
     except ValueError as exc:  # Python's integer-string limit
@@ -241,7 +243,11 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
             problems.append(
                 Problem(f'"{key}" must be {expected}', fix=_REWRITE, source=source, field=key)
             )
-        elif key in _LISTS_OF_OBJECTS and not all(isinstance(item, dict) for item in value):
+        elif (
+            key in _LISTS_OF_OBJECTS
+            and isinstance(value, list)
+            and not all(isinstance(item, dict) for item in value)
+        ):
             problems.append(
                 Problem(
                     f'every item of "{key}" must be an object',

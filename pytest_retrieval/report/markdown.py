@@ -15,9 +15,11 @@ punctuation is backslash-escaped, pipes never split a table cell, newlines never
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..text import for_terminal
 from . import view
 from .view import BaselineLike, Column, GateRow
 
@@ -40,10 +42,23 @@ _MD_SPECIAL = frozenset("\\`*_[]|~")
 # --- escaping --------------------------------------------------------------------------------
 
 
+# A zero-width space (as an entity, so the source shows it) after the character that starts an
+# auto-link: "@name" would notify a person, "#12" link an issue, "https://" and "www." a site.
+# Dependabot neutralises mentions in its pull requests the same way.
+_ZWSP = "&#8203;"
+_AUTOLINK = re.compile(r"@|#(?=\d)|:(?=//)|www(?=\.)", re.IGNORECASE)
+
+
+def _no_autolinks(text: str) -> str:
+    return _AUTOLINK.sub(lambda m: m.group(0) + _ZWSP, text)
+
+
 def md_text(value: object) -> str:
-    """User text as inline Markdown that renders literally, on one line, safe in a table cell."""
+    """User text as inline Markdown that renders literally, on one line, safe in a table cell,
+    and that mentions no one and links nothing (``@name``, ``#12``, URLs and e-mail addresses
+    get a zero-width space)."""
     out = []
-    for char in " ".join(str(value).split()):
+    for char in for_terminal(" ".join(str(value).split())):
         if char == "&":
             out.append("&amp;")
         elif char == "<":
@@ -54,7 +69,7 @@ def md_text(value: object) -> str:
             out.append("\\" + char)
         else:
             out.append(char)
-    return "".join(out)
+    return _no_autolinks("".join(out))
 
 
 def md_code(value: object, *, table: bool = True) -> str:
