@@ -11,6 +11,7 @@ from :data:`OPTIONS` and hands the raw values to :func:`resolve`.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -583,12 +584,14 @@ def resolve(
 
 
 def _resolve_paths(value: Any, base: Path) -> Any:
+    # abspath, not Path.resolve(): resolving follows symlinks, so an output path that is a link
+    # became its target, and the atomic writer then replaced the user's file it pointed to.
     if isinstance(value, list):
         return tuple(
-            str((base / item).resolve()) if not Path(item).is_absolute() else item for item in value
+            os.path.abspath(base / item) if not Path(item).is_absolute() else item for item in value
         )
     if isinstance(value, str):
-        return str((base / value).resolve()) if not Path(value).is_absolute() else value
+        return os.path.abspath(base / value) if not Path(value).is_absolute() else value
     return value
 
 

@@ -79,9 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         func = getattr(args, "func", None)
         if func is None:
-            parser.print_help(sys.stderr)
+            _error(command, "no command given; see `pytest-retrieval --help`")
             return EXIT_USAGE
         status: int = func(args)
+    except SystemExit as exc:  # --help and --version of argparse: it printed, and exits
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
     except UsageError as exc:
         hint = f"; see `{exc.prog} --help`"
         _error(exc.prog, f"{exc}{hint}")

@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
+from ..text import guard_line
 from .args import probability
 
 if TYPE_CHECKING:
@@ -200,9 +201,9 @@ def _check_regressions(
             outcome.status, "FAIL"
         )
         lines = outcome.message.splitlines()
-        print(f"{verdict} {outcome.name}: {lines[0]}")
+        print(guard_line(f"{verdict} {outcome.name}: {lines[0]}"))
         for line in lines[1:]:
-            print(f"    {line}")
+            print(guard_line(f"    {line}"))
         ok = ok and outcome.passed
     return ok
 

@@ -26,7 +26,7 @@ from ..golden import (
     is_plain_name,
     surrogate_problem,
 )
-from ..text import MAX_INT_DIGITS
+from ..text import MAX_INT_DIGITS, has_surrogate
 
 #: Fields of one query, in the order the writers emit them.
 QUERY_FIELDS = ("id", "text", "relevant", "slices", "split")
@@ -557,6 +557,7 @@ class SchemaReader:
                 and type(grade) is int
                 and 0 <= grade <= MAX_GRADE
                 and doc.strip()
+                and not has_surrogate(doc)
                 and doc not in grades
             ):
                 grades[doc] = grade
