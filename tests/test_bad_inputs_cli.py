@@ -108,7 +108,8 @@ CASES = [
         ("evaluate", "--qrels", "q.txt", "--run", "r.txt", "--min-grade", "1_0"),
         USAGE,
         (
-            "pytest-retrieval evaluate: error: argument --min-grade: '1_0' is not a positive integer",
+            "pytest-retrieval evaluate: error: argument --min-grade: '1_0' is not a positive "
+            "integer",
         ),
     ),
     Case(
@@ -351,7 +352,7 @@ def test_a_bad_input_to_the_console_script_is_one_line_and_the_right_status(
         if path.name in case.written:
             continue
         assert path.read_bytes() == data, f"{path.name} changed"
-    for name, target in case.symlinks.items():
+    for name in case.symlinks:
         if name in case.written:
             assert not (tmp_path / name).is_symlink()  # replaced, not written through
         else:
