@@ -160,6 +160,24 @@ CASES = [
         files={"run.json": artifact(settings={"ks": ["ten"]})},
     ),
     Case(
+        # Deep inside what only the plugin writes: a backstop names the file, never a traceback.
+        "report-on-an-artifact-with-a-hand-edited-result",
+        ("report", "run.json", "--html", "out.html"),
+        USAGE,
+        (
+            "run.json: the artifact does not match its schema (",
+            "write it again with pytest --retrieval-json PATH; do not edit it by hand",
+        ),
+        files={"run.json": artifact(results=[{"stage": "retriever", "metrics": 5}])},
+    ),
+    Case(
+        "report-on-an-artifact-with-hand-edited-latencies",
+        ("report", "run.json", "--html", "out.html"),
+        USAGE,
+        ("run.json: the artifact does not match its schema (",),
+        files={"run.json": artifact(latency_ms={"retriever": {"p50": "fast", "p95": None}})},
+    ),
+    Case(
         "report-on-a-deeply-nested-artifact",
         ("report", "run.json"),
         USAGE,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..text import guard_line
-from .args import probability
+from .args import probability, tampered
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -212,7 +212,8 @@ def run_compare(args: argparse.Namespace) -> int:
     """Check the artifact's run against the baseline; 0 pass, 1 regression."""
     document = _read_artifact(args.artifact)
     snapshot = _snapshot(document, args.artifact)
-    return 0 if _check_regressions(args.baseline, args, document, snapshot) else 1
+    with tampered(args.artifact):
+        return 0 if _check_regressions(args.baseline, args, document, snapshot) else 1
 
 
 def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Threshold]:
@@ -232,6 +233,11 @@ def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Thre
 
 def run_gate(args: argparse.Namespace) -> int:
     """Re-apply thresholds (and budgets with --baseline) to the artifact's run."""
+    with tampered(args.artifact):
+        return _run_gate(args)
+
+
+def _run_gate(args: argparse.Namespace) -> int:
     from ..baseline import snapshot_mean
     from ..declared import expand_slices
     from ..gates import OPS, Selection
