@@ -23,6 +23,7 @@ from typing import Any
 
 from .errors import InputError, Problem
 from .evaluate import Evaluation
+from .files import read_text_file
 from .gates import Selection
 from .golden import GoldenSet
 
@@ -201,17 +202,15 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
         raise InputError(
             Problem("the baseline path is a directory", fix="name a .json file", source=name)
         )
-    try:
-        with open(name, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(
-            Problem(f"the baseline cannot be read ({exc})", fix=refresh, source=name)
-        ) from None
+    # A regular file of bounded size only: a symlink to /dev/zero would be read until memory
+    # runs out.
+    text = read_text_file(name, what="baseline")
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise InputError(
+            Problem("baseline is nested too deeply to be a baseline", fix=refresh, source=name)
+        ) from None
     except json.JSONDecodeError as exc:
         raise InputError(
             Problem(
@@ -221,6 +220,10 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
                 line=exc.lineno,
                 column=exc.colno,
             )
+        ) from None
+    except ValueError as exc:  # Python's integer-string limit
+        raise InputError(
+            Problem(f"baseline holds a number too long to read ({exc})", fix=refresh, source=name)
         ) from None
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
         raise InputError(
@@ -241,14 +244,118 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
                 source=name,
             )
         )
-    try:
-        return Snapshot.from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(
-            Problem(
-                f"baseline is missing or has a malformed field ({exc!r})", fix=refresh, source=name
-            )
-        ) from None
+    problems = snapshot_problems(data, source=name, fix=refresh)
+    if problems:
+        raise InputError(problems, title=f"{name}: not a valid baseline")
+    return Snapshot.from_dict(data)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def snapshot_problems(
+    data: object,
+    *,
+    source: str,
+    fix: str = "recreate it with --retrieval-update-baseline",
+    complete: bool = True,
+) -> list[Problem]:
+    """Every way ``data`` (a decoded baseline, or an artifact's ``snapshot``) breaks the
+    snapshot schema, each naming the file, the query and the field; empty if it is whole.
+
+    Checked: the types of every field the comparison reads; every metric value a finite number
+    between 0 and 1 or null (not scored); and equal coverage: every query has every listed
+    stage, and every listed metric in each stage, so that no metric is silently compared on
+    fewer queries than the others. ``complete=False`` checks the types only (what a report
+    needs of an artifact's snapshot: the relevant ranks).
+    """
+
+    def problem(message: str, *, query_id: str | None = None, field: str | None = None) -> None:
+        problems.append(Problem(message, fix=fix, source=source, query_id=query_id, field=field))
+
+    problems: list[Problem] = []
+    if not isinstance(data, Mapping):
+        problem(f"expected a JSON object, got {type(data).__name__}")
+        return problems
+    golden = data.get("golden")
+    if not isinstance(golden, Mapping) or not isinstance(golden.get("fingerprint"), str):
+        problem('"golden" must be an object with a "fingerprint" string', field="golden")
+    if not isinstance(data.get("settings"), Mapping):
+        problem('"settings" must be an object', field="settings")
+    for key in ("heldout",):
+        if key in data and not isinstance(data[key], Mapping):
+            problem(f'"{key}" must be an object', field=key)
+    stages, metrics = data.get("stages"), data.get("metrics")
+    if not _str_list(stages) or not stages:
+        problem('"stages" must be a non-empty list of stage names', field="stages")
+        stages = None
+    if not _str_list(metrics):
+        problem('"metrics" must be a list of metric names', field="metrics")
+        metrics = None
+    queries = data.get("queries")
+    if not isinstance(queries, Mapping):
+        problem('"queries" must be an object of query id -> entry', field="queries")
+        return problems
+    for qid, entry in queries.items():
+        if not isinstance(entry, Mapping):
+            problem(f"expected an object, got {type(entry).__name__}", query_id=qid)
+            continue
+        if not isinstance(entry.get("split"), str):
+            problem('"split" must be a string', query_id=qid, field="split")
+        if not isinstance(entry.get("labels"), str):
+            problem('"labels" must be a string', query_id=qid, field="labels")
+        if "slices" in entry and not _str_list(entry["slices"]):
+            problem('"slices" must be a list of names', query_id=qid, field="slices")
+        for key in ("relevant_ranks", "top"):
+            if key in entry and not isinstance(entry[key], Mapping):
+                problem(f'"{key}" must be an object of stage -> values', query_id=qid, field=key)
+        ranks = entry.get("relevant_ranks")
+        if isinstance(ranks, Mapping):
+            for stage, by_doc in ranks.items():
+                if not isinstance(by_doc, Mapping) or not all(
+                    r is None or (type(r) is int and r >= 1) for r in by_doc.values()
+                ):
+                    field = f"relevant_ranks.{stage}"
+                    problem("must map doc ids to ranks >= 1 or null", query_id=qid, field=field)
+        top = entry.get("top")
+        if isinstance(top, Mapping):
+            for stage, ids in top.items():
+                if not _str_list(ids):
+                    problem("must be a list of doc ids", query_id=qid, field=f"top.{stage}")
+        values = entry.get("metrics")
+        if not isinstance(values, Mapping):
+            problem('"metrics" must be an object of stage -> metric -> value', query_id=qid)
+            continue
+        for stage in stages if complete and stages else ():
+            if stage not in values:
+                problem(f"stage {stage!r} is missing", query_id=qid, field="metrics")
+        for stage, by_metric in values.items():
+            if not isinstance(by_metric, Mapping):
+                problem("must be an object of metric -> value", query_id=qid, field=stage)
+                continue
+            missing = [m for m in metrics or () if m not in by_metric] if complete else []
+            if missing:
+                problem(
+                    f"{', '.join(missing)} missing, so it would be compared on fewer queries "
+                    "than the other metrics",
+                    query_id=qid,
+                    field=f"metrics.{stage}",
+                )
+            for metric, value in by_metric.items():
+                if value is None:
+                    continue
+                if not _is_number(value) or not 0.0 <= value <= 1.0:  # NaN fails this too
+                    problem(
+                        f"{metric} = {value!r} is not a number between 0 and 1 (or null)",
+                        query_id=qid,
+                        field=f"metrics.{stage}",
+                    )
+    return problems
 
 
 def snapshot_mean(

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .metrics import Gain, MetricSpec, check_gain, check_min_grade
+from .metrics import SAFE_TOP_GRADE, Gain, MetricSpec, check_gain, check_min_grade, scaled_gain
 
 NoRelevant = Literal["skip", "zero", "one"]
 _NO_RELEVANT_VALUES: dict[str, float | None] = {"skip": None, "zero": 0.0, "one": 1.0}
@@ -253,14 +253,24 @@ def evaluate(
             ap_prefix.append(ap_prefix[-1] + count / rank)
         if need_ndcg:
             discounts = _discounts(max(len(positive), hits[-1][0] if hits else 0))
+            ordered = sorted(positive.values(), reverse=True)
+            top = ordered[0]
             dcg_prefix = [0.0]
-            for rank, grade in hits:
-                gained = (2.0**grade - 1.0) if exponential else float(grade)
-                dcg_prefix.append(dcg_prefix[-1] + gained * discounts[rank])
             ideal_prefix = [0.0]
-            for rank, grade in enumerate(sorted(positive.values(), reverse=True), start=1):
-                gained = (2.0**grade - 1.0) if exponential else float(grade)
-                ideal_prefix.append(ideal_prefix[-1] + gained * discounts[rank])
+            if top > SAFE_TOP_GRADE:  # 2**grade would overflow: both sums scaled alike
+                for rank, grade in hits:
+                    gained = scaled_gain(grade, gain, top)
+                    dcg_prefix.append(dcg_prefix[-1] + gained * discounts[rank])
+                for rank, grade in enumerate(ordered, start=1):
+                    gained = scaled_gain(grade, gain, top)
+                    ideal_prefix.append(ideal_prefix[-1] + gained * discounts[rank])
+            else:
+                for rank, grade in hits:
+                    gained = (2.0**grade - 1.0) if exponential else float(grade)
+                    dcg_prefix.append(dcg_prefix[-1] + gained * discounts[rank])
+                for rank, grade in enumerate(ordered, start=1):
+                    gained = (2.0**grade - 1.0) if exponential else float(grade)
+                    ideal_prefix.append(ideal_prefix[-1] + gained * discounts[rank])
             hit_ranks = [rank for rank, _grade in hits]
 
         for column, name, (kind, k) in zip(columns, names, plan):

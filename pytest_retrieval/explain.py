@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .evaluate import Evaluation
 from .golden import Query
 from .metrics import MetricSpec
+from .text import for_terminal
 
 #: How many returned ids a worst-query line shows.
 RETURNED_SHOWN = 3
@@ -37,13 +38,19 @@ class WorstQuery:
             if self.first_relevant_rank is not None
             else "no relevant document retrieved"
         )
-        missed = f"; missed {', '.join(self.missed[:5])}" if self.missed else ""
+        # User ids are escaped (for_terminal): one with a newline cannot start a log line.
+        missed = f"; missed {', '.join(map(for_terminal, self.missed[:5]))}" if self.missed else ""
         if len(self.missed) > 5:
             missed += f" (+{len(self.missed) - 5} more)"
         returned = (
-            f"; returned {', '.join(self.returned)}" if self.returned else "; returned nothing"
+            f"; returned {', '.join(map(for_terminal, self.returned))}"
+            if self.returned
+            else "; returned nothing"
         )
-        return f"{self.query_id}{text}: {spec} = {self.value:.4f}{missed}; {first}{returned}"
+        return (
+            f"{for_terminal(self.query_id)}{text}: {spec} = {self.value:.4f}{missed}; {first}"
+            f"{returned}"
+        )
 
 
 def _clip(text: str, width: int) -> str:

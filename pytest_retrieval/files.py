@@ -1,15 +1,30 @@
-"""Writing files so that a crash never leaves a half-written one.
+"""Writing files so that a crash never leaves a half-written one, and reading side files safely.
 
-Every artifact and baseline is written to a temporary file in the same folder, flushed and
-fsync'ed, then renamed over the target (an atomic operation on POSIX and Windows): a reader sees
-either the old file or the new one, never a mix.
+Every file the package writes (artifact, baseline, reports, converted golden sets, TREC runs) goes
+through :func:`atomic_write`: a temporary file with a unique name (``mkstemp``: created
+exclusively, so it never follows a symlink nor clobbers an existing file) in the destination
+folder, flushed and fsync'ed, then renamed over the target (an atomic operation on POSIX and
+Windows; a symlink at the target is replaced, not written through): a reader sees either the old
+file or the new one, never a mix.
+
+Appending (``$GITHUB_STEP_SUMMARY``) cannot be made atomic by a rename, since other steps' text
+is already in the file. :func:`append_text` is all-or-nothing instead: the whole text goes in one
+``write`` on an ``O_APPEND`` descriptor, and when that comes back short or fails (a full disk),
+the file is truncated back to the size it had before, so it never ends with a cut report. (One
+job's steps run one after another, so nothing else appends meanwhile.)
+
+:func:`read_text_file` reads a file we did not write (a baseline, an artifact, a doc-id map): a
+regular file only (a symlink to ``/dev/zero`` or a FIFO would never end), at most
+:data:`MAX_READ_BYTES`, UTF-8 with the line of a bad byte.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -72,7 +87,12 @@ def atomic_write(
             os.umask(umask)
             mode = 0o666 & ~umask
         os.chmod(temp_name, mode)
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+        # backslashreplace: a lone surrogate in user text (an id a retriever returned) is
+        # written as \udXXX, which inside a JSON string is the escape of the same code point,
+        # instead of failing the whole write.
+        with os.fdopen(
+            handle, "w", encoding="utf-8", errors="backslashreplace", newline="\n"
+        ) as out:
             write(out)
             out.flush()
             os.fsync(out.fileno())
@@ -90,6 +110,115 @@ def atomic_write(
                 )
             ) from None
         raise
+
+
+#: The largest side file :func:`read_text_file` reads (a baseline of 100,000 queries is ~150 MB).
+MAX_READ_BYTES = 512 * 1024 * 1024
+
+
+def read_text_file(
+    path: str | os.PathLike[str], *, what: str = "file", limit: int = MAX_READ_BYTES
+) -> str:
+    """The UTF-8 text (a BOM tolerated) of the regular file ``path``, at most ``limit`` bytes.
+
+    A missing file raises ``FileNotFoundError`` (callers say how to create it); anything else
+    that makes the file unreadable (a folder, a device or pipe, too large, not UTF-8, no
+    permission) is an :class:`~pytest_retrieval.errors.InputError` naming the file.
+    """
+    name = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(name, flags)
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError:
+        raise InputError(
+            Problem(f"the {what} path is a directory", fix="name a file", source=name)
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            Problem(f"the {what} cannot be read: {exc.strerror or exc}", source=name)
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(
+                Problem(f"the {what} path is a directory", fix="name a file", source=name)
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(
+                Problem(
+                    f"the {what} is not a regular file (a device, a pipe or a socket)",
+                    fix="name a plain file",
+                    source=name,
+                )
+            )
+        if info.st_size > limit:
+            raise InputError(
+                Problem(
+                    f"the {what} is {info.st_size:,} bytes, more than the {limit:,} this "
+                    "version reads",
+                    fix="check that it is the file you meant",
+                    source=name,
+                )
+            )
+        chunks = []
+        size = 0
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except OSError as exc:
+                raise InputError(
+                    Problem(f"the {what} cannot be read: {exc.strerror or exc}", source=name)
+                ) from None
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:  # grew while read
+                raise InputError(Problem(f"the {what} is larger than {limit:,} bytes", source=name))
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            Problem(
+                f"the {what} cannot be read: it is not UTF-8 ({exc.reason} at byte {exc.start})",
+                fix="save the file as UTF-8",
+                source=name,
+                line=raw.count(b"\n", 0, exc.start) + 1,
+            )
+        ) from None
+
+
+def append_text(path: str | os.PathLike[str], text: str) -> None:
+    """Append ``text`` to ``path`` (created if missing), all or nothing.
+
+    On a short or failed write (a full disk) the file is truncated back to its size before the
+    call and the ``OSError`` is raised: a reader never sees part of ``text``. See the module's
+    docstring for why this is sound for ``$GITHUB_STEP_SUMMARY``.
+    """
+    data = text.encode("utf-8", "backslashreplace")
+    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        info = os.fstat(fd)
+        regular = stat.S_ISREG(info.st_mode)
+        before = info.st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            if regular:
+                os.fsync(fd)
+        except BaseException:
+            if regular:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, before)
+            raise
+    finally:
+        os.close(fd)
 
 
 def path_problem(path: str | os.PathLike[str], *, what: str = "file") -> Problem | None:

@@ -7,7 +7,7 @@ never imports what draws it.
 
 The baseline-update policy: a baseline is written only with the update flag, only when the
 retriever ran, and never from a run where queries failed (a baseline must not record failures as
-quality).
+quality) or that was interrupted (an interrupted session writes nothing at all).
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .session import RetrievalSession
-from .verdict import EXIT_OK, EXIT_TESTS_FAILED, EXIT_USAGE_ERROR
+from .verdict import EXIT_INTERRUPTED, EXIT_OK, EXIT_TESTS_FAILED, EXIT_USAGE_ERROR
+
+#: The one line an interrupted session prints.
+INTERRUPTED = (
+    "pytest-retrieval: interrupted (Ctrl-C or a collection error): no baseline and no report "
+    "written, no verdict"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +69,10 @@ def finish(
     """
     if is_worker:
         raise RuntimeError("the baseline is written by the controller, never by a worker")
+    if exit_status == EXIT_INTERRUPTED:
+        # Ctrl-C (or a collection error, which pytest reports with the same status): whatever
+        # ran is partial, so nothing is written, and no verdict is claimed of it.
+        return Finish(exit_status=EXIT_INTERRUPTED, notes=[Line(INTERRUPTED, "red")])
     from .report.terminal import render_gates, render_summary
 
     settings = session.settings

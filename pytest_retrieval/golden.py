@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import GoldenSetError, Problem
+from .text import first_surrogate, has_surrogate, leakage_key
 
 # Names that moved to formats/ (the model imports no format). Old imports such as
 # ``from pytest_retrieval.golden import load_golden`` keep working: they resolve on first use,
@@ -82,18 +83,49 @@ _ASCII_PUNCTUATION = str.maketrans(
 
 
 def normalise_text(text: str) -> str:
-    """The form of a query text used to detect leakage between splits.
+    """The form of a query text used to detect leakage between splits (never the fingerprint,
+    which hashes the text as written).
 
-    Case-folded, punctuation (Unicode category P*) deleted, runs of white space collapsed to one
-    space and trimmed: ``"What's  the Refund-window?"`` becomes ``"whats the refundwindow"``.
+    NFKC-normalised and case-folded (:func:`~pytest_retrieval.text.leakage_key`: "café" in NFC
+    and in NFD, "ＣＡＦÉ" and "cafe\u0301" are one text), punctuation (Unicode category P*)
+    deleted, runs of white space collapsed to one space and trimmed:
+    ``"What's  the Refund-window?"`` becomes ``"whats the refundwindow"``.
     """
     if text.isascii():
         folded = text.translate(_ASCII_PUNCTUATION).lower()
     else:
         folded = "".join(
-            ch for ch in text if not unicodedata.category(ch).startswith("P")
-        ).casefold()
+            ch for ch in leakage_key(text) if not unicodedata.category(ch).startswith("P")
+        )
     return " ".join(folded.split())
+
+
+def surrogate_problem(value: str, what: str) -> str | None:
+    """Why ``value`` cannot be stored (a lone surrogate, e.g. from a JSON ``"\\ud800"``
+    escape, is not a character and cannot be written as UTF-8), or None."""
+    found = first_surrogate(value) if has_surrogate(value) else None
+    if found is None:
+        return None
+    return f"{what} contains a lone surrogate ({found}), which is not a character"
+
+
+#: Fix for :func:`surrogate_problem`.
+SURROGATE_FIX = "write the character itself, or a pair of \\u escapes for one beyond U+FFFF"
+
+#: The highest grade a golden set may give (``2**grade - 1`` must stay a finite float). Grades
+#: are relevance levels such as 0-3; a larger number is almost always a score or a typo.
+MAX_GRADE = 1000
+
+#: Fix for a grade above :data:`MAX_GRADE`.
+MAX_GRADE_FIX = f"grades are relevance levels (0 to {MAX_GRADE}): rescale the labels"
+
+
+def describe_grade(value: int) -> str:
+    """A grade for a message: digits, or how many there are when that is too long to show."""
+    digits = len(str(abs(value))) if value.bit_length() < 20_000 else None
+    if digits is not None and digits <= 20:
+        return str(value)
+    return f"a number of {digits or 'over 6,000'} digits"
 
 
 def _query_problems(
@@ -119,6 +151,10 @@ def _query_problems(
                 field="text",
             )
         )
+    for value, what, where in ((query_id, "query id", "id"), (text, "text", "text")):
+        bad = surrogate_problem(value, what) if isinstance(value, str) else None
+        if bad is not None:
+            problems.append(Problem(bad, SURROGATE_FIX, query_id=None, field=where))
     grades: dict[str, int] = {}
     pairs: Iterable[tuple[object, object]]
     if isinstance(judgments, Mapping):
@@ -146,11 +182,22 @@ def _query_problems(
                     field="relevant",
                 )
             )
+        elif (bad := surrogate_problem(doc, "doc id")) is not None:
+            problems.append(Problem(bad, SURROGATE_FIX, query_id=qid, field="relevant"))
         elif type(grade) is not int or grade < 0:
             problems.append(
                 Problem(
                     f"grade of {doc!r} must be an integer >= 0, got {grade!r}",
                     "use 0 for judged not relevant and 1 or more for relevant",
+                    query_id=qid,
+                    field="relevant",
+                )
+            )
+        elif grade > MAX_GRADE:
+            problems.append(
+                Problem(
+                    f"grade of {doc!r} is {describe_grade(grade)}, above the maximum {MAX_GRADE}",
+                    MAX_GRADE_FIX,
                     query_id=qid,
                     field="relevant",
                 )
@@ -303,7 +350,9 @@ def compute_fingerprint(queries: Iterable[Query]) -> str:
         ensure_ascii=False,
         default=_encode_default,
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    # "surrogatepass": a text without lone surrogates (every loaded one) encodes exactly as
+    # plain UTF-8; one from code that slipped past the checks hashes instead of crashing.
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _where(index: int, lines: Sequence[int | None] | None) -> str:

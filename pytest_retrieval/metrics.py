@@ -30,6 +30,7 @@ from itertools import islice
 from typing import Literal
 
 from .errors import InputError, Problem
+from .text import parse_int
 
 Gain = Literal["exponential", "linear"]
 Relevance = Collection[str] | Mapping[str, int]
@@ -168,6 +169,28 @@ def _gain_value(grade: float, gain: Gain) -> float:
     return float(2**grade - 1) if gain == "exponential" else float(grade)
 
 
+#: The highest grade whose exponential gain (2**g - 1, summed over a ranking) is computed as is:
+#: 2**1024 no longer fits a float. Loaded golden sets never exceed it (``MAX_GRADE``).
+SAFE_TOP_GRADE = 1000
+
+
+def scaled_gain(grade: int, gain: Gain, top: int) -> float:
+    """The gain of ``grade`` in a query whose highest grade is ``top``, scaled so that it stays
+    finite: unchanged for ``top <= SAFE_TOP_GRADE``, else multiplied by one constant per query
+    (a power of two for the exponential gain, ``1/top`` for the linear one), which leaves NDCG
+    (a ratio of two sums over the same query) unchanged."""
+    if grade <= 0:
+        return 0.0
+    if gain == "exponential":
+        if top <= SAFE_TOP_GRADE:
+            return 2.0**grade - 1.0
+        shift = top - SAFE_TOP_GRADE
+        return math.ldexp(1.0, grade - shift) - math.ldexp(1.0, -shift)
+    if top <= 2**SAFE_TOP_GRADE:
+        return float(grade)
+    return grade / top
+
+
 def dcg(grades: Iterable[float], *, gain: Gain = "exponential") -> float:
     """DCG = Σ gain(grade_i) / log2(i + 1) over ranks i = 1, 2, ... of a list of grades.
 
@@ -212,7 +235,16 @@ def ndcg_at_k(
         seen.add(doc)
         actual.append(grades.get(doc, 0))
     ideal = positive if k is None else positive[:k]
+    top = positive[0]
+    if top > SAFE_TOP_GRADE:  # 2**grade would overflow: scale both sums alike
+        return _scaled_dcg(actual, gain, top) / _scaled_dcg(ideal, gain, top)
     return dcg(actual, gain=gain) / dcg(ideal, gain=gain)
+
+
+def _scaled_dcg(grades: Sequence[int], gain: Gain, top: int) -> float:
+    return sum(
+        scaled_gain(grade, gain, top) / math.log2(rank + 1) for rank, grade in enumerate(grades, 1)
+    )
 
 
 # --- MetricSpec ----------------------------------------------------------------------------
@@ -308,13 +340,13 @@ class MetricSpec:
             raise _metric_error(raw, "unknown metric name", _suggestion(name_text, k_text))
         k: int | None = None
         if k_text is not None:
-            if not k_text.isdigit() or int(k_text) < 1:
+            k = parse_int(k_text)  # ASCII digits only: "²" passes isdigit() but not int()
+            if k is None or k < 1:
                 raise _metric_error(
                     raw,
                     f"the cutoff {k_text!r} is not a positive integer",
                     f"write a cutoff such as {name}@10",
                 )
-            k = int(k_text)
         if name in _K_REQUIRED and k is None:
             raise _metric_error(raw, f"{name} needs a cutoff", f"write e.g. {name}@10")
         if name in _K_FORBIDDEN and k is not None:
@@ -333,8 +365,8 @@ def _suggestion(name_text: str, k_text: str | None) -> str:
     name = _ALIASES[close[0]]
     if name in _K_FORBIDDEN:
         guess = name
-    elif k_text is not None and k_text.isdigit() and int(k_text) >= 1:
-        guess = f"{name}@{int(k_text)}"
+    elif k_text is not None and (cutoff := parse_int(k_text)) is not None and cutoff >= 1:
+        guess = f"{name}@{cutoff}"
     elif name in _K_REQUIRED:
         guess = f"{name}@10"
     else:

@@ -103,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
             settings, rootdir=config.rootpath, on_skip=pytest.skip, on_sealed=_skip
         )
     except InputError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(_safe(str(exc))) from None
     plugin = RetrievalPlugin(config, session)
     config.stash[_STATE] = plugin
     context = activate(session)
@@ -135,6 +135,14 @@ def _refuse_flags_without_golden(config: pytest.Config) -> None:
     raise pytest.UsageError(
         flag_without_golden(given[0], config.rootpath, config.inipath or "none found")
     )
+
+
+def _safe(text: str) -> str:
+    """Our message, with no line starting as a GitHub Actions workflow command (``::``): user
+    text inside it is escaped already, this is the last guard before the log."""
+    from .text import guard_lines
+
+    return guard_lines(text)
 
 
 def _skip(reason: str) -> NoReturn:
@@ -200,7 +208,8 @@ class RetrievalPlugin:
         """Explain ``assert recall_at(50) >= 0.9`` with the score's worst queries."""
         gates = sys.modules.get("pytest_retrieval.gates")
         # Cheap for every other assertion of the suite: only our own Score is explained.
-        return None if gates is None else gates.explain_comparison(op, left, right)
+        lines = None if gates is None else gates.explain_comparison(op, left, right)
+        return None if lines is None else [_safe(line) for line in lines]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
@@ -245,15 +254,15 @@ class RetrievalPlugin:
         if done.summary:
             terminalreporter.write_sep("=", "retrieval")
             for line in done.summary:
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(_safe(line))
         if done.gates:
             failed = done.gates_failed
             terminalreporter.write_sep("=", done.gates_title, red=failed, green=not failed)
             for line in done.gates:
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(_safe(line))
         for note in done.notes:
             colour = {note.colour: True} if note.colour else {}
-            terminalreporter.write_line(note.text, **colour)
+            terminalreporter.write_line(_safe(note.text), **colour)
 
 
 class _XdistHooks:
@@ -285,6 +294,7 @@ def _usage_error(config: pytest.Config, message: str) -> NoReturn:
     In an xdist worker, pytest.exit would crash the controller (an INTERNALERROR that loses the
     message): there the test fails with the message, and the controller exits with 4.
     """
+    message = _safe(message)
     if hasattr(config, "workerinput"):
         config.workeroutput[_USAGE_KEY] = message  # type: ignore[attr-defined]
         raise pytest.fail.Exception(message, pytrace=False) from None  # not "during handling"
@@ -427,7 +437,7 @@ def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOu
     except InputError as exc:  # a replay the cache cannot serve
         _usage_error(active.config, str(exc))
     except TypeError as exc:  # the retriever object has no usable method
-        active.run_error = f"pytest-retrieval: {exc}"
+        active.run_error = _safe(f"pytest-retrieval: {exc}")
         pytest.fail(active.run_error, pytrace=False)
 
 
@@ -473,7 +483,7 @@ class _GateItem(pytest.Function):
         # A gate naming a stage the run does not have (stage=reranker without a reranker) is
         # the gate line's mistake: its message, without a traceback through the plugin.
         if isinstance(excinfo.value, (_GateFailed, GateUsageError)):
-            return str(excinfo.value)
+            return _safe(str(excinfo.value))
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

@@ -21,6 +21,7 @@ from typing import Any
 from .baseline import QuerySnapshot, Snapshot, round_value
 from .declared import Budget
 from .gates import Selection
+from .text import for_terminal
 from .verdict import Status
 
 #: Differences of means smaller than this are float noise when comparing a drop with a budget.
@@ -47,9 +48,12 @@ class QueryDiff:
         def rank(value: int | None) -> str:
             return "—" if value is None else str(value)
 
-        moved = "; ".join(f"{doc}: rank {rank(a)} → {rank(b)}" for doc, a, b in self.moves[:4])
+        # User ids are escaped (for_terminal): one with a newline cannot start a log line.
+        moved = "; ".join(
+            f"{for_terminal(doc)}: rank {rank(a)} → {rank(b)}" for doc, a, b in self.moves[:4]
+        )
         more = f" (+{len(self.moves) - 4} more)" if len(self.moves) > 4 else ""
-        return f"{self.query_id}: {metric} {self.before:.4f} → {self.after:.4f}" + (
+        return f"{for_terminal(self.query_id)}: {metric} {self.before:.4f} → {self.after:.4f}" + (
             f"; {moved}{more}" if moved else ""
         )
 

@@ -11,6 +11,7 @@ from :data:`OPTIONS` and hands the raw values to :func:`resolve`.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from .errors import InputError, Problem
 from .metrics import METRIC_NAMES, MetricSpec, check_gain
+from .text import parse_int
 
 IniType = Literal["string", "linelist", "bool"]
 
@@ -28,33 +30,41 @@ class _Invalid(ValueError):
 
 def _positive_int(text: str) -> int:
     text = text.strip()
-    if not text.isdigit() or int(text) < 1:
+    value = parse_int(text)  # ASCII digits only: "²" passes str.isdigit() but not int()
+    if value is None or value < 1:
         raise _Invalid(f"{text!r} is not a positive integer")
-    return int(text)
+    return value
 
 
 def _non_negative_int(text: str) -> int:
     text = text.strip()
-    if not text.isdigit():
+    value = parse_int(text)
+    if value is None:
         raise _Invalid(f"{text!r} is not an integer >= 0")
-    return int(text)
+    return value
 
 
-def _non_negative_float(text: str) -> float:
+def _number(text: str) -> float:
+    # float() also reads "1_0", non-ASCII digits and "infinity": a setting is plain ASCII.
     try:
-        value = float(text)
+        if not text.strip().isascii():
+            raise ValueError(text)
+        return float(text)
     except ValueError:
         raise _Invalid(f"{text!r} is not a number") from None
+
+
+def _seconds(text: str) -> float:
+    value = _number(text)
     if math.isnan(value) or value < 0:
         raise _Invalid(f"{text!r} is not a number >= 0")
+    if math.isinf(value):
+        raise _Invalid(f"{text!r} is not a finite number of seconds; 0 means no limit")
     return value
 
 
 def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise _Invalid(f"{text!r} is not a number") from None
+    value = _number(text)
     if not 0.0 < value < 1.0:
         raise _Invalid(f"{text!r} is not a number strictly between 0 and 1")
     return value
@@ -376,7 +386,7 @@ OPTIONS: tuple[Option, ...] = (
         "timeout",
         "seconds one query may take before it counts as failed (default 60; 0 = no limit)",
         60.0,
-        _non_negative_float,
+        _seconds,
         metavar="SECONDS",
     ),
     Option(
@@ -693,14 +703,16 @@ def resolve(
 
 
 def _resolve_paths(value: Any, base: Path) -> Any:
+    # abspath, not Path.resolve(): resolving follows symlinks, so an output path that is a link
+    # became its target, and the atomic writer then replaced the user's file it pointed to.
     if isinstance(value, tuple) and value and isinstance(value[0], tuple):  # (stage, path)
         return tuple((stage, _resolve_paths(path, base)) for stage, path in value)
     if isinstance(value, list):
         return tuple(
-            str((base / item).resolve()) if not Path(item).is_absolute() else item for item in value
+            os.path.abspath(base / item) if not Path(item).is_absolute() else item for item in value
         )
     if isinstance(value, str):
-        return str((base / value).resolve()) if not Path(value).is_absolute() else value
+        return os.path.abspath(base / value) if not Path(value).is_absolute() else value
     return value
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from plugin_helpers import CONFTEST, GOLDEN, RetrievalProject, conftest_with
+from plugin_helpers import CONFTEST, GOLDEN, QUIET_PLUGINS, RetrievalProject, conftest_with
 
 USAGE = pytest.ExitCode.USAGE_ERROR
 FAILED = pytest.ExitCode.TESTS_FAILED
@@ -110,6 +110,28 @@ def failing_on_sso(statement: str, *, is_async: bool = False) -> str:
     )
 
 
+def baseline_with(**changes: object) -> str:
+    """FOREIGN_BASELINE with top-level fields replaced (``stages="retriever"``) or, for
+    ``metrics_of_other``, the metrics of its one query replaced."""
+    document = json.loads(FOREIGN_BASELINE)
+    metrics = changes.pop("metrics_of_other", None)
+    if metrics is not None:
+        document["queries"]["other"]["metrics"]["retriever"] = metrics
+    document.update(changes)
+    return json.dumps(document, indent=2)
+
+
+def seeded_baseline(value: str) -> str:
+    """FOREIGN_BASELINE with recall@3 of its one query written as the raw JSON ``value``."""
+    return FOREIGN_BASELINE.replace('"recall@3": 1.0,', f'"recall@3": {value},', 1)
+
+
+#: Interrupt the session (as Ctrl-C does) from the test, after the retriever ran.
+CTRL_C_AFTER_THE_RUN = "def test_run(retrieval_run):\n    raise KeyboardInterrupt\n"
+
+INTERRUPTED = pytest.ExitCode.INTERRUPTED
+
+
 @dataclass(frozen=True)
 class Case:
     """One bad input: the project to write, the expected exit status and message fragments."""
@@ -136,6 +158,10 @@ class Case:
     xdist: bool = False
     #: Whether pytest.ini names the golden set.
     golden_in_ini: bool = True
+    #: Symlinks to create: link name -> target (absolute, or relative to the project).
+    symlinks: Mapping[str, str] = field(default_factory=dict)
+    #: Environment variables for the run.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def rewrites_artifact(self) -> bool:
@@ -742,6 +768,387 @@ CASES = [
         args=("--retrieval-json", "blocker/out.json"),
         files={"blocker": "a file"},
     ),
+    # === the second catalogue (issue 14) ========================================================
+    # --- Unicode -------------------------------------------------------------------------------
+    Case(
+        # A JSON escape can spell half of a UTF-16 pair; UTF-8 cannot encode it (the fingerprint
+        # crashed with exit 3).
+        "golden-text-with-a-lone-surrogate",
+        USAGE,
+        (
+            "golden.jsonl:2: query 'a', field 'text': query text contains a lone surrogate "
+            "(U+D800), which is not a character",
+            "write the character itself",
+        ),
+        golden='{"version": 1}\n{"id": "a", "text": "caf\\ud800", "relevant": ["x"]}\n',
+        golden_name="golden.jsonl",
+    ),
+    Case(
+        "golden-doc-id-with-a-lone-surrogate",
+        USAGE,
+        ("golden.jsonl:2: query 'a', field 'relevant': doc id contains a lone surrogate (U+DC00)",),
+        golden='{"version": 1}\n{"id": "a", "text": "t", "relevant": ["x\\udc00"]}\n',
+        golden_name="golden.jsonl",
+    ),
+    Case(
+        "golden-query-id-with-a-lone-surrogate",
+        USAGE,
+        ("golden.json: field 'queries[0].id': query id contains a lone surrogate (U+DFFF)",),
+        golden='{"version": 1, "queries": [{"id": "q\\udfff", "text": "t", "relevant": ["x"]}]}',
+        golden_name="golden.json",
+    ),
+    Case(
+        # "café menu" in NFC (é is one code point) and in NFD (e + a combining acute accent).
+        "golden-leakage-between-nfc-and-nfd",
+        USAGE,
+        (
+            "golden.yaml:4: query 'b', field 'text': leakage: the same text as query 'a' (on "
+            "line 3) is in split 'heldout' and in split 'tune'",
+        ),
+        golden=(
+            'version: 1\nqueries:\n  - {id: a, text: "caf\u00e9 menu", relevant: [x]}\n'
+            '  - {id: b, text: "CAFE\u0301 MENU", relevant: [y], split: heldout}\n'
+        ),
+    ),
+    Case(
+        # Full-width letters and the "ﬁ" ligature are compatibility forms: NFKC folds them.
+        "golden-leakage-between-compatibility-forms",
+        USAGE,
+        ("query 'b', field 'text': leakage: the same text as query 'a'",),
+        golden=(
+            'version: 1\nqueries:\n  - {id: a, text: "file refund", relevant: [x]}\n'
+            '  - {id: b, text: "\ufb01le \uff32\uff25\uff26\uff35\uff2e\uff24", relevant: [y], '
+            "split: heldout}\n"
+        ),
+    ),
+    Case(
+        "cutoffs-a-superscript-digit",
+        USAGE,
+        ("`retrieval_ks = \u00b2` in pytest.ini: '\u00b2' is not a positive integer",),
+        ini={"retrieval_ks": "\u00b2"},
+    ),
+    Case(
+        "cutoffs-arabic-indic-digits",
+        USAGE,
+        ("'\u0661\u0660' is not a positive integer",),
+        ini={"retrieval_ks": "\u0661\u0660"},
+    ),
+    Case(
+        # int() reads "1_0" as 10: a typo must not become a cutoff.
+        "cutoffs-with-an-underscore",
+        USAGE,
+        ("`retrieval_ks = 1_0` in pytest.ini: '1_0' is not a positive integer",),
+        ini={"retrieval_ks": "1_0"},
+    ),
+    Case(
+        "metric-cutoff-a-superscript-digit-in-a-gate",
+        USAGE,
+        (
+            "retrieval_thresholds: 'recall@\u00b2 >= 0.5'",
+            "the cutoff '\u00b2' is not a positive integer",
+            "write a cutoff such as recall@10",
+        ),
+        ini={"retrieval_thresholds": "recall@\u00b2 >= 0.5"},
+    ),
+    Case(
+        "metric-cutoff-a-superscript-digit-in-settings",
+        USAGE,
+        (
+            "`retrieval_metrics = ndcg@\u00b2` in pytest.ini",
+            "the cutoff '\u00b2' is not a positive",
+        ),
+        ini={"retrieval_metrics": "ndcg@\u00b2"},
+    ),
+    # --- numbers -------------------------------------------------------------------------------
+    Case(
+        # 2**1024 - 1 does not fit a float: the exponential gain overflowed (a traceback).
+        "golden-grade-of-1024",
+        USAGE,
+        (
+            "golden.yaml:3:33: query 'a', field 'relevant': grade 1024 is above the maximum 1000",
+            "grades are relevance levels (0 to 1000): rescale the labels",
+        ),
+        golden="version: 1\nqueries:\n  - {id: a, text: t, relevant: {x: 1024}}\n",
+    ),
+    Case(
+        "golden-grade-of-5000-digits-in-json",
+        USAGE,
+        (
+            "golden.json: a number is too long to read (Exceeds the limit (4300 digits)",
+            "a grade is a small integer (0 to 1000)",
+        ),
+        golden='{"version": 1, "queries": [{"id": "a", "text": "t", "relevant": {"x": '
+        + "9" * 5000
+        + "}}]}",
+        golden_name="golden.json",
+    ),
+    Case(
+        "golden-grade-of-5000-digits-in-csv",
+        USAGE,
+        (
+            "golden.csv:2: query 'a', field 'relevant': grade a number of 5000 digits is above "
+            "the maximum 1000",
+        ),
+        golden="query_id,doc_id,grade,text\na,x," + "9" * 5000 + ",t\n",
+        golden_name="golden.csv",
+    ),
+    Case(
+        "golden-grade-a-superscript-digit-in-csv",
+        USAGE,
+        ("golden.csv:2: query 'a', field 'relevant': grade must be an integer, got '\u00b2'",),
+        golden="query_id,doc_id,grade,text\na,x,\u00b2,t\n",
+        golden_name="golden.csv",
+    ),
+    Case(
+        "golden-grade-of-2000-in-trec-qrels",
+        USAGE,
+        ("golden.qrels:1: query 'a': grade 2000 is above the maximum 1000",),
+        golden="a 0 x 2000\n",
+        golden_name="golden.qrels",
+        ini={"retrieval_golden_format": "trec"},
+    ),
+    Case(
+        "timeout-infinite",
+        USAGE,
+        (
+            "`retrieval_timeout = inf` in pytest.ini: 'inf' is not a finite number of seconds; 0 "
+            "means no limit",
+        ),
+        ini={"retrieval_timeout": "inf"},
+    ),
+    Case(
+        "timeout-nan",
+        USAGE,
+        ("`retrieval_timeout = nan` in pytest.ini: 'nan' is not a number >= 0",),
+        ini={"retrieval_timeout": "nan"},
+    ),
+    Case(
+        "seed-of-5000-digits",
+        USAGE,
+        ("is not an integer >= 0", "--retrieval-seed"),
+        ini={"retrieval_seed": "7" * 5000},
+    ),
+    Case(
+        "alpha-infinite",
+        USAGE,
+        ("`retrieval_alpha = inf` in pytest.ini: 'inf' is not a number strictly between 0 and 1",),
+        ini={"retrieval_alpha": "inf"},
+    ),
+    # --- tampered or foreign baselines ---------------------------------------------------------
+    Case(
+        "baseline-value-is-a-string",
+        USAGE,
+        (
+            "baseline.json: query 'other', field 'metrics.retriever': recall@3 = 'high' is not a "
+            "number between 0 and 1 (or null)",
+            "recreate it with --retrieval-update-baseline",
+        ),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": seeded_baseline('"high"')},
+    ),
+    Case(
+        "baseline-value-is-nan",
+        USAGE,
+        ("query 'other', field 'metrics.retriever': recall@3 = nan is not a number between 0",),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": seeded_baseline("NaN")},
+    ),
+    Case(
+        "baseline-value-above-one",
+        USAGE,
+        ("recall@3 = 7.5 is not a number between 0 and 1",),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": seeded_baseline("7.5")},
+    ),
+    Case(
+        "baseline-stages-is-a-string",
+        USAGE,
+        ("baseline.json: field 'stages': \"stages\" must be a non-empty list of stage names",),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": baseline_with(stages="retriever")},
+    ),
+    Case(
+        # Silently compared on fewer queries before: recall@3 would have had no value for it.
+        "baseline-one-querys-metric-removed",
+        USAGE,
+        (
+            "baseline.json: query 'other', field 'metrics.retriever': recall@3 missing, so it "
+            "would be compared on fewer queries than the other metrics",
+        ),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": baseline_with(metrics_of_other={"ndcg@3": 1.0, "mrr": 1.0})},
+    ),
+    Case(
+        "baseline-queries-is-a-list",
+        USAGE,
+        ("baseline.json: field 'queries': \"queries\" must be an object of query id -> entry",),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": baseline_with(queries=[])},
+    ),
+    Case(
+        "baseline-with-a-number-of-5000-digits",
+        USAGE,
+        ("baseline.json: baseline holds a number too long to read",),
+        ini={"retrieval_baseline": "baseline.json"},
+        files={"baseline.json": seeded_baseline("1" * 5000)},
+    ),
+    Case(
+        # Read until memory ran out before.
+        "baseline-is-a-symlink-to-dev-zero",
+        USAGE,
+        (
+            "baseline.json: the baseline is not a regular file (a device, a pipe or a socket)",
+            "name a plain file",
+        ),
+        ini={"retrieval_baseline": "baseline.json"},
+        symlinks={"baseline.json": "/dev/zero"},
+    ),
+    # --- side files ----------------------------------------------------------------------------
+    Case(
+        # The é of "café" in Latin-1 (0xE9) on line 2: a UnicodeDecodeError (exit 1) before.
+        "doc-id-map-in-latin-1",
+        USAGE,
+        (
+            "chunks.tsv:2: retrieval_doc_id_map: the doc-id map cannot be read: it is not UTF-8",
+            "save the file as UTF-8",
+        ),
+        ini={"retrieval_doc_id_map": "chunks.tsv"},
+        files={"chunks.tsv": b"okta\tokta\ncaf\xe9\tcafe\n"},
+    ),
+    Case(
+        "doc-id-map-is-a-symlink-to-dev-zero",
+        USAGE,
+        ("retrieval_doc_id_map: the doc-id map is not a regular file",),
+        ini={"retrieval_doc_id_map": "chunks.tsv"},
+        symlinks={"chunks.tsv": "/dev/zero"},
+    ),
+    # --- BaseException from user code ----------------------------------------------------------
+    Case(
+        # The doc-id function runs on every returned item, so every query fails with it.
+        "doc-id-function-raises-systemexit",
+        FAILED,
+        ("4 queries failed", "refund [retriever] SystemExit: 3"),
+        ini={"retrieval_doc_id": "docids_exit:to_doc"},
+        files={"docids_exit.py": "def to_doc(item):\n    raise SystemExit(3)\n"},
+        failed_queries=("refund", "sso", "invoice", "fax"),
+    ),
+    Case(
+        "doc-id-function-raises-generatorexit",
+        FAILED,
+        ("4 queries failed", "sso [retriever] GeneratorExit: closed"),
+        ini={"retrieval_doc_id": "docids_closed:to_doc"},
+        files={"docids_closed.py": "def to_doc(item):\n    raise GeneratorExit('closed')\n"},
+        failed_queries=("refund", "sso", "invoice", "fax"),
+    ),
+    # --- interrupts ----------------------------------------------------------------------------
+    Case(
+        # Exit 1 and "no test ran the retriever" before; the old baseline must stay.
+        "ctrl-c-before-the-run-with-the-update-flag",
+        INTERRUPTED,
+        (
+            "pytest-retrieval: interrupted (Ctrl-C or a collection error): no baseline and no "
+            "report written, no verdict",
+        ),
+        args=("--retrieval-baseline", "baseline.json", "--retrieval-update-baseline"),
+        files={"baseline.json": FOREIGN_BASELINE},
+        conftest=retriever("raise KeyboardInterrupt"),
+        absent=("no test ran the retriever", "baseline written", "baseline not written"),
+        runs=False,
+    ),
+    Case(
+        # The run is complete but the session is not: no baseline, no artifact.
+        "ctrl-c-after-the-run-with-the-update-flag",
+        INTERRUPTED,
+        ("pytest-retrieval: interrupted (Ctrl-C or a collection error): no baseline",),
+        args=("--retrieval-baseline", "baseline.json", "--retrieval-update-baseline"),
+        files={"baseline.json": FOREIGN_BASELINE},
+        tests=CTRL_C_AFTER_THE_RUN,
+        absent=("baseline written", "JSON artifact written"),
+        runs=False,
+    ),
+    Case(
+        "ctrl-c-after-the-run-writes-no-report",
+        INTERRUPTED,
+        ("pytest-retrieval: interrupted",),
+        args=("--retrieval-markdown", "report.md"),
+        tests=CTRL_C_AFTER_THE_RUN,
+        absent=("JSON artifact written", "Markdown report written", "retrieval gates"),
+        runs=False,
+    ),
+    Case(
+        "collection-error-with-the-update-flag",
+        INTERRUPTED,
+        ("pytest-retrieval: interrupted (Ctrl-C or a collection error)",),
+        args=("--retrieval-baseline", "baseline.json", "--retrieval-update-baseline"),
+        files={"baseline.json": FOREIGN_BASELINE},
+        tests="def test_run(:\n",
+        absent=("no test ran the retriever",),
+        runs=False,
+    ),
+    # --- output injection ----------------------------------------------------------------------
+    Case(
+        # GitHub Actions runs a log line starting with '::' as a workflow command.
+        "exception-message-with-a-workflow-command",
+        FAILED,
+        ("sso [retriever] ConnectionError: down\\n::add-mask::secret\\n::error::pwned",),
+        conftest=failing_on_sso(
+            r"raise ConnectionError('down\n::add-mask::secret\n::error::pwned')"
+        ),
+        failed_queries=("sso",),
+    ),
+    Case(
+        "exception-message-with-terminal-escapes",
+        FAILED,
+        ("sso [retriever] ValueError: \\x1b[2J\\x1b[31mred\\r",),
+        conftest=failing_on_sso(r"raise ValueError('\x1b[2J\x1b[31mred\r')"),
+        failed_queries=("sso",),
+        absent=("\x1b[2J",),
+    ),
+    Case(
+        "query-id-that-is-a-workflow-command",
+        FAILED,
+        ("\\x3a:error::pwned [retriever] ConnectionError: down",),
+        golden=(
+            "version: 1\nqueries:\n  - {id: '::error::pwned', text: How do I set up SSO with "
+            "Okta?, relevant: [okta]}\n"
+        ),
+        conftest=failing_on_sso("raise ConnectionError('down')"),
+        failed_queries=("::error::pwned",),
+    ),
+    Case(
+        "query-id-with-a-newline-and-a-workflow-command",
+        FAILED,
+        ("a\\n::add-mask::x [retriever] ConnectionError: down",),
+        golden=(
+            'version: 1\nqueries:\n  - {id: "a\\n::add-mask::x", text: How do I set up SSO with '
+            "Okta?, relevant: [okta]}\n"
+        ),
+        conftest=failing_on_sso("raise ConnectionError('down')"),
+        failed_queries=("a\n::add-mask::x",),
+    ),
+    Case(
+        # The failed gate lists what the query missed: a doc id with a newline in it.
+        "doc-id-with-a-newline-in-a-failed-gate",
+        FAILED,
+        ("missed doc\\n::warning::pwned",),
+        golden=(
+            "version: 1\nqueries:\n  - {id: a, text: How do I set up SSO with Okta?, relevant: "
+            '["doc\\n::warning::pwned"]}\n'
+        ),
+        ini={"retrieval_thresholds": "recall@1 >= 0.5"},
+    ),
+    # --- writes ----------------------------------------------------------------------------------
+    Case(
+        # The artifact path is a symlink to a file of the user's: the link is replaced, the
+        # file it pointed to is never written through.
+        "artifact-path-is-a-symlink-to-another-file",
+        OK,
+        ("JSON artifact written to ", "out.json"),
+        args=("--retrieval-json", "out.json"),
+        files={"precious.txt": "do not overwrite me\n"},
+        symlinks={"out.json": "precious.txt"},
+        runs=True,
+    ),
     Case(
         # Found only when writing, after the run: the old artifact must survive it.
         "artifact-folder-unwritable",
@@ -773,7 +1180,15 @@ def _write(project: RetrievalProject, case: Case) -> dict[Path, bytes]:
         seeded[project.path / name] = data
     for path, data in seeded.items():
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink():
+            path.unlink()
         path.write_bytes(data)
+    for name, target in case.symlinks.items():
+        link = project.path / name
+        if link.exists() or link.is_symlink():
+            link.unlink()
+        seeded.pop(link, None)
+        link.symlink_to(target)
     return seeded
 
 
@@ -784,10 +1199,14 @@ def _artifact_path(case: Case) -> str:
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
 def test_a_bad_input_fails_cleanly_naming_its_source_and_fix(
-    retrieval_project: RetrievalProject, case: Case
+    retrieval_project: RetrievalProject, case: Case, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if case.needs_permissions and (sys.platform == "win32" or os.geteuid() == 0):
         pytest.skip("permissions cannot bite: root (or Windows) writes into read-only folders")
+    if case.symlinks and sys.platform == "win32":  # pragma: no cover
+        pytest.skip("symlinks need privileges on Windows")
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
     seeded = _write(retrieval_project, case)
     locked = retrieval_project.path / "locked"
     if case.needs_permissions:
@@ -796,7 +1215,12 @@ def test_a_bad_input_fails_cleanly_naming_its_source_and_fix(
         run = retrieval_project.run_subprocess if case.xdist else retrieval_project.run
         workers = ("-n", "2") if case.xdist else ()
         json_args = () if "--retrieval-json" in case.args else ("--retrieval-json", "out.json")
-        result = run(*json_args, *workers, *case.args)
+        if case.status == INTERRUPTED:  # in process, pytester would re-raise the Ctrl-C
+            result = retrieval_project.pytester.runpytest(
+                *QUIET_PLUGINS, *json_args, *case.args, no_reraise_ctrlc=True
+            )
+        else:
+            result = run(*json_args, *workers, *case.args)
     finally:
         if locked.exists():
             locked.chmod(0o755)
@@ -811,12 +1235,18 @@ def test_a_bad_input_fails_cleanly_naming_its_source_and_fix(
         assert fragment in output, f"{fragment!r} not in:\n{output}"
     for fragment in case.absent:
         assert fragment not in output
+    # No line can be a GitHub Actions workflow command because of user data.
+    commands = [line for line in output.splitlines() if line.lstrip().startswith(("::", "##["))]
+    assert commands == [], commands
 
     artifact = retrieval_project.path / _artifact_path(case)
     for path, data in seeded.items():
         if path == artifact and case.rewrites_artifact:
             continue  # rewritten by the run: checked below
         assert path.read_bytes() == data, f"{path.name} changed"
+    for name in case.symlinks:
+        if (retrieval_project.path / name) == artifact and case.rewrites_artifact:
+            assert not artifact.is_symlink()  # the link was replaced, not written through
     if case.rewrites_artifact:
         document = json.loads(artifact.read_text(encoding="utf-8"))
         assert document["schema"] == "pytest-retrieval/artifact"
@@ -828,5 +1258,5 @@ def test_a_bad_input_fails_cleanly_naming_its_source_and_fix(
 
 def test_the_catalogue_covers_every_exit_status_it_promises() -> None:
     # A catalogue of only usage errors would not show that a failed query is a failed session.
-    assert {c.status for c in CASES} == {USAGE, FAILED, OK}
+    assert {c.status for c in CASES} == {USAGE, FAILED, OK, INTERRUPTED}
     assert len({c.id for c in CASES}) == len(CASES)

@@ -1,7 +1,14 @@
 """The ``pytest-retrieval`` console script: the same pipeline as the plugin, without pytest.
 
 Exit status: 0 success, 1 a check failed (validation, gate), 2 usage error (bad option, missing
-or malformed file, unknown metric), each error printed as a clear message on stderr.
+or malformed file, unknown metric) or an interrupt (Ctrl-C), each error printed as a clear
+message on stderr.
+
+One error path: :func:`main` turns every usage error, whether argparse's (an unknown option, a
+value out of range), an :class:`~pytest_retrieval.errors.InputError` or an ``OSError`` from a
+file, into one line ``pytest-retrieval COMMAND: error: ...`` and exit status 2, with user text
+escaped (:func:`~pytest_retrieval.text.for_terminal`). Every file is written atomically, so
+Ctrl-C leaves none half-written.
 """
 
 from __future__ import annotations
@@ -9,13 +16,31 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ..errors import InputError
+from ..text import for_terminal, guard_line
 from .args import positive_int as positive_int  # re-exported: older imports
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """An argparse error: the command's name and one line of message."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with errors raised (not printed as usage + message and exited): :func:`main`
+    prints them as the one line every usage error is."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,12 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     from . import offline as offline_command
     from . import report as report_command
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pytest-retrieval",
         description="Score, validate and gate retrieval runs (the pytest plugin's CLI twin).",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser
+    )
     evaluate_command.register(subparsers)
     golden_command.register(subparsers)
     offline_command.register(subparsers)
@@ -43,24 +70,45 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.version:
-        from ..version import __version__
-
-        print(f"pytest-retrieval {__version__}")
-        return EXIT_OK
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+    command = "pytest-retrieval"
     try:
+        args = parser.parse_args(argv)
+        command = f"pytest-retrieval {args.command}" if getattr(args, "command", None) else command
+        if args.version:
+            from ..version import __version__
+
+            print(f"pytest-retrieval {__version__}")
+            return EXIT_OK
+        func = getattr(args, "func", None)
+        if func is None:
+            _error(command, "no command given; see `pytest-retrieval --help`")
+            return EXIT_USAGE
         status: int = func(args)
+    except SystemExit as exc:  # --help and --version of argparse: it printed, and exits
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except UsageError as exc:
+        hint = f"; see `{exc.prog} --help`"
+        _error(exc.prog, f"{exc}{hint}")
+        return EXIT_USAGE
     except InputError as exc:
-        print(f"pytest-retrieval {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        _error(command, _one_line(exc))
         return EXIT_USAGE
     except BrokenPipeError:  # pragma: no cover - e.g. piped into `head`
         return EXIT_OK
+    except (OSError, UnicodeError) as exc:  # a file the user named: unreadable, unwritable
+        where = getattr(exc, "filename", None)
+        reason = getattr(exc, "strerror", None) or str(exc)
+        _error(command, f"{where}: {reason}" if where else reason)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _error(command, "interrupted; no file was written half-way", label="")
+        return EXIT_USAGE
     return status
+
+
+def _error(command: str, message: str, *, label: str = "error: ") -> None:
+    """One line on stderr: the command, and the message with user text escaped."""
+    print(guard_line(f"{command}: {label}{for_terminal(message)}"), file=sys.stderr)
 
 
 def _one_line(exc: InputError) -> str:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError, Problem
+from ..text import for_terminal
 from .args import positive_int
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     rows: list[list[Any]]
     if args.per_query:
         rows = [
-            [qid, *(cell(values[m]) for m in metrics)]
+            [for_terminal(qid), *(cell(values[m]) for m in metrics)]
             for qid, values in evaluation.per_query.items()
         ]
         rows.append(["mean", *(cell(means[m]) for m in metrics)])

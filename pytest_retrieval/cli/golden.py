@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import GoldenSetError, InputError
 from ..formats.golden_io import READ_FORMATS, WRITE_FORMATS, load_golden, write_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
+from ..text import for_terminal, guard_lines
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -108,7 +109,8 @@ def _missing(args: argparse.Namespace, *paths: tuple[str, str | None]) -> bool:
     for what, path in paths:
         if path is not None and not os.path.exists(path):
             print(
-                f"pytest-retrieval golden {args.golden_command}: error: {what} not found: {path}",
+                f"pytest-retrieval golden {args.golden_command}: error: {what} not found: "
+                f"{for_terminal(path)}",
                 file=sys.stderr,
             )
             return True
@@ -128,7 +130,7 @@ def _load(args: argparse.Namespace, path: str, corpus: str | None = None) -> Gol
             heldout_split=getattr(args, "heldout_split", DEFAULT_HELDOUT_SPLIT),
         )
     except GoldenSetError as exc:
-        print(exc, file=sys.stderr)
+        print(guard_lines(str(exc)), file=sys.stderr)
         return EXIT_FAILED
 
 
@@ -240,10 +242,11 @@ def run_convert(args: argparse.Namespace) -> int:
     try:
         write_golden(golden, args.dst, format=target_format)
     except GoldenSetError as exc:
-        print(exc, file=sys.stderr)
+        print(guard_lines(str(exc)), file=sys.stderr)
         return EXIT_FAILED
     except (InputError, OSError) as exc:
-        print(f"pytest-retrieval golden convert: error: {exc}", file=sys.stderr)
+        message = for_terminal(str(exc).replace("\n", " "))
+        print(f"pytest-retrieval golden convert: error: {message}", file=sys.stderr)
         return EXIT_USAGE
     print(
         f"wrote {len(golden)} queries to {args.dst} ({target_format}); "

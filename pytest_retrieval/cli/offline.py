@@ -13,6 +13,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
+from ..text import guard_line
+from .args import probability, tampered
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -71,7 +73,7 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gates", metavar="FILE", help="a retrieval-gates.yaml (thresholds and regressions)"
     )
-    parser.add_argument("--alpha", type=float, help="significance level (default: the run's)")
+    parser.add_argument("--alpha", type=probability, help="significance level (default: the run's)")
     parser.add_argument(
         "--mode",
         choices=("strict", "intersect"),
@@ -94,8 +96,15 @@ def _read_artifact(path: str) -> dict[str, Any]:
 
 
 def _snapshot(document: dict[str, Any], source: str) -> Snapshot:
-    from ..baseline import Snapshot
+    from ..baseline import Snapshot, snapshot_problems
 
+    problems = snapshot_problems(
+        document["snapshot"],
+        source=f"{source} (snapshot)",
+        fix="write it again with pytest --retrieval-json PATH; do not edit it by hand",
+    )
+    if problems:
+        raise InputError(problems, title=f"{source}: the run's snapshot is not whole")
     try:
         return Snapshot.from_dict(document["snapshot"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -192,9 +201,9 @@ def _check_regressions(
             outcome.status, "FAIL"
         )
         lines = outcome.message.splitlines()
-        print(f"{verdict} {outcome.name}: {lines[0]}")
+        print(guard_line(f"{verdict} {outcome.name}: {lines[0]}"))
         for line in lines[1:]:
-            print(f"    {line}")
+            print(guard_line(f"    {line}"))
         ok = ok and outcome.passed
     return ok
 
@@ -203,7 +212,8 @@ def run_compare(args: argparse.Namespace) -> int:
     """Check the artifact's run against the baseline; 0 pass, 1 regression."""
     document = _read_artifact(args.artifact)
     snapshot = _snapshot(document, args.artifact)
-    return 0 if _check_regressions(args.baseline, args, document, snapshot) else 1
+    with tampered(args.artifact):
+        return 0 if _check_regressions(args.baseline, args, document, snapshot) else 1
 
 
 def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Threshold]:
@@ -223,6 +233,11 @@ def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Thre
 
 def run_gate(args: argparse.Namespace) -> int:
     """Re-apply thresholds (and budgets with --baseline) to the artifact's run."""
+    with tampered(args.artifact):
+        return _run_gate(args)
+
+
+def _run_gate(args: argparse.Namespace) -> int:
     from ..baseline import snapshot_mean
     from ..declared import expand_slices
     from ..gates import OPS, Selection

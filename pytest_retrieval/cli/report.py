@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, Problem
 from ..report.artifact import read_artifact
-from .args import positive_int
+from .args import positive_int, tampered
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -73,13 +73,14 @@ def run(args: argparse.Namespace) -> int:
     if markdown_target is None and args.html is None:
         markdown_target = "-"
     to_stdout = markdown_target == "-"
-    written = write_reports(
-        artifact,
-        baseline=baseline,
-        markdown=None if to_stdout else markdown_target,
-        html=args.html,
-        max_rows=args.max_rows,
-        markdown_stream=sys.stdout if to_stdout else None,
-    )
+    with tampered(args.artifact):
+        written = write_reports(
+            artifact,
+            baseline=baseline,
+            markdown=None if to_stdout else markdown_target,
+            html=args.html,
+            max_rows=args.max_rows,
+            markdown_stream=sys.stdout if to_stdout else None,
+        )
     del written  # the command prints nothing but the Markdown it was asked to print
     return 0

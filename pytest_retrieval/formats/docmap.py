@@ -5,17 +5,29 @@ from __future__ import annotations
 import json
 
 from ..errors import InputError, Problem
+from ..files import read_text_file
 
 
 def load_doc_map(path: str) -> dict[str, str]:
     """Read ``retrieval_doc_id_map``: a ``.json`` object, else ``chunk id<TAB>document id``
     lines (blank lines and ``#`` comments skipped). InputError naming the file and line."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
+        # A regular UTF-8 file of bounded size (read_text_file): a Latin-1 map is a usage
+        # error naming the file and line, not a UnicodeDecodeError.
+        text = read_text_file(path, what="doc-id map")
+    except FileNotFoundError:
         raise InputError(
-            Problem(f"retrieval_doc_id_map = {path}: cannot be read ({exc.strerror})")
+            Problem(f"retrieval_doc_id_map = {path}: cannot be read (No such file or directory)")
+        ) from None
+    except InputError as exc:
+        problem = exc.problems[0]
+        raise InputError(
+            Problem(
+                f"retrieval_doc_id_map: {problem.message}",
+                fix=problem.fix,
+                source=problem.source,
+                line=problem.line,
+            )
         ) from None
     if path.endswith(".json"):
         try:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..golden import DEFAULT_SPLIT, Query, is_plain_name
+from ..golden import DEFAULT_SPLIT, SURROGATE_FIX, Query, is_plain_name, surrogate_problem
+from ..text import parse_int
 from .golden_schema import Parsed, as_id, grade_problem, id_problem, read_text
 
 _HEADER = ("query-id", "corpus-id", "score")
@@ -86,6 +87,15 @@ def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
                 query_id=as_id(qid),
                 field="text",
             )
+        elif (bad_text := surrogate_problem(query_text, "query text")) is not None:
+            parsed.fail(
+                bad_text,
+                SURROGATE_FIX,
+                source=path,
+                line=line,
+                query_id=as_id(qid),
+                field="text",
+            )
         else:
             queries[as_id(qid)] = (line, query_text)
     return queries
@@ -114,7 +124,8 @@ def _read_qrels(
             )
             continue
         qid, doc, score = fields
-        grade: object = int(score) if score.lstrip("+-").isdigit() else score
+        number = parse_int(score, signed=True)
+        grade: object = score if number is None else number
         bad = id_problem(qid, "query id") or id_problem(doc, "doc id") or grade_problem(grade)
         if bad is not None:
             parsed.fail(*bad, source=path, line=line, query_id=qid or None)

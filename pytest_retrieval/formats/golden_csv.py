@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from typing import Any
 
+from ..text import parse_int
 from .golden_schema import Defaults, Marks, Parsed, SchemaReader, read_text, suggest_field
 
 #: Columns of the one-row-per-query shape.
@@ -27,7 +27,6 @@ PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split")
 #: Columns of the one-row-per-judgment shape.
 PER_JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "text", "slices", "split")
 
-_INTEGER = re.compile(r"[+-]?\d+\Z")
 _SHAPES = (
     "one row per query: id,text,relevant[,slices][,split]; or one row per judgment: "
     "query_id,doc_id[,grade],text[,slices][,split]"
@@ -36,7 +35,8 @@ _SHAPES = (
 
 def _grade(text: str) -> int | str:
     # Anything that is not an integer stays text, so the schema check reports it verbatim.
-    return int(text) if _INTEGER.match(text) else text
+    value = parse_int(text, signed=True)
+    return text if value is None else value
 
 
 def _names(cell: str) -> list[str]:

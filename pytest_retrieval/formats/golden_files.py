@@ -9,7 +9,6 @@ loader only, through the node tree so that every problem can name its line and c
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -248,9 +247,19 @@ def read_json(path: str) -> Parsed:
     except RecursionError:
         parsed.fail("the JSON is nested too deeply", "flatten the document")
         return parsed
+    except ValueError as exc:  # Python's integer-string limit (4,300 digits)
+        parsed.fail(_too_many_digits(exc), _TOO_MANY_DIGITS_FIX)
+        return parsed
     _duplicate_keys(parsed, duplicates)
     SchemaReader(parsed, paths=True).read_document(document)
     return parsed
+
+
+_TOO_MANY_DIGITS_FIX = "a grade is a small integer (0 to 1000); write ids as quoted strings"
+
+
+def _too_many_digits(exc: ValueError) -> str:
+    return f"a number is too long to read ({str(exc).split(';')[0]})"
 
 
 def _jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -284,6 +293,10 @@ def read_jsonl(path: str) -> Parsed:
             continue
         except RecursionError:
             parsed.fail("the JSON is nested too deeply", "flatten the object", line=current)
+            seen_record = True
+            continue
+        except ValueError as exc:  # Python's integer-string limit (4,300 digits)
+            parsed.fail(_too_many_digits(exc), _TOO_MANY_DIGITS_FIX, line=current)
             seen_record = True
             continue
         if duplicates:
@@ -380,12 +393,8 @@ def write(golden: GoldenSet, path: str, fmt: str) -> None:
     """
     render = {"yaml": _yaml_text, "json": _json_text, "jsonl": _jsonl_text}[fmt]
     text = render(golden)
-    temporary = f"{path}.tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    from ..files import atomic_write_text
+
+    # The one atomic writer: a unique temporary name beside ``path`` (never a fixed
+    # ``path.tmp`` that could be someone's file or a symlink), fsync, rename.
+    atomic_write_text(path, text, what="golden set")

@@ -15,7 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
-from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, Query, is_plain_name
+from ..golden import (
+    DEFAULT_SPLIT,
+    MAX_GRADE,
+    MAX_GRADE_FIX,
+    SCHEMA_VERSION,
+    SURROGATE_FIX,
+    Query,
+    describe_grade,
+    is_plain_name,
+    surrogate_problem,
+)
+from ..text import MAX_INT_DIGITS, has_surrogate
 
 #: Fields of one query, in the order the writers emit them.
 QUERY_FIELDS = ("id", "text", "relevant", "slices", "split")
@@ -195,7 +206,8 @@ def id_problem(value: object, what: str) -> tuple[str, str] | None:
     """Why ``value`` is not a usable id, and the fix; None if it is one."""
     if isinstance(value, str):
         if value.strip():
-            return None
+            bad = surrogate_problem(value, what)
+            return None if bad is None else (bad, SURROGATE_FIX)
         return f"{what} is blank", f"give the {what} a non-blank value"
     if isinstance(value, int) and not isinstance(value, bool):
         return None
@@ -224,13 +236,18 @@ def grade_problem(value: object) -> tuple[str, str] | None:
             "write 1 or a higher grade for relevant, 0 for judged not relevant",
         )
     if isinstance(value, int):
+        if value > MAX_GRADE:
+            return f"grade {describe_grade(value)} is above the maximum {MAX_GRADE}", MAX_GRADE_FIX
         if value >= 0:
             return None
         return (
             f"grade must be >= 0, got {value}",
             "use 0 for judged not relevant, and leave unjudged documents out",
         )
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        if len(value.strip()) > MAX_INT_DIGITS:
+            shown = f"a number of {len(value.strip())} digits"
+            return f"grade {shown} is above the maximum {MAX_GRADE}", MAX_GRADE_FIX
         return f"grade must be an integer, got the string {value!r}", "write it without quotes"
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return f"grade must be an integer, got {value!r}", f"write {int(value)}"
@@ -468,7 +485,13 @@ class SchemaReader:
             return None
         text = record["text"]
         if isinstance(text, str) and text.strip():
-            return text
+            bad = surrogate_problem(text, "query text")
+            if bad is None:
+                return text
+            self.problem(
+                bad, SURROGATE_FIX, record, "text", field="text", query_id=qid, label=label
+            )
+            return None
         if isinstance(text, str) or text is None:
             message = "query text is blank"
         else:
@@ -532,8 +555,9 @@ class SchemaReader:
             if (
                 type(doc) is str
                 and type(grade) is int
-                and grade >= 0
+                and 0 <= grade <= MAX_GRADE
                 and doc.strip()
+                and not has_surrogate(doc)
                 and doc not in grades
             ):
                 grades[doc] = grade

@@ -15,8 +15,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
+from typing import TextIO
 
 from ..errors import Problem, RunFileError
+from ..golden import MAX_GRADE, MAX_GRADE_FIX
+from ..text import parse_int
 
 _QRELS_FIELDS = "qid iter docid grade"
 _RUN_FIELDS = "qid Q0 docid rank score tag"
@@ -75,9 +78,22 @@ def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str
             )
             continue
         qid, _iteration, doc, grade_text = fields
-        try:
-            grade = int(grade_text)
-        except ValueError:
+        grade = parse_int(grade_text, signed=True)
+        digits = grade_text.lstrip("+-")
+        too_long = grade is None and digits.isascii() and digits.isdigit()
+        if too_long or (grade is not None and grade > MAX_GRADE):
+            shown = f"{grade}" if grade is not None else f"of {len(grade_text)} digits"
+            problems.append(
+                Problem(
+                    f"grade {shown} is above the maximum {MAX_GRADE}",
+                    fix=MAX_GRADE_FIX,
+                    source=name,
+                    line=number,
+                    query_id=qid,
+                )
+            )
+            continue
+        if grade is None:
             problems.append(
                 Problem(
                     f"grade {grade_text!r} is not an integer",
@@ -188,7 +204,11 @@ def write_run(
     run: dict[str, list[str]], path: str | os.PathLike[str], *, tag: str = "pytest-retrieval"
 ) -> None:
     """Write a run as a TREC run file (scores descending from the list length)."""
-    with open(path, "w", encoding="utf-8") as out:
+    from ..files import atomic_write
+
+    def write(out: TextIO) -> None:
         for qid, docs in run.items():
             for rank, doc in enumerate(docs, start=1):
                 out.write(f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n")
+
+    atomic_write(path, write, what="TREC run")

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError, Problem
+from ..files import read_text_file
 from ..metrics import MetricSpec
 from ..session import RetrievalSession
 
@@ -162,8 +163,8 @@ def build_artifact(
 def read_artifact(path: str) -> dict[str, Any]:
     """Read and check a JSON artifact; InputError naming the file otherwise."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        # A regular file of bounded size only (a symlink to /dev/zero never ends).
+        data = json.loads(read_text_file(path, what="artifact"))
     except FileNotFoundError:
         raise InputError(
             Problem(
@@ -178,8 +179,14 @@ def read_artifact(path: str) -> dict[str, Any]:
         raise InputError(
             Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(f"cannot be read ({exc})", source=path)) from None
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError(Problem("not an artifact: nested too deeply", source=path)) from None
+    except ValueError as exc:  # Python's integer-string limit
+        raise InputError(Problem(f"holds a number too long to read ({exc})", source=path)) from None
+    except OSError as exc:
+        raise InputError(Problem(f"cannot be read ({exc.strerror or exc})", source=path)) from None
     if not isinstance(data, dict) or data.get("schema") != ARTIFACT_SCHEMA:
         raise InputError(
             Problem(
@@ -198,4 +205,98 @@ def read_artifact(path: str) -> dict[str, Any]:
                 source=path,
             )
         )
+    problems = artifact_problems(data, source=path)
+    if problems:
+        raise InputError(problems, title=f"{path}: not a valid artifact")
     return data
+
+
+_REWRITE = "write it again with pytest --retrieval-json PATH; do not edit it by hand"
+
+#: The artifact's top-level fields and the JSON type each must have when present.
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "settings": dict,
+    "golden": dict,
+    "heldout": dict,
+    "retriever": dict,
+    "stages": list,
+    "results": list,
+    "gates": list,
+    "errors": list,
+    "latency_ms": dict,
+    "regressions": list,
+    "declared": dict,
+    "queries": list,
+    "redacted_queries": int,
+}
+#: Lists whose items must be objects.
+_LISTS_OF_OBJECTS = ("results", "gates", "errors", "regressions", "queries")
+
+
+def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
+    """How an artifact breaks its schema (the types the renderers and the offline commands
+    read; the per-query snapshot in full, see
+    :func:`~pytest_retrieval.baseline.snapshot_problems`); empty if it is whole."""
+    from ..baseline import snapshot_problems
+
+    problems: list[Problem] = []
+    for key, kind in _FIELDS.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            shown = kind.__name__ if isinstance(kind, type) else kind[0].__name__
+            expected = {"dict": "an object", "list": "a list", "int": "an integer"}[shown]
+            problems.append(
+                Problem(f'"{key}" must be {expected}', fix=_REWRITE, source=source, field=key)
+            )
+        elif (
+            key in _LISTS_OF_OBJECTS
+            and isinstance(value, list)
+            and not all(isinstance(item, dict) for item in value)
+        ):
+            problems.append(
+                Problem(
+                    f'every item of "{key}" must be an object',
+                    fix=_REWRITE,
+                    source=source,
+                    field=key,
+                )
+            )
+    settings = data.get("settings")
+    if isinstance(settings, dict):
+        ks = settings.get("ks")
+        if ks is not None and not (
+            isinstance(ks, list) and all(type(k) is int and k >= 1 for k in ks)
+        ):
+            problems.append(
+                Problem(
+                    '"ks" must be a list of positive integers',
+                    fix=_REWRITE,
+                    source=source,
+                    field="settings.ks",
+                )
+            )
+        for key in ("alpha", "confidence"):
+            value = settings.get(key)
+            if value is not None and not (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and 0.0 < value < 1.0
+            ):
+                problems.append(
+                    Problem(
+                        f'"{key}" must be a number between 0 and 1',
+                        fix=_REWRITE,
+                        source=source,
+                        field=f"settings.{key}",
+                    )
+                )
+    snapshot = data.get("snapshot")
+    if snapshot is not None:
+        # Types only here: a report needs the relevant ranks; the offline compare and gate
+        # commands check that every query has every metric (complete_snapshot_problems).
+        problems.extend(
+            snapshot_problems(snapshot, source=f"{source} (snapshot)", fix=_REWRITE, complete=False)
+        )
+    return problems

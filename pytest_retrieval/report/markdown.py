@@ -15,9 +15,11 @@ punctuation is backslash-escaped, pipes never split a table cell, newlines never
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..text import for_terminal
 from . import view
 from .view import BaselineLike, Column, GateRow
 
@@ -40,10 +42,23 @@ _MD_SPECIAL = frozenset("\\`*_[]|~")
 # --- escaping --------------------------------------------------------------------------------
 
 
+# A zero-width space (as an entity, so the source shows it) after the character that starts an
+# auto-link: "@name" would notify a person, "#12" link an issue, "https://" and "www." a site.
+# Dependabot neutralises mentions in its pull requests the same way.
+_ZWSP = "&#8203;"
+_AUTOLINK = re.compile(r"@|#(?=\d)|:(?=//)|www(?=\.)", re.IGNORECASE)
+
+
+def _no_autolinks(text: str) -> str:
+    return _AUTOLINK.sub(lambda m: m.group(0) + _ZWSP, text)
+
+
 def md_text(value: object) -> str:
-    """User text as inline Markdown that renders literally, on one line, safe in a table cell."""
+    """User text as inline Markdown that renders literally, on one line, safe in a table cell,
+    and that mentions no one and links nothing (``@name``, ``#12``, URLs and e-mail addresses
+    get a zero-width space)."""
     out = []
-    for char in " ".join(str(value).split()):
+    for char in for_terminal(" ".join(str(value).split())):
         if char == "&":
             out.append("&amp;")
         elif char == "<":
@@ -54,7 +69,7 @@ def md_text(value: object) -> str:
             out.append("\\" + char)
         else:
             out.append(char)
-    return "".join(out)
+    return _no_autolinks("".join(out))
 
 
 def md_code(value: object, *, table: bool = True) -> str:
@@ -452,12 +467,15 @@ def _render(
 def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> str | None:
     """Append ``markdown`` to the file ``$GITHUB_STEP_SUMMARY`` names; return its path.
 
-    Returns None (and writes nothing) when the variable is unset or empty. An OSError is left to
-    the caller (the plugin turns it into a warning).
+    Returns None (and writes nothing) when the variable is unset or empty. The append is all or
+    nothing (:func:`~pytest_retrieval.files.append_text`); an OSError is left to the caller
+    (the plugin turns it into a warning).
     """
     path = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY", "")
     if not path:
         return None
-    with open(path, "a", encoding="utf-8", newline="\n") as handle:
-        handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    from ..files import append_text
+
+    # All or nothing: a full disk leaves the summary as it was, never with a cut report.
+    append_text(path, markdown if markdown.endswith("\n") else markdown + "\n")
     return path

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..session import RetrievalSession
+from ..text import for_terminal
 
 _BARS = "▁▂▃▄▅▆▇█"
 
@@ -86,9 +87,10 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
         lines.append(f"{len(failed)} queries failed (they score 0 and fail the session):")
         shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
         for outcome in shown[:20]:
+            # The id and the exception's message are user text: escaped to one line each.
             lines.append(
-                f"  {outcome.query_id} [{outcome.error_stage}] "
-                f"{outcome.error_type}: {outcome.error}"
+                f"  {for_terminal(outcome.query_id)} [{outcome.error_stage}] "
+                f"{for_terminal(outcome.error_type)}: {for_terminal(outcome.error)}"
             )
         if len(shown) > 20:
             lines.append(f"  ... and {len(shown) - 20} more (see the JSON artifact)")

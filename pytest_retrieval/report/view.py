@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ..text import parse_int
 from ..verdict import Status, Verdict
 
 if TYPE_CHECKING:
@@ -59,8 +60,9 @@ def fmt_p(value: float | None) -> str:
 def split_metric(name: str) -> tuple[str, int | None]:
     """``recall@10`` -> (``recall``, 10); ``mrr`` -> (``mrr``, None)."""
     family, sep, k = name.partition("@")
-    if sep and k.isdigit():
-        return family, int(k)
+    cutoff = parse_int(k) if sep else None
+    if cutoff is not None:
+        return family, cutoff
     return name, None
 
 

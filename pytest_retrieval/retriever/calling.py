@@ -361,7 +361,9 @@ def _batch_results(
             continue
         try:
             out.append((_materialise(item), None))
-        except Exception as exc:  # a lazy result raising while consumed: that query only
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a lazy result raising while consumed: that query only
             out.append((None, exc))
     return out
 
@@ -493,7 +495,9 @@ def run_pipeline(
                     ranking, scores = adapt_scored(
                         value, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator
                     )
-                except Exception as exc:  # a user doc_id / doc_map callable failing too
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # a user doc_id / doc_map callable, SystemExit too
                     error = exc
                 else:
                     outcome.rankings[stage] = ranking
