@@ -185,19 +185,17 @@ def adjust_family(
         order = np.argsort(-observed, kind="stable")
         maxima = np.maximum.accumulate(statistics[:, order][:, ::-1], axis=1)[:, ::-1]
         hits = np.count_nonzero(maxima >= (observed - tolerance)[order], axis=0)
-        adjusted = _monotone(order, [(int(h) + extra) / total for h in hits], raw_p)
+        adjusted = _monotone(order.tolist(), [(int(h) + extra) / total for h in hits], raw_p)
     else:
         tails = np.empty(statistics.shape, dtype=np.int64)
         for j in range(k):
-            tails[:, j] = patterns - np.searchsorted(
-                ranked[:, j], statistics[:, j] - tolerance[j]
-            )
+            tails[:, j] = patterns - np.searchsorted(ranked[:, j], statistics[:, j] - tolerance[j])
         del ranked
         # Smallest p-value first; a tail count orders checks like their p-values.
         order = np.lexsort((np.arange(k), observed_tail))
         minima = np.minimum.accumulate(tails[:, order][:, ::-1], axis=1)[:, ::-1]
         hits = np.count_nonzero(minima <= observed_tail[order], axis=0)
-        adjusted = _monotone(order, [(int(h) + extra) / total for h in hits], raw_p)
+        adjusted = _monotone(order.tolist(), [(int(h) + extra) / total for h in hits], raw_p)
     return [
         AdjustedResult(
             name=item.name,
@@ -237,9 +235,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 def _check_options(method: str, alpha: float, seed: int, resamples: int, exact_cutoff: int) -> None:
     if method not in METHODS:
-        raise ValueError(
-            f"multiplicity method must be one of {', '.join(METHODS)}, got {method!r}"
-        )
+        raise ValueError(f"multiplicity method must be one of {', '.join(METHODS)}, got {method!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -276,8 +272,10 @@ def _delta_matrix(items: Sequence[FamilyItem]) -> tuple[npt.NDArray[np.float64],
         if not item.query_ids:
             raise ValueError(f"{where} has no query; leave checks with nothing to compare out")
         if len(set(item.query_ids)) != len(item.query_ids):
-            seen: set[str] = set()
-            repeated = sorted({q for q in item.query_ids if q in seen or seen.add(q)})
+            counts: dict[str, int] = {}
+            for q in item.query_ids:
+                counts[q] = counts.get(q, 0) + 1
+            repeated = sorted(q for q, c in counts.items() if c > 1)
             raise ValueError(f"{where}: query ids repeated: {', '.join(repeated[:5])}")
         shift = item.shift
         if not (isinstance(shift, int | float) and math.isfinite(shift) and shift >= 0):

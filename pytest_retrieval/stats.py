@@ -41,9 +41,9 @@ __all__ = [
     "MAX_EXACT_CUTOFF",
     "Alternative",
     "ConfidenceInterval",
-    "PairedComparison",
     "DeltaInterval",
     "DetectableDrop",
+    "PairedComparison",
     "bootstrap_ci",
     "budget_test",
     "conservative_delta_sd",
@@ -417,7 +417,9 @@ def delta_interval(
     data = _as_values(deltas, "deltas")
     _check_probability(alpha, "alpha")
     if alpha >= 0.5:
-        raise ValueError(f"alpha must be below 0.5 for a two-sided 1 - 2 alpha interval, got {alpha!r}")
+        raise ValueError(
+            f"alpha must be below 0.5 for a two-sided 1 - 2 alpha interval, got {alpha!r}"
+        )
     _check_resamples(resamples)
     _check_seed(seed)
     means, weights, identity, method, drawn = _flipped_means(data, resamples, seed, exact_cells)
@@ -471,8 +473,10 @@ def budget_test(
     exact plain test.
     """
     data = _as_values(deltas, "deltas")
-    if isinstance(budget, bool) or not isinstance(budget, int | float) or not (
-        math.isfinite(budget) and budget >= 0
+    if (
+        isinstance(budget, bool)
+        or not isinstance(budget, int | float)
+        or not (math.isfinite(budget) and budget >= 0)
     ):
         raise ValueError(f"budget must be a finite number >= 0, got {budget!r}")
     _check_probability(alpha, "alpha")
@@ -500,12 +504,14 @@ def detectable_drop(
     solved for x (bisection), ``z`` the normal quantile of ``1 - alpha``. For m <= 20, where the
     exact test is discrete and that approximation is optimistic, the power is instead simulated:
     400 seeded draws of m normal deltas ``-x + s e``, each judged by the sign-flip test itself
-    (all ``2**m`` patterns for m <= 10, 1,023 fixed random ones above). The drop of the mean over all n queries is ``x * m / n``: sparse
-    changes need a large shift of the few changed queries to move the mean at all.
+    (all ``2**m`` patterns for m <= 10, 1,023 fixed random ones above). The drop of the mean
+    over all n queries is ``x * m / n``: sparse changes need a large shift of the few changed
+    queries to move the mean at all.
 
     Returns ``drop=None`` with a reason when no drop is detectable: fewer than 2 changed queries,
-    ``2**-m > alpha`` (the exact test can never reach alpha), or no shift reaches the power. When every changed query moved by the same amount (s = 0) any
-    uniform shift is detectable and ``drop`` is 0.
+    ``2**-m > alpha`` (the exact test can never reach alpha), or no shift reaches the power.
+    When every changed query moved by the same amount (s = 0) any uniform shift is detectable
+    and ``drop`` is 0.
     """
     data = _as_values(deltas, "deltas")
     _check_probability(alpha, "alpha")
