@@ -44,8 +44,8 @@ import numpy.typing as npt
 from pytest_retrieval import stats
 from pytest_retrieval.baseline import QuerySnapshot, Snapshot
 from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.regression import CompareOptions, compare
 from pytest_retrieval.multiplicity import FamilyItem, adjust_family, holm
+from pytest_retrieval.regression import CompareOptions, compare
 
 SIZES = (30, 100, 300, 1000)
 DROPS = (0.01, 0.02, 0.05, 0.10)
