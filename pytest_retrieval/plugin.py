@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .evaluate import Evaluation
     from .finish import Finish
     from .golden import GoldenSet
-    from .retriever import QueryOutcome
+    from .report.payload import RunBundle
     from .session import RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
@@ -356,7 +356,7 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
 
         from .specs import describe_callable
 
-        def compute() -> list[QueryOutcome]:
+        def compute() -> RunBundle:
             return _run(active, retriever, reranker)
 
         worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
@@ -364,13 +364,16 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             from .report.payload import shared_run
 
             factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-            outcomes = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
+            bundle = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
         else:
-            outcomes = compute()
+            bundle = compute()
+        outcomes, probe, extra = bundle
+        session.set_checks(probe, extra)
         session.set_outcomes(outcomes, retriever_name=describe_callable(retriever))
 
 
-def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOutcome]:
+def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> RunBundle:
+    """The run, then the determinism probe and any extra baseline runs."""
     from .errors import InputError
     from .specs import doc_id_option
 
@@ -381,10 +384,16 @@ def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOu
         _usage_error(active.config, str(exc))
     progress = _progress(active.config, len(session.scorable_queries()))
     try:
-        return session.run(retriever, reranker, doc_id=doc_id, doc_map=doc_map, progress=progress)
+        outcomes = session.run(
+            retriever, reranker, doc_id=doc_id, doc_map=doc_map, progress=progress
+        )
+        probe, extra = session.run_checks(
+            retriever, reranker, outcomes, doc_id=doc_id, doc_map=doc_map
+        )
     except TypeError as exc:  # the retriever object has no usable method
         active.run_error = f"pytest-retrieval: {exc}"
         pytest.fail(active.run_error, pytrace=False)
+    return outcomes, probe, extra
 
 
 def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] | None:
@@ -484,10 +493,22 @@ def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
             return
         baseline = str(retrieval_session.settings.baseline)
         result = retrieval_session.regression(entry, baseline_path=baseline)
-        for key in ("baseline_mean", "current_mean", "delta", "p_value", "detectable"):
+        for key in (
+            "baseline_mean",
+            "current_mean",
+            "delta",
+            "p_value",
+            "p_value_raw",
+            "multiplicity",
+            "family_size",
+            "test",
+            "detectable",
+            "upper_bound",
+        ):
             properties.append((key, getattr(result, key)))
         if result.ci is not None:
             properties.extend([("ci_low", result.ci[0]), ("ci_high", result.ci[1])])
+            properties.append(("ci_level", result.ci_level))
         properties.append(("status", result.status))
         if not result.passed:
             raise _GateFailed(result.message)
