@@ -272,7 +272,11 @@ class RetrievalSession:
             for run in extra:
                 changed.update(changed_rankings(by_id, [o for o in run if o.query_id in wanted]))
             return DeterminismProbe(tuple(ids), tuple(i for i in ids if i in changed)), extra
-        ids = probe_ids(self.scorable_queries(), self.settings.determinism_probe, self.heldout_name)
+        # The probe serves the regression gates (run-to-run noise is what makes a baseline
+        # comparison flap), so it runs only when a baseline is configured: without one the
+        # retriever is called exactly once per query.
+        count = self.settings.determinism_probe if self.settings.baseline else 0
+        ids = probe_ids(self.scorable_queries(), count, self.heldout_name)
         if not ids:
             return None, extra
         again = self.run(retriever, reranker, only=ids, **options)

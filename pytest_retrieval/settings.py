@@ -432,8 +432,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "determinism_probe",
-        "re-run this many queries after the run and report how many rankings changed "
-        "(default 5; 0 = off)",
+        "when a baseline is configured, re-run this many queries after the run and report "
+        "how many rankings changed (default 5; 0 = off)",
         5,
         _non_negative_int,
         metavar="N",
