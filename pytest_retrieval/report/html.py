@@ -259,7 +259,13 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
             el("th", None, "Scope"),
             el("th", {"class": "num"}, "Value"),
             el("th", None, "Threshold / budget"),
-            el("th", {"class": "num"}, "Δ vs baseline (bound; interval)"),
+            el(
+                "th",
+                {"class": "num"},
+                "Δ vs baseline (bound; interval)"
+                if any(r.ci_level is not None for r in rows)
+                else "Δ vs baseline [CI]",
+            ),
             el("th", None, "Significance"),
             el("th", {"class": "num"}, "n"),
             el("th", None, "Note"),

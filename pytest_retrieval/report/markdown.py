@@ -107,7 +107,7 @@ def _gate_cells(row: GateRow) -> list[str]:
         if row.delta is None:
             change = md_text(row.note.split(":", 1)[0]) if row.status != "pass" else "—"
         else:
-            change = md_text(row.change)
+            change = row.change  # digits, signs, brackets and a level: nothing to escape
         significance = md_text(row.significance) if row.significance else "—"
     else:
         gate = md_code(row.metric)
@@ -132,15 +132,13 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
             "No gates: add thresholds or regression budgets (retrieval-gates.yaml) to fail "
             "the build when quality drops."
         ]
-    headers = [
-        " ",
-        "Gate",
-        "Where",
-        "Value",
-        "Threshold / budget",
-        "Δ vs baseline (bound; interval)",
-        "Significance",
-    ]
+    if any(r.ci_level is not None for r in rows):
+        change_header = "Δ vs baseline (bound; interval)"
+    else:  # an artifact from before the intervals matched the test: its bootstrap CI
+        confidence = (artifact.get("settings") or {}).get("confidence", 0.95)
+        level = f"{float(confidence) * 100:g}%" if isinstance(confidence, (int, float)) else "95%"
+        change_header = f"Δ vs baseline [{level} CI]"
+    headers = [" ", "Gate", "Where", "Value", "Threshold / budget", change_header, "Significance"]
     shown = rows[:max_gates]
     lines = []
     family = view.family_line(artifact)

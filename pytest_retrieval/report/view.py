@@ -239,6 +239,10 @@ class GateRow:
         if self.delta is None:
             return "—"
         text = fmt_signed(self.delta)
+        if self.ci_level is None:  # an artifact from before the intervals matched the test
+            if self.ci is not None:
+                text += f" [{fmt_signed(self.ci[0])}, {fmt_signed(self.ci[1])}]"
+            return text
         parts = []
         if self.upper_bound is not None and self.upper_level is not None:
             parts.append(f"{self.upper_level:.0%} upper bound {fmt_signed(self.upper_bound)}")
