@@ -632,9 +632,10 @@ def compare(
     status = "regression" if regressed else "improvement" if improved else "pass"
     tested = "p (drop > budget)" if beyond else "one-sided p"
     if members.method != "none" and members.size > 1:
+        method = _METHOD_NAMES.get(members.method, members.method)
         p_text = (
-            f"{tested} = {adjusted.p_value:.4g} ({_METHOD_NAMES.get(members.method, members.method)}"
-            f"-adjusted over {members.size} checks; raw {adjusted.raw_p_value:.4g})"
+            f"{tested} = {adjusted.p_value:.4g} ({method}-adjusted over {members.size} checks; "
+            f"raw {adjusted.raw_p_value:.4g})"
         )
     else:
         p_text = f"{tested} = {adjusted.p_value:.4g}"

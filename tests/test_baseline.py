@@ -460,7 +460,8 @@ def test_a_budget_below_the_smallest_detectable_drop_is_warned_about() -> None:
     after = [0.4] * 5 + [0.6] * 5
     outcome = check(snapshot(before), snapshot(after), "ndcg@10 0.02")
     expected = detectable_drop([-0.1] * 5 + [0.1] * 5).drop
-    assert expected is not None and 0.02 < expected < 0.5
+    assert expected is not None
+    assert 0.02 < expected < 0.5
     assert outcome.status == "pass"
     assert outcome.detectable == pytest.approx(expected, abs=1e-6)
     assert outcome.warning is not None
@@ -490,7 +491,8 @@ def test_too_few_queries_to_ever_reach_alpha_are_warned_about() -> None:
     )
     assert f"smallest detectable drop none ({outcome.detectable_reason})" in outcome.message
     # And the bound can never exclude 0: the identity pattern alone weighs 1/16 > 0.05.
-    assert outcome.upper_bound is None and outcome.ci is None
+    assert outcome.upper_bound is None
+    assert outcome.ci is None
 
 
 def test_the_same_inputs_and_seed_give_the_same_outcome() -> None:

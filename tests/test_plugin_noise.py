@@ -115,7 +115,8 @@ def test_a_noisy_ab_pair_that_turned_seven_checks_red_passes_under_maxt(
         ["7 regression checks, family-wise alpha 0.05, maxT (Westfall-Young, joint sign flips)"]
     )
     artifact = _artifact(pytester)
-    assert artifact["family"]["size"] == 7 and artifact["family"]["method"] == "maxt"
+    assert artifact["family"]["size"] == 7
+    assert artifact["family"]["method"] == "maxt"
     for check in artifact["regressions"]:
         assert check["status"] == "pass"
         assert check["p_value"] > 0.05
@@ -124,8 +125,9 @@ def test_a_noisy_ab_pair_that_turned_seven_checks_red_passes_under_maxt(
     mrr = next(r for r in artifact["regressions"] if r["name"] == "mrr[budget=0.02]")
     assert mrr["p_value_raw"] == unadjusted["mrr[budget=0.02]"]["p_value"]
     assert "maxT-adjusted over 7 checks; raw 0.04" in mrr["message"]
-    assert "this check alone would be significant, but not family-wise over 7 checks" in (
-        mrr["message"]
+    assert (
+        "this check alone would be significant, but not family-wise over 7 checks"
+        in (mrr["message"])
     )
 
 
@@ -143,7 +145,8 @@ def test_a_real_drop_still_fails_under_maxt(
     assert {r["name"] for r in failed} >= {"ndcg@5[budget=0.02]", "mrr[budget=0.02]"}
     for check in failed:
         # The bound beside the verdict matches it: below 0 for every significant drop.
-        assert check["p_value"] <= 0.05 and check["upper_bound"] < 0
+        assert check["p_value"] <= 0.05
+        assert check["upper_bound"] < 0
         assert "one-sided 95% upper bound -" in check["message"]
 
 
@@ -169,8 +172,9 @@ def test_the_beyond_budget_mode_needs_the_drop_significantly_larger_than_the_bud
             assert check["upper_bound"] < -check["budget"]
         else:
             assert check["upper_bound"] is None or check["upper_bound"] >= -check["budget"]
-    assert "each tests whether the drop is significantly larger than its budget" in (
-        artifact["family"]["description"]
+    assert (
+        "each tests whether the drop is significantly larger than its budget"
+        in (artifact["family"]["description"])
     )
     # A drop of 0.0836 in mrr is within a budget of 0.3: no regression here, while the plain
     # mode with 0.02 failed it.

@@ -175,9 +175,9 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 if v
             )
             p_value = "n/a" if regression.p_value is None else f"{regression.p_value:.3g}"
-            if regression.p_value_raw is not None and regression.family_size > 1:
-                if regression.multiplicity != "none":
-                    p_value += f" adjusted, raw {regression.p_value_raw:.3g}"
+            adjusted = regression.family_size > 1 and regression.multiplicity != "none"
+            if regression.p_value_raw is not None and adjusted:
+                p_value += f" adjusted, raw {regression.p_value_raw:.3g}"
             bound = (
                 f", {regression.upper_level:.0%} upper bound {regression.upper_bound:+.4f}"
                 if regression.upper_bound is not None and regression.upper_level is not None
