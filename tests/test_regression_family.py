@@ -116,7 +116,8 @@ def test_the_beyond_budget_test_needs_the_drop_significantly_larger_than_the_bud
     assert beyond.p_value == pytest.approx(421 / 4096, abs=1e-12)
     assert "is not significantly larger than it (beyond-budget test" in beyond.message
     # The bound agrees: it does not lie below -budget.
-    assert beyond.upper_bound is not None and beyond.upper_bound >= -0.15
+    assert beyond.upper_bound is not None
+    assert beyond.upper_bound >= -0.15
 
 
 def test_a_regression_always_shows_an_upper_bound_below_zero() -> None:
