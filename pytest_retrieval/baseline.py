@@ -72,10 +72,13 @@ class QuerySnapshot:
     metrics: Mapping[str, Mapping[str, float | None]]  # stage -> metric -> value
     relevant_ranks: Mapping[str, Mapping[str, int | None]]  # stage -> doc -> rank (None: missing)
     top: Mapping[str, tuple[str, ...]]  # stage -> first ids
+    #: stage -> metric -> run-to-run standard deviation (ddof=1) over the baseline's runs; empty
+    #: for a single-run snapshot (the key is then left out of the file).
+    spread: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins, floats rounded."""
-        return {
+        out = {
             "split": self.split,
             "slices": list(self.slices),
             "labels": self.labels,
@@ -86,6 +89,12 @@ class QuerySnapshot:
             "relevant_ranks": {s: dict(r) for s, r in self.relevant_ranks.items()},
             "top": {s: list(t) for s, t in self.top.items()},
         }
+        if self.spread:
+            out["spread"] = {
+                stage: {m: round_value(v) for m, v in values.items()}
+                for stage, values in self.spread.items()
+            }
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuerySnapshot:
@@ -97,6 +106,7 @@ class QuerySnapshot:
             metrics={s: dict(v) for s, v in data["metrics"].items()},
             relevant_ranks={s: dict(r) for s, r in data.get("relevant_ranks", {}).items()},
             top={s: tuple(t) for s, t in data.get("top", {}).items()},
+            spread={s: dict(v) for s, v in (data.get("spread") or {}).items()},
         )
 
 
@@ -115,10 +125,13 @@ class Snapshot:
     #: ``retrieval_index_version`` of the run (recorded, never compared: a new index is what a
     #: regression check is for). Older baselines have none.
     index_version: str | None = None
+    #: How many runs of the retriever the per-query values are the means of (1: one run; the
+    #: key is then left out of the file, so single-run baselines read as before).
+    n_runs: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """The baseline document (builtins)."""
-        return {
+        out = {
             "schema": BASELINE_SCHEMA,
             "schema_version": BASELINE_SCHEMA_VERSION,
             "plugin_version": self.plugin_version,
@@ -132,6 +145,9 @@ class Snapshot:
             "heldout": _round_all(dict(self.heldout)),
             "queries": {qid: q.to_dict() for qid, q in sorted(self.queries.items())},
         }
+        if self.n_runs != 1:
+            out["n_runs"] = self.n_runs
+        return out
 
     def means_by_column(self) -> dict[str, dict[str, dict[str, float | None]]]:
         """Readable means (stage -> "overall"/"slice:<name>" -> metric -> mean), for reviewers."""
@@ -167,6 +183,7 @@ class Snapshot:
             plugin_version=str(data.get("plugin_version", "")),
             created=str(data.get("created", "")),
             index_version=data.get("index_version"),
+            n_runs=int(data.get("n_runs", 1)),
         )
 
 
@@ -187,6 +204,7 @@ def stamp(snapshot: Snapshot, *, plugin_version: str) -> Snapshot:
         plugin_version=plugin_version,
         created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         index_version=snapshot.index_version,
+        n_runs=snapshot.n_runs,
     )
 
 
@@ -460,4 +478,61 @@ def build_snapshot(
         queries=queries,
         heldout=heldout,
         index_version=index_version,
+    )
+
+
+def average_snapshots(runs: Sequence[Snapshot]) -> Snapshot:
+    """One snapshot from several runs of the same pipeline over the same golden set.
+
+    Per query, stage and metric: the mean over the runs where the value is defined, and the
+    run-to-run standard deviation (ddof=1) as ``spread``. Relevant ranks, top ids, settings and
+    held-out means are the first run's (they explain, they are not compared). ``n_runs`` is
+    ``len(runs)``; one run is returned unchanged.
+    """
+    if not runs:
+        raise ValueError("average_snapshots needs at least one run")
+    first = runs[0]
+    if len(runs) == 1:
+        return first
+    queries: dict[str, QuerySnapshot] = {}
+    for qid, query in first.queries.items():
+        means: dict[str, dict[str, float | None]] = {}
+        spread: dict[str, dict[str, float | None]] = {}
+        for stage, values in query.metrics.items():
+            means[stage], spread[stage] = {}, {}
+            for metric in values:
+                seen = [
+                    v
+                    for run in runs
+                    if (v := run.queries[qid].metrics.get(stage, {}).get(metric)) is not None
+                ]
+                if not seen:
+                    means[stage][metric] = spread[stage][metric] = None
+                    continue
+                mean = sum(seen) / len(seen)
+                means[stage][metric] = mean
+                spread[stage][metric] = (
+                    (sum((v - mean) ** 2 for v in seen) / (len(seen) - 1)) ** 0.5
+                    if len(seen) > 1
+                    else None
+                )
+        queries[qid] = QuerySnapshot(
+            split=query.split,
+            slices=query.slices,
+            labels=query.labels,
+            metrics=means,
+            relevant_ranks=query.relevant_ranks,
+            top=query.top,
+            spread=spread,
+        )
+    return Snapshot(
+        fingerprint=first.fingerprint,
+        settings=first.settings,
+        stages=first.stages,
+        metrics=first.metrics,
+        queries=queries,
+        heldout=first.heldout,
+        plugin_version=first.plugin_version,
+        created=first.created,
+        n_runs=len(runs),
     )

@@ -131,13 +131,26 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
             "and a baseline must not record failures as quality"
         )
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
-    snapshot = stamp(session.snapshot(), plugin_version=plugin_version)
+    failed_again = session.failed_in_extra_runs()
+    if failed_again:
+        error = (
+            f"baseline not written to {path}: {len(failed_again)} queries failed in one of the "
+            f"{session.settings.baseline_runs} runs ({', '.join(failed_again[:5])}), and a "
+            "baseline must not record failures as quality"
+        )
+        return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
+    snapshot = stamp(session.baseline_snapshot(), plugin_version=plugin_version)
     try:
         atomic_write_text(path, dump_baseline(snapshot), what="baseline")
     except InputError as exc:
         return Line(f"pytest-retrieval: {exc}", "red"), EXIT_USAGE_ERROR
+    runs = (
+        f", per-query means over {snapshot.n_runs} runs with their spread"
+        if snapshot.n_runs > 1
+        else ""
+    )
     note = (
-        f"baseline written to {path} ({len(snapshot.queries)} queries, golden fingerprint "
+        f"baseline written to {path} ({len(snapshot.queries)} queries{runs}, golden fingerprint "
         f"{snapshot.fingerprint[:12]}): review the diff and commit it"
     )
     return Line(f"retrieval: {note}", "green"), None

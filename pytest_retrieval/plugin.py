@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from .evaluate import Evaluation
     from .finish import Finish
     from .golden import GoldenSet
+    from .report.payload import RunBundle
     from .retriever import QueryOutcome, QueryRequest
-    from .session import RetrievalSession
+    from .session import DeterminismProbe, RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
 _USAGE_KEY = "pytest_retrieval_usage_error"
@@ -374,7 +375,7 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
         from .runsource import describe_runs
         from .specs import corpus_ids, depth_hint, describe_callable
 
-        def compute() -> list[QueryOutcome]:
+        def compute() -> RunBundle:
             return _run(active, retriever, reranker)
 
         worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
@@ -382,9 +383,11 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             from .report.payload import shared_run
 
             factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-            outcomes = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
+            bundle = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
         else:
-            outcomes = compute()
+            bundle = compute()
+        outcomes, probe, extra = bundle
+        session.set_checks(probe, extra)
         name = describe_runs(session.run_files) if session.run_files else None
         session.set_outcomes(
             outcomes,
@@ -397,14 +400,15 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             _usage_error(active.config, refusal)
 
 
-def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOutcome]:
+def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> RunBundle:
+    """The run, then the determinism probe and any extra baseline runs."""
     from .errors import InputError
     from .runsource import obtain
     from .specs import doc_id_option
 
     session = active.session
-    if session.run_files:  # gated as stored: no retriever, no doc-id mapping
-        return obtain(session, rootdir=active.config.rootpath, compute=None)
+    if session.run_files:  # gated as stored: no retriever, no doc-id mapping, no probe
+        return obtain(session, rootdir=active.config.rootpath, compute=None), None, []
     try:
         doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
     except InputError as exc:
@@ -426,7 +430,7 @@ def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOu
 
     try:
         # The run files, the cache or the retriever: runsource decides (and records which).
-        return obtain(
+        outcomes = obtain(
             session,
             rootdir=active.config.rootpath,
             compute=compute,
@@ -434,11 +438,18 @@ def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOu
             reranker=reranker,
             warn=warn,
         )
+        probe: DeterminismProbe | None = None
+        extra: list[list[QueryOutcome]] = []
+        if session.settings.cache != "replay":  # replay never calls the retriever: no probe
+            probe, extra = session.run_checks(
+                retriever, reranker, outcomes, doc_id=doc_id, doc_map=doc_map
+            )
     except InputError as exc:  # a replay the cache cannot serve
         _usage_error(active.config, str(exc))
     except TypeError as exc:  # the retriever object has no usable method
         active.run_error = _safe(f"pytest-retrieval: {exc}")
         pytest.fail(active.run_error, pytrace=False)
+    return outcomes, probe, extra
 
 
 def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] | None:
@@ -538,10 +549,22 @@ def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
             return
         baseline = str(retrieval_session.settings.baseline)
         result = retrieval_session.regression(entry, baseline_path=baseline)
-        for key in ("baseline_mean", "current_mean", "delta", "p_value", "detectable"):
+        for key in (
+            "baseline_mean",
+            "current_mean",
+            "delta",
+            "p_value",
+            "p_value_raw",
+            "multiplicity",
+            "family_size",
+            "test",
+            "detectable",
+            "upper_bound",
+        ):
             properties.append((key, getattr(result, key)))
         if result.ci is not None:
             properties.extend([("ci_low", result.ci[0]), ("ci_high", result.ci[1])])
+            properties.append(("ci_level", result.ci_level))
         properties.append(("status", result.status))
         if not result.passed:
             raise _GateFailed(result.message)

@@ -1,28 +1,40 @@
 """The regression rule: is the current run worse than the committed baseline?
 
 **The rule.** A metric (per stage, split and slice) regresses when its mean drop is larger than
-its budget AND a paired sign-flip test says the drop is significant at ``alpha`` (one-sided).
-Budgets are absolute (``recall@50 0.02``) or relative to the baseline mean (``ndcg@10 2%``); see
-:mod:`pytest_retrieval.declared` for their grammar. A significant rise above the budget is an
-improvement: the baseline is a floor that should move up, so the report suggests refreshing it.
+its budget AND a paired sign-flip test says the drop is significant (one-sided) at ``alpha``
+*family-wise*: every regression check of a session is one family, and the p-value that decides
+is the family-adjusted one (:mod:`pytest_retrieval.multiplicity`, ``retrieval_multiplicity``,
+default maxT), so the chance that a build turns red without a true change stays at or below
+``alpha`` however many checks it has. With ``retrieval_budget_test = beyond-budget`` the test is
+the shifted one: the drop must be significantly *larger than the budget*. The interval shown
+is the sign-flip test's own inversion (:func:`pytest_retrieval.stats.delta_interval`): a
+significant drop always shows a one-sided upper bound below 0 (below ``-budget`` in
+beyond-budget mode). Budgets are absolute (``recall@50 0.02``) or relative to the baseline mean
+(``ndcg@10 2%``); see :mod:`pytest_retrieval.declared` for their grammar. A significant rise
+above the budget is an improvement: the baseline is a floor that should move up, so the report
+suggests refreshing it (see the README on refreshing without ratcheting onto a lucky run).
 
 Held-out queries never enter a baseline with per-query detail, so regressions are checked on the
 other splits only. :func:`compare` applies the rule in steps: check the two snapshots are
-comparable, pair the selected queries, test, and explain.
+comparable, pair the selected queries, test, and explain; :func:`family` pairs every budget of a
+session at once and adjusts their p-values together.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .baseline import QuerySnapshot, Snapshot, round_value
 from .declared import Budget
 from .gates import Selection
 from .text import for_terminal
 from .verdict import Status
+
+if TYPE_CHECKING:
+    from .multiplicity import AdjustedResult
 
 #: Differences of means smaller than this are float noise when comparing a drop with a budget.
 _NOISE = 1e-10
@@ -92,6 +104,27 @@ class RegressionOutcome:
     better: tuple[QueryDiff, ...] = ()
     #: The mean drop is larger than the budget (whether or not it is significant).
     over_budget: bool = False
+    #: The per-check p-value before the family-wise adjustment (``p_value`` is the adjusted one).
+    p_value_raw: float | None = None
+    #: How the family was adjusted (maxt, minp, holm, none) and how many checks it has.
+    multiplicity: str | None = None
+    family_size: int = 0
+    alpha: float | None = None
+    #: What was tested: "drop" (H0: no drop) or "beyond-budget" (H0: drop <= budget).
+    test: str = "drop"
+    #: The one-sided ``1 - alpha`` upper bound of the mean delta (None: infinite); ``ci`` is the
+    #: two-sided ``1 - 2 alpha`` interval of the same test inversion.
+    upper_bound: float | None = None
+    ci_level: float | None = None
+    upper_level: float | None = None
+    ci_collapsed: bool = False
+    ci_reason: str | None = None
+    #: Why no drop is detectable (``detectable`` is then None).
+    detectable_reason: str | None = None
+    #: Runs the baseline's per-query values are the means of, and (when it records their
+    #: spread) the standard deviation of the mean delta that run-to-run noise alone gives.
+    baseline_runs: int = 1
+    noise: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -122,6 +155,19 @@ class RegressionOutcome:
             "worse": [d.to_dict() for d in self.worse],
             "better": [d.to_dict() for d in self.better],
             "over_budget": self.over_budget,
+            "p_value_raw": self.p_value_raw,
+            "multiplicity": self.multiplicity,
+            "family_size": self.family_size,
+            "alpha": self.alpha,
+            "test": self.test,
+            "upper_bound": self.upper_bound,
+            "ci_level": self.ci_level,
+            "upper_level": self.upper_level,
+            "ci_collapsed": self.ci_collapsed,
+            "ci_reason": self.ci_reason,
+            "detectable_reason": self.detectable_reason,
+            "baseline_runs": self.baseline_runs,
+            "noise": self.noise,
         }
 
     @classmethod
@@ -161,6 +207,19 @@ class RegressionOutcome:
             worse=diffs(data.get("worse", ())),
             better=diffs(data.get("better", ())),
             over_budget=bool(data.get("over_budget", False)),
+            p_value_raw=data.get("p_value_raw"),
+            multiplicity=data.get("multiplicity"),
+            family_size=int(data.get("family_size") or 0),
+            alpha=data.get("alpha"),
+            test=str(data.get("test") or "drop"),
+            upper_bound=data.get("upper_bound"),
+            ci_level=data.get("ci_level"),
+            upper_level=data.get("upper_level"),
+            ci_collapsed=bool(data.get("ci_collapsed", False)),
+            ci_reason=data.get("ci_reason"),
+            detectable_reason=data.get("detectable_reason"),
+            baseline_runs=int(data.get("baseline_runs") or 1),
+            noise=data.get("noise"),
         )
 
 
@@ -175,6 +234,8 @@ class CompareOptions:
     mode: str = "strict"  # or "intersect"
     heldout_split: str = "heldout"
     shown: int = 5
+    multiplicity: str = "maxt"  # or "minp", "holm", "none"
+    budget_test: str = "drop"  # or "beyond-budget"
 
 
 def _incomparable(
@@ -227,18 +288,26 @@ def _moves(
     return tuple((doc, a, b) for _c, _r, doc, a, b in moves)
 
 
-def compare(
+@dataclass(frozen=True, slots=True)
+class _Paired:
+    """The queries one budget compares: ``(query id, before, after)``, and notes."""
+
+    stage: str
+    pairs: list[tuple[str, float, float]]
+    note: str | None
+    where: str
+
+
+def _prepare(
     baseline: Snapshot | None,
     current: Snapshot,
     budget: Budget,
     *,
     stage: str | None,
-    options: CompareOptions = CompareOptions(),
-    baseline_path: str = "the baseline",
-) -> RegressionOutcome:
-    """Apply the regression rule for one budget; never raises for user data."""
-    from . import stats
-
+    options: CompareOptions,
+    baseline_path: str,
+) -> _Paired | RegressionOutcome:
+    """Pair the queries of one budget, or the outcome saying why it cannot be compared."""
     metric = str(budget.spec)
     if baseline is None:
         return _incomparable(
@@ -324,17 +393,189 @@ def compare(
     where = Selection(stage, budget.selection.split or "overall", budget.selection.slice).label()
     if not pairs:
         return _incomparable(budget, stage, f"no query to compare for {metric} [{where}]")
+    return _Paired(stage, pairs, note, where)
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """Every comparable regression check of a session, adjusted together.
+
+    ``results`` maps a budget's name to its :class:`~pytest_retrieval.multiplicity.
+    AdjustedResult`; checks that cannot be compared (missing baseline, incomparable, skipped)
+    are not members and do not count in ``size``.
+    """
+
+    method: str
+    alpha: float
+    test: str
+    results: Mapping[str, AdjustedResult] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        """How many checks were adjusted together."""
+        return len(self.results)
+
+    def describe(self) -> str:
+        """``7 regression checks, family-wise alpha 0.05, maxT (...)``."""
+        return describe(self.size, self.alpha, self.method, self.test)
+
+
+def describe(size: int, alpha: float, method: str, test: str = "drop") -> str:
+    """The one line naming a family in a summary (also rebuilt from an artifact's checks)."""
+    from .multiplicity import describe_family
+
+    text = describe_family(size, alpha, method)  # type: ignore[arg-type]
+    if test == "beyond-budget":
+        text += "; each tests whether the drop is significantly larger than its budget"
+    return text
+
+
+def _shift(budget: Budget, paired: _Paired, options: CompareOptions) -> float:
+    """The budget in metric units in beyond-budget mode (the shifted test), else 0."""
+    if options.budget_test != "beyond-budget":
+        return 0.0
+    mean_before = sum(a for _q, a, _b in paired.pairs) / len(paired.pairs)
+    return max(0.0, budget.allowed(mean_before))
+
+
+def family(
+    baseline: Snapshot | None,
+    current: Snapshot,
+    budgets: Sequence[Budget],
+    *,
+    default_stage: str | None,
+    options: CompareOptions = CompareOptions(),
+    baseline_path: str = "the baseline",
+) -> Family:
+    """Pair every budget and adjust their one-sided p-values together (``options.multiplicity``).
+
+    Deterministic: the same snapshots, budgets and seed give the same family, so each xdist
+    worker can compute it and read its own check's result.
+    """
+    from .multiplicity import FamilyItem, adjust_family
+
+    items: list[FamilyItem] = []
+    for budget in budgets:
+        paired = _prepare(
+            baseline,
+            current,
+            budget,
+            stage=budget.selection.stage or default_stage,
+            options=options,
+            baseline_path=baseline_path,
+        )
+        if isinstance(paired, RegressionOutcome):
+            continue
+        if any(item.name == budget.name for item in items):
+            continue  # the same budget declared twice is one check
+        items.append(
+            FamilyItem(
+                budget.name,
+                tuple(q for q, _a, _b in paired.pairs),
+                tuple(b - a for _q, a, b in paired.pairs),
+                shift=_shift(budget, paired, options),
+            )
+        )
+    adjusted = adjust_family(
+        items,
+        options.multiplicity,  # type: ignore[arg-type]
+        alpha=options.alpha,
+        seed=options.seed,
+        resamples=options.resamples,
+    )
+    return Family(
+        options.multiplicity,
+        options.alpha,
+        options.budget_test,
+        {result.name: result for result in adjusted},
+    )
+
+
+def compare_all(
+    baseline: Snapshot | None,
+    current: Snapshot,
+    budgets: Sequence[Budget],
+    *,
+    default_stage: str | None,
+    options: CompareOptions = CompareOptions(),
+    baseline_path: str = "the baseline",
+) -> tuple[Family, list[RegressionOutcome]]:
+    """Every budget's outcome under one family (what ``pytest-retrieval compare`` applies)."""
+    members = family(
+        baseline,
+        current,
+        budgets,
+        default_stage=default_stage,
+        options=options,
+        baseline_path=baseline_path,
+    )
+    outcomes = [
+        compare(
+            baseline,
+            current,
+            budget,
+            stage=budget.selection.stage or default_stage,
+            options=options,
+            baseline_path=baseline_path,
+            family_result=members,
+        )
+        for budget in budgets
+    ]
+    return members, outcomes
+
+
+def _bound(value: float) -> str:
+    return f"{value:+.4f}" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
+
+
+def interval_text(interval: Any) -> str:
+    """``one-sided 95% upper bound -0.0040, 90% two-sided interval [-0.0310, -0.0040]``."""
+    return (
+        f"one-sided {interval.upper_level:.0%} upper bound {_bound(interval.high)}, "
+        f"{interval.two_sided_level:.0%} two-sided interval [{_bound(interval.low)}, "
+        f"{_bound(interval.high)}]"
+    )
+
+
+def compare(
+    baseline: Snapshot | None,
+    current: Snapshot,
+    budget: Budget,
+    *,
+    stage: str | None,
+    options: CompareOptions = CompareOptions(),
+    baseline_path: str = "the baseline",
+    family_result: Family | None = None,
+) -> RegressionOutcome:
+    """Apply the regression rule for one budget; never raises for user data.
+
+    ``family_result`` is the session's :func:`family` (this budget's adjusted p-value decides);
+    without it the budget is a family of one (its adjusted p-value is its raw one).
+    """
+    from . import stats
+
+    metric = str(budget.spec)
+    paired = _prepare(
+        baseline, current, budget, stage=stage, options=options, baseline_path=baseline_path
+    )
+    if isinstance(paired, RegressionOutcome):
+        return paired
+    assert baseline is not None
+    stage, pairs, note, where = paired.stage, paired.pairs, paired.note, paired.where
+    members = family_result
+    if members is None or budget.name not in members.results:
+        members = family(
+            baseline,
+            current,
+            [budget],
+            default_stage=stage,
+            options=options,
+            baseline_path=baseline_path,
+        )
+    adjusted = members.results[budget.name]
     base_values = [a for _q, a, _b in pairs]
     cur_values = [b for _q, _a, b in pairs]
-    worse_test = stats.paired_comparison(
-        base_values,
-        cur_values,
-        alpha=options.alpha,
-        alternative="less",
-        resamples=options.resamples,
-        seed=options.seed,
-        confidence=options.confidence,
-    )
+    deltas = [b - a for _q, a, b in pairs]
     better_test = stats.paired_comparison(
         base_values,
         cur_values,
@@ -344,29 +585,31 @@ def compare(
         seed=options.seed,
         confidence=options.confidence,
     )
-    mean_before = worse_test.mean_baseline
+    interval = stats.delta_interval(
+        deltas, alpha=options.alpha, resamples=options.resamples, seed=options.seed
+    )
+    mean_before = better_test.mean_baseline
+    mean_current = better_test.mean_current
     allowed = budget.allowed(mean_before)
-    delta = worse_test.mean_delta
+    delta = better_test.mean_delta
+    beyond = options.budget_test == "beyond-budget"
     # A drop exactly as large as the budget is within it: float noise in the mean of the deltas
     # (0.7 - 0.8 = -0.10000000000000009) must not push it over. Values have DECIMALS decimals,
     # so a real excess is at least 1e-6 / n, far above this for any golden set.
     exceeds_drop = -delta - allowed > _NOISE
     exceeds_rise = delta - allowed > _NOISE
-    regressed = exceeds_drop and worse_test.significant
+    # The bound shown beside the verdict must agree with it: a regression always shows an upper
+    # bound below 0 (below -budget for the shifted test). The adjusted p-value decides; the
+    # bound can only make the rule stricter (when a Monte Carlo p and bound disagree by a hair).
+    bound_agrees = interval.high < (-allowed if beyond else 0.0)
+    regressed = exceeds_drop and adjusted.significant and bound_agrees
     improved = exceeds_rise and better_test.significant
-    detectable: float | None = None
-    spread = _spread(worse_test.deltas) if len(pairs) >= 2 else 0.0
-    if spread > 0.0:
-        # From the observed spread of the paired deltas; identical runs (no spread) say nothing.
-        detectable = stats.minimum_detectable_drop(
-            spread, len(pairs), alpha=options.alpha, power=0.8
-        )
+    drop = stats.detectable_drop(deltas, alpha=options.alpha, power=0.8)
+    detectable = drop.drop
+    warning = None
     if 2.0 ** -len(pairs) > options.alpha:
         # The smallest one-sided p-value of the sign-flip test is 2**-n: whatever the spread,
         # this check can never be significant.
-        detectable = math.inf
-    warning = None
-    if detectable is not None and not math.isfinite(detectable):
         warning = (
             f"with {len(pairs)} queries the sign-flip test can never reach alpha "
             f"{options.alpha:g} (its smallest one-sided p-value is 1/2^{len(pairs)} = "
@@ -378,6 +621,7 @@ def compare(
             f"can detect ({detectable:.4f} at alpha {options.alpha:g}, power 0.8): it "
             "cannot tell such a drop from noise; add queries or widen the budget"
         )
+    noise = _noise(baseline, pairs, stage, metric)
     k = budget.spec.k
     diffs = []
     for qid, a, b in pairs:
@@ -387,13 +631,22 @@ def compare(
             )
     worse = tuple(sorted((d for d in diffs if d.delta < 0), key=lambda d: (d.delta, d.query_id)))
     better = tuple(sorted((d for d in diffs if d.delta > 0), key=lambda d: (-d.delta, d.query_id)))
-    ci = (worse_test.ci.low, worse_test.ci.high)
+    finite = math.isfinite(interval.low) and math.isfinite(interval.high)
+    ci = (interval.low, interval.high) if finite else None
     status = "regression" if regressed else "improvement" if improved else "pass"
+    tested = "p (drop > budget)" if beyond else "one-sided p"
+    if members.method != "none" and members.size > 1:
+        method = _METHOD_NAMES.get(members.method, members.method)
+        p_text = (
+            f"{tested} = {adjusted.p_value:.4g} ({method}-adjusted over {members.size} checks; "
+            f"raw {adjusted.raw_p_value:.4g})"
+        )
+    else:
+        p_text = f"{tested} = {adjusted.p_value:.4g}"
     head = (
-        f"{metric} {mean_before:.4f} → {worse_test.mean_current:.4f} (Δ {delta:+.4f}, "
-        f"{options.confidence:.0%} CI [{ci[0]:+.4f}, {ci[1]:+.4f}], one-sided p = "
-        f"{worse_test.p_value:.4g}, n = {len(pairs)}) [{where}]; budget {budget.describe()}"
-        f" = {allowed:.4f}"
+        f"{metric} {mean_before:.4f} → {mean_current:.4f} (Δ {delta:+.4f}, "
+        f"{interval_text(interval)}, {p_text}, n = {len(pairs)}) [{where}]; budget "
+        f"{budget.describe()} = {allowed:.4f}"
     )
     if regressed:
         verdict = f"regression: {head}"
@@ -402,15 +655,26 @@ def compare(
             f"improvement: {head}; significant (p = {better_test.p_value:.4g}): refresh "
             "the baseline (--retrieval-update-baseline) so the floor moves up"
         )
-    elif exceeds_drop and 2.0**-worse_test.n_nonzero > options.alpha:
+    elif exceeds_drop and 2.0**-interval.n_nonzero > options.alpha and not beyond:
         # The sign-flip test only sees queries whose value changed: with m of them its smallest
         # one-sided p-value is 2**-m, so a drop carried by a handful of queries cannot be
         # significant, however large. Say so rather than calling it noise.
         needed = math.ceil(math.log2(1.0 / options.alpha))
         verdict = (
             f"no regression: {head}; the drop exceeds the budget, but only "
-            f"{worse_test.n_nonzero} queries changed and the sign-flip test needs at least "
+            f"{interval.n_nonzero} queries changed and the sign-flip test needs at least "
             f"{needed} changed queries to reach alpha {options.alpha:g}: look at them below"
+        )
+    elif exceeds_drop and beyond:
+        verdict = (
+            f"no regression: {head}; the drop exceeds the budget but is not significantly "
+            f"larger than it (beyond-budget test, family-wise alpha {options.alpha:g})"
+        )
+    elif exceeds_drop and adjusted.raw_p_value <= options.alpha < adjusted.p_value:
+        verdict = (
+            f"no regression: {head}; the drop exceeds the budget and this check alone would be "
+            f"significant, but not family-wise over {members.size} checks (alpha "
+            f"{options.alpha:g})"
         )
     elif exceeds_drop:
         verdict = (
@@ -419,12 +683,26 @@ def compare(
         )
     else:
         verdict = f"no regression: {head}"
-    if detectable is not None:
-        shown = f"{detectable:.4f}" if math.isfinite(detectable) else "none (too few queries)"
-        verdict += f"; smallest detectable drop {shown} (alpha {options.alpha:g}, power 0.8)"
+    if interval.n_nonzero > 0:
+        shown = f"{detectable:.4f}" if detectable is not None else f"none ({drop.reason})"
+        verdict += (
+            f"; smallest detectable drop {shown} (alpha {options.alpha:g}, power 0.8, for "
+            "changes like the ones seen)"
+        )
     lines = [verdict]
+    if interval.reason or interval.collapsed:
+        lines.append(
+            "interval: "
+            + (interval.reason or "collapsed: every changed query moved by the same amount")
+        )
     if warning:
         lines.append(f"warning: {warning}")
+    if noise is not None:
+        lines.append(
+            f"run-to-run noise: the baseline is the mean of {baseline.n_runs} runs; noise alone "
+            f"moves this mean delta by about ±{noise:.4f} (1 sd, from the baseline's per-query "
+            "spread)"
+        )
     if note:
         lines.append(note)
     if worse and (regressed or status == "pass"):
@@ -446,17 +724,53 @@ def compare(
         budget=allowed,
         n=len(pairs),
         baseline_mean=mean_before,
-        current_mean=worse_test.mean_current,
+        current_mean=mean_current,
         delta=delta,
         ci=ci,
-        p_value=worse_test.p_value,
+        p_value=adjusted.p_value,
         p_value_improvement=better_test.p_value,
         detectable=detectable,
         warning=warning,
         worse=worse,
         better=better,
         over_budget=exceeds_drop,
+        p_value_raw=adjusted.raw_p_value,
+        multiplicity=members.method,
+        family_size=members.size,
+        alpha=options.alpha,
+        test=options.budget_test,
+        upper_bound=interval.high if math.isfinite(interval.high) else None,
+        ci_level=interval.two_sided_level,
+        upper_level=interval.upper_level,
+        ci_collapsed=interval.collapsed,
+        ci_reason=interval.reason,
+        detectable_reason=drop.reason if interval.n_nonzero > 0 else None,
+        baseline_runs=baseline.n_runs,
+        noise=noise,
     )
+
+
+_METHOD_NAMES = {"maxt": "maxT", "minp": "minP", "holm": "Holm"}
+
+
+def _noise(
+    baseline: Snapshot, pairs: Sequence[tuple[str, float, float]], stage: str, metric: str
+) -> float | None:
+    """SD of the mean delta from run-to-run noise alone, when the baseline knows its spread.
+
+    A baseline of N runs records each query's run-to-run sd ``s``; the current run is one run
+    of the same kind, so a query's delta carries noise of variance ``s**2 (1 + 1/N)`` (one run
+    against a mean of N), and the mean delta over n queries ``sqrt(sum s**2 (1 + 1/N)) / n``.
+    """
+    if baseline.n_runs < 2:
+        return None
+    total = 0.0
+    for qid, _a, _b in pairs:
+        value = baseline.queries[qid].spread.get(stage, {}).get(metric)
+        if value is None:
+            return None
+        total += value * value * (1.0 + 1.0 / baseline.n_runs)
+    return math.sqrt(total) / len(pairs)
 
 
 def _spread(values: Sequence[float]) -> float:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .baseline import Snapshot
     from .declared import Budget, Threshold
     from .formats.runs import RunFile
-    from .regression import RegressionOutcome
+    from .regression import CompareOptions, Family, RegressionOutcome
     from .runsource import RunInfo
 
 
@@ -56,6 +56,67 @@ def __tracebackhide__(excinfo: Any) -> bool:
     stage) or skipped (a sealed split): the traceback, and a skip's location, is the user's
     line."""
     return bool(excinfo.errisinstance(GateUsageError)) or _is_pytest_outcome(excinfo)
+
+
+@dataclass(frozen=True, slots=True)
+class DeterminismProbe:
+    """What re-running a few queries after the run found: which rankings came back different.
+
+    ``queries`` are the ids re-run (never held-out ones), ``changed`` those whose ranking at
+    some stage differs from the main run's (queries that failed in either run are left out).
+    """
+
+    queries: tuple[str, ...]
+    changed: tuple[str, ...]
+
+    @property
+    def noisy(self) -> bool:
+        """True when at least one ranking changed: the pipeline is nondeterministic."""
+        return bool(self.changed)
+
+    def describe(self) -> str:
+        """``determinism probe: 5 queries re-run, 2 rankings changed (q1, q7)``."""
+        head = (
+            f"determinism probe: {len(self.queries)} quer{'y' if len(self.queries) == 1 else 'ies'}"
+            f" re-run, {len(self.changed)} ranking{'' if len(self.changed) == 1 else 's'} changed"
+        )
+        if not self.changed:
+            return head + " (the pipeline looks deterministic)"
+        shown = ", ".join(self.changed[:5]) + (" ..." if len(self.changed) > 5 else "")
+        return head + f" ({shown}): the pipeline is nondeterministic"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins (artifact, xdist payload)."""
+        return {"queries": list(self.queries), "changed": list(self.changed)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> DeterminismProbe:
+        """Inverse of :meth:`to_dict`."""
+        return cls(tuple(data.get("queries", ())), tuple(data.get("changed", ())))
+
+
+def probe_ids(queries: Sequence[Query], count: int, heldout_split: str) -> list[str]:
+    """Up to ``count`` query ids spread evenly over the golden set, never held-out ones."""
+    pool = [q.id for q in queries if q.split != heldout_split]
+    if count <= 0 or not pool:
+        return []
+    if count >= len(pool):
+        return pool
+    return [pool[(i * len(pool)) // count] for i in range(count)]
+
+
+def changed_rankings(
+    first: dict[str, QueryOutcome], again: Iterable[QueryOutcome]
+) -> tuple[str, ...]:
+    """Ids whose ranking at some stage differs between two runs (failures left out)."""
+    changed = []
+    for outcome in again:
+        before = first.get(outcome.query_id)
+        if before is None or before.error is not None or outcome.error is not None:
+            continue
+        if dict(before.rankings) != dict(outcome.rankings):
+            changed.append(outcome.query_id)
+    return tuple(changed)
 
 
 class SealedSplit(Exception):
@@ -93,6 +154,11 @@ class RetrievalSession:
     run_info: RunInfo | None = field(default=None, init=False)
     current_test: str | None = field(default=None, init=False)
     _ensure_run: Callable[[], None] | None = field(default=None, init=False)
+    #: The determinism probe's finding (None: not run), and the extra runs of a multi-run
+    #: baseline update (``retrieval_baseline_runs`` - 1 of them).
+    probe: DeterminismProbe | None = field(default=None, init=False)
+    extra_runs: list[dict[str, QueryOutcome]] = field(default_factory=list, init=False)
+    _family: Family | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -247,18 +313,24 @@ class RetrievalSession:
         doc_map: Any = None,
         progress: Callable[[int, int], None] | None = None,
         requests: Sequence[QueryRequest] | None = None,
+        only: Sequence[str] | None = None,
     ) -> list[QueryOutcome]:
         """Call the retriever (and reranker) on every scorable query, at the session's depth;
         or only on ``requests`` (what the cache did not serve).
 
         Returns the outcomes (store them with :meth:`set_outcomes`); a TypeError means the
-        retriever object has no method we can call.
+        retriever object has no method we can call. ``only`` restricts the run to these ids
+        (the determinism probe).
         """
         from .retriever import run_pipeline
 
         settings = self.settings
         if requests is None:
-            requests = [QueryRequest(q.id, q.text or "") for q in self.scorable_queries()]
+            queries = self.scorable_queries()
+            if only is not None:
+                wanted = set(only)
+                queries = [q for q in queries if q.id in wanted]
+            requests = [QueryRequest(q.id, q.text or "") for q in queries]
         return run_pipeline(
             requests,
             retriever,
@@ -272,6 +344,43 @@ class RetrievalSession:
             doc_id_separator=settings.doc_id_separator,
             progress=progress,
         )
+
+    def run_checks(
+        self, retriever: Any, reranker: Any, first: list[QueryOutcome], **options: Any
+    ) -> tuple[DeterminismProbe | None, list[list[QueryOutcome]]]:
+        """After the main run: the determinism probe (``retrieval_determinism_probe`` queries
+        re-run, rankings compared) and, when updating a baseline from several runs, the extra
+        runs. ``options`` are :meth:`run`'s keyword arguments."""
+        extra: list[list[QueryOutcome]] = []
+        if self.settings.update_baseline:
+            for _ in range(self.settings.baseline_runs - 1):
+                extra.append(self.run(retriever, reranker, **options))
+        by_id = {o.query_id: o for o in first}
+        if extra:
+            # The extra runs are a free probe of every query: compare each with the first run.
+            ids = probe_ids(self.scorable_queries(), len(first), self.heldout_name)
+            wanted = set(ids)
+            changed: set[str] = set()
+            for run in extra:
+                changed.update(changed_rankings(by_id, [o for o in run if o.query_id in wanted]))
+            return DeterminismProbe(tuple(ids), tuple(i for i in ids if i in changed)), extra
+        # The probe serves the regression gates (run-to-run noise is what makes a baseline
+        # comparison flap), so it runs only when a baseline is configured: without one the
+        # retriever is called exactly once per query.
+        count = self.settings.determinism_probe if self.settings.baseline else 0
+        ids = probe_ids(self.scorable_queries(), count, self.heldout_name)
+        if not ids:
+            return None, extra
+        again = self.run(retriever, reranker, only=ids, **options)
+        return DeterminismProbe(tuple(ids), changed_rankings(by_id, again)), extra
+
+    def set_checks(
+        self, probe: DeterminismProbe | None, extra: Sequence[Sequence[QueryOutcome]]
+    ) -> None:
+        """Store what :meth:`run_checks` found."""
+        with self._lock:
+            self.probe = probe
+            self.extra_runs = [{o.query_id: o for o in run} for run in extra]
 
     def absorb(
         self,
@@ -666,9 +775,101 @@ class RetrievalSession:
             index_version=self.settings.index_version,
         )
 
+    def baseline_snapshot(self) -> Snapshot:
+        """What ``--retrieval-update-baseline`` writes: this run's snapshot, or with extra runs
+        (``retrieval_baseline_runs``) the per-query means and spread over all of them."""
+        from .baseline import average_snapshots, build_snapshot
+
+        first = self.snapshot()
+        if not self.extra_runs:
+            return first
+        specs = tuple(dict.fromkeys([*self.settings.metric_specs, *(b.spec for b in self.budgets)]))
+        queries = self.scorable_queries()
+        judgments = {q.id: q.judgments for q in queries}
+        runs = [first]
+        for outcomes in self.extra_runs:
+            per_stage = {}
+            for stage in first.stages:
+                run = {
+                    q.id: outcomes[q.id].rankings[stage]
+                    for q in queries
+                    if q.id in outcomes and stage in outcomes[q.id].rankings
+                }
+                per_stage[stage] = evaluate(
+                    run,
+                    judgments,
+                    specs,
+                    gain=self.settings.gain,  # type: ignore[arg-type]
+                    min_grade=self.settings.min_grade,
+                    no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
+                )
+
+            def ranking(qid: str, stage: str, outcomes: dict[str, QueryOutcome] = outcomes) -> Any:
+                outcome = outcomes.get(qid)
+                return outcome.rankings.get(stage, ()) if outcome else ()
+
+            runs.append(
+                build_snapshot(
+                    self.visible_golden(),
+                    per_stage,
+                    ranking,
+                    metric_names=list(first.metrics),
+                    min_grade=self.settings.min_grade,
+                    settings=first.settings,
+                )
+            )
+        return average_snapshots(runs)
+
+    def failed_in_extra_runs(self) -> list[str]:
+        """Ids of queries that failed in an extra baseline run."""
+        return sorted(
+            {o.query_id for run in self.extra_runs for o in run.values() if o.error is not None}
+        )
+
+    def compare_options(self) -> CompareOptions:
+        """The statistics options of every regression check of this session."""
+        from .regression import CompareOptions
+
+        return CompareOptions(
+            alpha=self.settings.alpha,
+            confidence=self.settings.confidence,
+            resamples=self.settings.resamples,
+            seed=self.settings.seed,
+            mode=self.settings.baseline_mode,
+            heldout_split=self.heldout_name,
+            shown=self.settings.worst,
+            multiplicity=self.settings.multiplicity,
+            budget_test=self.settings.budget_test,
+        )
+
+    def regression_family(self, *, baseline_path: str) -> Family:
+        """Every declared budget adjusted together, computed once (on the first check).
+
+        Deterministic (same run, baseline, budgets and seed), so every xdist worker computes
+        the same family and reads its own check from it.
+        """
+        from .regression import family
+
+        with self._lock:
+            cached = self._family
+        if cached is not None:
+            return cached
+        computed = family(
+            self.baseline,
+            self.snapshot(),
+            self.budgets,
+            default_stage=self.default_stage,
+            options=self.compare_options(),
+            baseline_path=baseline_path,
+        )
+        with self._lock:
+            if self._family is None:
+                self._family = computed
+            return self._family
+
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline; record and return the outcome."""
-        from .regression import CompareOptions, compare
+        from .regression import compare
 
         if self.settings.update_baseline:
             reason = "this run updates the baseline; regressions are checked on the next run"
@@ -678,22 +879,14 @@ class RetrievalSession:
         if stage is not None and stage not in self.stages:
             known = ", ".join(self.stages)
             raise GateUsageError(f"unknown stage {stage!r}; this run has: {known}")
-        options = CompareOptions(
-            alpha=self.settings.alpha,
-            confidence=self.settings.confidence,
-            resamples=self.settings.resamples,
-            seed=self.settings.seed,
-            mode=self.settings.baseline_mode,
-            heldout_split=self.heldout_name,
-            shown=self.settings.worst,
-        )
         outcome = compare(
             self.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
             stage=stage or self.default_stage,
-            options=options,
+            options=self.compare_options(),
             baseline_path=baseline_path,
+            family_result=self.regression_family(baseline_path=baseline_path),
         )
         with self._lock:
             self.regression_outcomes.append(outcome)

@@ -524,6 +524,38 @@ OPTIONS: tuple[Option, ...] = (
         metavar="MODE",
     ),
     Option(
+        "multiplicity",
+        "family-wise control of the regression checks: maxt (default, Westfall-Young "
+        "step-down over joint sign flips), minp, holm, or none (each check alone at alpha)",
+        "maxt",
+        _choice("maxt", "minp", "holm", "none"),
+        metavar="METHOD",
+    ),
+    Option(
+        "budget_test",
+        "what a regression check tests: drop (default: the drop exceeds the budget and is "
+        "significant) or beyond-budget (the drop is significantly larger than the budget)",
+        "drop",
+        _choice("drop", "beyond-budget"),
+        metavar="MODE",
+    ),
+    Option(
+        "determinism_probe",
+        "when a baseline is configured, re-run this many queries after the run and report "
+        "how many rankings changed (default 5; 0 = off)",
+        5,
+        _non_negative_int,
+        metavar="N",
+    ),
+    Option(
+        "baseline_runs",
+        "with --retrieval-update-baseline: run the retriever N times and record per-query "
+        "means and spread (default 1)",
+        1,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
         "regression",
         "regression budgets as lines: 'ndcg@10 0.02 [stage=..] [split=..] [slice=..]' or "
         "'recall@50 2%' (relative); default: recall@<largest K> on the retriever, ndcg@10 and "
@@ -583,6 +615,10 @@ class Settings:
     update_baseline: bool = False
     baseline_mode: str = "strict"
     regression: tuple[str, ...] = ()
+    multiplicity: str = "maxt"
+    budget_test: str = "drop"
+    determinism_probe: int = 5
+    baseline_runs: int = 1
 
     @property
     def active(self) -> bool:

@@ -267,9 +267,14 @@ def test_six_queries_each_dropping_half_a_point_are_a_significant_regression() -
     assert outcome.delta == -0.5
     assert (outcome.baseline_mean, outcome.current_mean, outcome.n) == (1.0, 0.5, 6)
     assert outcome.message.startswith(
-        "regression: ndcg@10 1.0000 → 0.5000 (Δ -0.5000, 95% CI [-0.5000, -0.5000], "
-        "one-sided p = 0.01562, n = 6) [stage=retriever split=overall]; budget 0.02 = 0.0200"
+        "regression: ndcg@10 1.0000 → 0.5000 (Δ -0.5000, one-sided 95% upper bound -0.5000, "
+        "90% two-sided interval [-0.5000, -0.5000], one-sided p = 0.01562, n = 6) "
+        "[stage=retriever split=overall]; budget 0.02 = 0.0200"
     )
+    # Every non-empty flipped set has mean -0.5 and the empty one weighs 1/64 <= 0.05: the test
+    # rejects every theta above -0.5 and keeps -0.5, from both sides: the interval is a point.
+    assert (outcome.upper_bound, outcome.ci, outcome.ci_collapsed) == (-0.5, (-0.5, -0.5), True)
+    assert "interval: collapsed: every changed query moved by the same amount" in outcome.message
     assert "queries that got worse (6), worst first:" in outcome.message
     assert [d.query_id for d in outcome.worse] == ["q1", "q2", "q3", "q4", "q5", "q6"]
 
@@ -446,21 +451,26 @@ def test_a_value_rounded_in_the_baseline_equals_the_unrounded_current_value() ->
 
 
 def test_a_budget_below_the_smallest_detectable_drop_is_warned_about() -> None:
-    # Deltas five times -0.1 and five times +0.1 (n = 10): mean 0, sample sd sqrt(10 * 0.01 / 9)
-    # = 0.105409; MDE = (z_0.95 + z_0.8) * sd / sqrt(n) = (1.644854 + 0.841621) * 0.105409 /
-    # 3.162278 = 0.082883.
+    # Deltas five times -0.1 and five times +0.1 (n = 10, all changed): the detectable drop is
+    # the kernel's, for changes like these (tests/test_stats_family.py pins the kernel). With a
+    # spread of 0.105 over 10 queries no drop below a few points can be told from noise.
+    from pytest_retrieval.stats import detectable_drop
+
     before = [0.5] * 10
     after = [0.4] * 5 + [0.6] * 5
     outcome = check(snapshot(before), snapshot(after), "ndcg@10 0.02")
+    expected = detectable_drop([-0.1] * 5 + [0.1] * 5).drop
+    assert expected is not None
+    assert 0.02 < expected < 0.5
     assert outcome.status == "pass"
-    assert outcome.detectable == pytest.approx(0.082883, abs=1e-6)
+    assert outcome.detectable == pytest.approx(expected, abs=1e-6)
     assert outcome.warning is not None
     assert outcome.warning.startswith(
-        "the budget 0.0200 is smaller than the smallest drop this golden set can detect "
-        "(0.0829 at alpha 0.05, power 0.8)"
+        f"the budget 0.0200 is smaller than the smallest drop this golden set can detect "
+        f"({expected:.4f} at alpha 0.05, power 0.8)"
     )
-    assert "smallest detectable drop 0.0829 (alpha 0.05, power 0.8)" in outcome.message
-    wide = check(snapshot(before), snapshot(after), "ndcg@10 0.1")
+    assert f"smallest detectable drop {expected:.4f} (alpha 0.05, power 0.8" in outcome.message
+    wide = check(snapshot(before), snapshot(after), "ndcg@10 0.5")
     assert wide.warning is None
 
 
@@ -474,7 +484,15 @@ def test_too_few_queries_to_ever_reach_alpha_are_warned_about() -> None:
         "with 4 queries the sign-flip test can never reach alpha 0.05 (its smallest one-sided "
         "p-value is 1/2^4 = 0.0625), so this check can never fail; add queries"
     )
-    assert "smallest detectable drop none (too few queries)" in outcome.message
+    assert outcome.detectable is None
+    assert outcome.detectable_reason == (
+        "only 4 of 4 queries changed; the sign-flip test needs at least 5 changed queries to "
+        "ever reach alpha 0.05"
+    )
+    assert f"smallest detectable drop none ({outcome.detectable_reason})" in outcome.message
+    # And the bound can never exclude 0: the identity pattern alone weighs 1/16 > 0.05.
+    assert outcome.upper_bound is None
+    assert outcome.ci is None
 
 
 def test_the_same_inputs_and_seed_give_the_same_outcome() -> None:

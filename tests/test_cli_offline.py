@@ -54,7 +54,9 @@ def test_compare_passes_an_unchanged_run_with_exit_0(
     status, out, _ = run(capsys, "compare", files["baseline"], files["same"], "-b", "ndcg@10 0.02")
     assert status == 0
     # Mean ndcg@10 (6 * 1.0 + 6 * 0.8) / 12 = 0.9, unchanged.
+    # The family is named first (one check: its adjusted p-value is its raw one).
     assert out.startswith(
+        "1 regression check, family-wise alpha 0.05, maxT (Westfall-Young, joint sign flips)\n"
         "PASS ndcg@10[budget=0.02]: no regression: ndcg@10 0.9000 → 0.9000 (Δ +0.0000, "
     )
 
@@ -65,7 +67,7 @@ def test_compare_fails_a_regression_with_exit_1_and_the_per_query_diff(
     # No --budget: the run's declared budget (ndcg@10 0.02) is used.
     status, out, _ = run(capsys, "compare", files["baseline"], files["worse"])
     assert status == 1
-    lines = out.splitlines()
+    lines = out.splitlines()[1:]
     # Mean 0.9 -> (6 * 0.5 + 6 * 0.8) / 12 = 0.65; six deltas of -0.5 and six zeros: p = 1/64.
     assert lines[0].startswith(
         "FAIL ndcg@10[budget=0.02]: regression: ndcg@10 0.9000 → 0.6500 (Δ -0.2500, "
@@ -110,6 +112,7 @@ def test_a_slice_star_budget_is_checked_once_per_slice(
     assert status == 1
     verdicts = [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ")]
     assert verdicts == [
+        "2 regression checks, family-wise alpha 0.05, maxT (Westfall-Young, joint sign flips)",
         "FAIL ndcg@10[budget=0.02,slice=a]",
         "PASS ndcg@10[budget=0.02,slice=b]",
     ]
@@ -163,6 +166,7 @@ def test_gate_with_a_baseline_checks_thresholds_and_budgets_together(
     assert status == 0
     assert [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ")] == [
         "PASS ndcg@10 >= 0.6",
+        "1 regression check, family-wise alpha 0.05, maxT (Westfall-Young, joint sign flips)",
         "PASS ndcg@10[budget=0.3]",
     ]
     status, _, _ = run(
@@ -239,7 +243,8 @@ def test_the_cli_reaches_the_plugins_verdict_from_the_artifact_the_run_wrote(
     assert plugin["status"] == "regression"
     status, out, _ = run(capsys, "compare", baseline, report)
     assert status == 1
-    lines = out.splitlines()
+    family, *lines = out.splitlines()
+    assert family == plugin_family_line(plugin)
     message = plugin["message"].splitlines()
     assert lines[0] == f"FAIL mrr[budget=0.02]: {message[0]}"
     assert lines[1:] == [f"    {line}" for line in message[1:]]
@@ -249,7 +254,11 @@ def test_the_cli_reaches_the_plugins_verdict_from_the_artifact_the_run_wrote(
     assert passed.ret == pytest.ExitCode.OK
     status, out, _ = run(capsys, "compare", baseline, report)
     assert status == 0
-    assert out.splitlines()[0] == f"PASS mrr[budget=0.02]: {project.regression()['message']}"
+    message = project.regression()["message"].splitlines()
+    assert out.splitlines()[1:] == [
+        f"PASS mrr[budget=0.02]: {message[0]}",
+        *(f"    {line}" for line in message[1:]),
+    ]
     # The artifact of a run is also a valid input for gate: MRR 1 on all 12 queries.
     status, out, _ = run(capsys, "gate", report, "-t", "mrr >= 0.99")
     assert (status, out) == (0, "PASS mrr >= 0.99: 1.0000 [stage=retriever split=overall] (n=12)\n")
@@ -257,3 +266,9 @@ def test_the_cli_reaches_the_plugins_verdict_from_the_artifact_the_run_wrote(
         "thresholds": [],
         "regressions": ["mrr 0.02"],
     }
+
+
+def plugin_family_line(outcome: dict[str, object]) -> str:
+    """The family line the plugin's record implies (method, size and alpha it recorded)."""
+    assert (outcome["multiplicity"], outcome["family_size"], outcome["alpha"]) == ("maxt", 1, 0.05)
+    return "1 regression check, family-wise alpha 0.05, maxT (Westfall-Young, joint sign flips)"

@@ -83,8 +83,10 @@ def test_without_a_baseline_the_check_fails_and_the_update_creates_one_that_then
     outcome = project.regression()
     assert (outcome["status"], outcome["n"], outcome["delta"]) == ("pass", 12, 0.0)
     assert outcome["message"] == (
-        "no regression: mrr 1.0000 → 1.0000 (Δ +0.0000, 95% CI [+0.0000, +0.0000], one-sided "
-        "p = 1, n = 12) [stage=retriever split=overall]; budget 0.02 = 0.0200"
+        "no regression: mrr 1.0000 → 1.0000 (Δ +0.0000, one-sided 95% upper bound +0.0000, "
+        "90% two-sided interval [+0.0000, +0.0000], one-sided p = 1, n = 12) "
+        "[stage=retriever split=overall]; budget 0.02 = 0.0200\n"
+        "interval: no query changed: the interval collapses onto 0"
     )
 
 
@@ -108,7 +110,8 @@ def test_a_degraded_retriever_fails_naming_the_lost_documents_and_their_ranks(
         esc(
             [
                 "*_ retrieval gate mrr[budget=0.02] _*",
-                "regression: mrr 1.0000 → 0.4722 (Δ -0.5278, 95% CI *, one-sided p = 0.001953, "
+                "regression: mrr 1.0000 → 0.4722 (Δ -0.5278, one-sided 95% upper bound -*, 90% "
+                "two-sided interval *, one-sided p = 0.001953, "
                 "n = 12) [stage=retriever split=overall]; budget 0.02 = 0.0200*",
                 "queries that got worse (9), worst first:",
                 "  q09: mrr 1.0000 → 0.0000; doc-09: rank 1 → —",
@@ -137,7 +140,18 @@ def test_two_queries_slipping_on_a_small_golden_set_is_noise_not_a_regression(
     assert (outcome["status"], outcome["p_value"]) == ("pass", 0.25)
     # Compared at the baseline's 6 decimals: (0.5 + 0.666667) / 12 = 0.09722225 (7/72 unrounded).
     assert outcome["delta"] == pytest.approx(-0.09722225, abs=1e-12)
-    assert outcome["message"].startswith("no regression: mrr 1.0000 → 0.9028 (Δ -0.0972, 95% CI ")
+    # The bound: for theta > 0 only the empty flipped set has a mean >= theta (both changed
+    # deltas are negative, the zeros' mean is 0), weight 2**-12: rejected; at theta = 0 every
+    # set without q03 and q07 counts, weight 1/4 > 0.05: kept. So it is exactly 0.
+    assert outcome["message"].startswith(
+        "no regression: mrr 1.0000 → 0.9028 (Δ -0.0972, one-sided 95% upper bound +0.0000, 90% "
+        "two-sided interval ["
+    )
+    assert outcome["upper_bound"] == 0.0
+    assert (
+        "interval: only 2 of 12 queries changed: the sign-flip test needs at least 5 changed "
+        "queries to reach alpha 0.05, so the bound cannot exclude 0"
+    ) in outcome["message"]
     # Only 2 of the 12 queries changed: the sign-flip test could reach at best 1/2**2 = 0.25, and
     # needs 5 changed queries (1/32 <= 0.05) to call anything significant. The message says so.
     assert (

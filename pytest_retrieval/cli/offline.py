@@ -28,8 +28,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="check a stored run (JSON artifact) for regressions against a baseline",
         description=(
             "Apply the regression rule (drop larger than the budget AND significant in a "
-            "paired sign-flip test) to a run's JSON artifact against a baseline file, and "
-            "print the per-query diff. Exit 0 no regression, 1 regression, 2 usage error."
+            "paired sign-flip test, family-wise over every check as the plugin does) to a "
+            "run's JSON artifact against a baseline file, and print the per-query diff. "
+            "Exit 0 no regression, 1 regression, 2 usage error."
         ),
     )
     compare.add_argument("baseline", metavar="BASELINE", help="baseline file")
@@ -78,6 +79,16 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
         "--mode",
         choices=("strict", "intersect"),
         help="when the golden set changed: strict (incomparable) or intersect",
+    )
+    parser.add_argument(
+        "--multiplicity",
+        choices=("maxt", "minp", "holm", "none"),
+        help="family-wise control over the checks (default: the run's, else maxt)",
+    )
+    parser.add_argument(
+        "--budget-test",
+        choices=("drop", "beyond-budget"),
+        help="what a check tests (default: the run's, else drop)",
     )
 
 
@@ -171,6 +182,10 @@ def _options(args: argparse.Namespace, document: dict[str, Any]) -> Any:
         mode=args.mode or settings.get("baseline_mode", "strict"),
         heldout_split=settings.get("heldout_split", "heldout"),
         shown=settings.get("worst", 5),
+        # Artifacts written before family-wise control default to it too: the same rule as
+        # the plugin applies today.
+        multiplicity=args.multiplicity or settings.get("multiplicity", "maxt"),
+        budget_test=args.budget_test or settings.get("budget_test", "drop"),
     )
 
 
@@ -178,7 +193,7 @@ def _check_regressions(
     baseline_path: str, args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
 ) -> bool:
     from ..baseline import load_baseline
-    from ..regression import compare
+    from ..regression import compare_all
 
     try:
         baseline: Snapshot | None = load_baseline(baseline_path)
@@ -188,15 +203,17 @@ def _check_regressions(
         ) from None
     ok = True
     options = _options(args, document)
-    for budget in _budgets(args, document, snapshot):
-        outcome = compare(
-            baseline,
-            snapshot,
-            budget,
-            stage=budget.selection.stage,
-            options=options,
-            baseline_path=baseline_path,
-        )
+    family, outcomes = compare_all(
+        baseline,
+        snapshot,
+        _budgets(args, document, snapshot),
+        default_stage=None,
+        options=options,
+        baseline_path=baseline_path,
+    )
+    if family.size:
+        print(family.describe())
+    for outcome in outcomes:
         verdict = {"pass": "PASS", "improvement": "PASS", "skipped": "SKIP"}.get(
             outcome.status, "FAIL"
         )

@@ -154,7 +154,32 @@ def build_artifact(
         "queries": rows,
         "redacted_queries": redacted,
         "snapshot": session.snapshot(extra=extra_specs).to_dict() if session.has_run else None,
+        "family": _family(session),
+        "determinism": (
+            {**session.probe.to_dict(), "noisy": session.probe.noisy}
+            if session.probe is not None
+            else None
+        ),
     }
+
+
+def _family(session: RetrievalSession) -> dict[str, Any] | None:
+    """The family of regression checks, from the checks' own records (xdist-safe)."""
+    from ..regression import describe
+
+    for outcome in session.regression_outcomes:
+        if outcome.multiplicity is not None and outcome.family_size:
+            alpha = outcome.alpha if outcome.alpha is not None else session.settings.alpha
+            return {
+                "method": outcome.multiplicity,
+                "alpha": alpha,
+                "size": outcome.family_size,
+                "test": outcome.test,
+                "description": describe(
+                    outcome.family_size, alpha, outcome.multiplicity, outcome.test
+                ),
+            }
+    return None
 
 
 # --- terminal ------------------------------------------------------------------------------

@@ -261,7 +261,13 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
             el("th", None, "Scope"),
             el("th", {"class": "num"}, "Value"),
             el("th", None, "Threshold / budget"),
-            el("th", {"class": "num"}, "Δ vs baseline [CI]"),
+            el(
+                "th",
+                {"class": "num"},
+                "Δ vs baseline (bound; interval)"
+                if any(r.ci_level is not None for r in rows)
+                else "Δ vs baseline [CI]",
+            ),
             el("th", None, "Significance"),
             el("th", {"class": "num"}, "n"),
             el("th", None, "Note"),
@@ -269,11 +275,7 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
     )
     body = []
     for row in rows:
-        change = "—"
-        if row.delta is not None:
-            change = view.fmt_signed(row.delta)
-            if row.ci is not None:
-                change += f" [{view.fmt_signed(row.ci[0])}, {view.fmt_signed(row.ci[1])}]"
+        change = row.change
         body.append(
             el(
                 "tr",
@@ -297,10 +299,13 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
                 ],
             )
         )
+    family = view.family_line(artifact)
     return el(
         "section",
         {"id": "gates"},
         el("h2", None, "Gates"),
+        el("p", {"class": "note"}, family) if family else "",
+        *(el("p", {"class": "note"}, line) for line in view.noise_lines(artifact)),
         el("table", {"class": "gates"}, el("thead", None, head), el("tbody", None, body)),
     )
 

@@ -122,9 +122,7 @@ def _gate_cells(row: GateRow) -> list[str]:
         if row.delta is None:
             change = md_text(row.note.split(":", 1)[0]) if row.status != "pass" else "—"
         else:
-            change = view.fmt_signed(row.delta)
-            if row.ci is not None:
-                change += f" [{view.fmt_signed(row.ci[0])}, {view.fmt_signed(row.ci[1])}]"
+            change = row.change  # digits, signs, brackets and a level: nothing to escape
         significance = md_text(row.significance) if row.significance else "—"
     else:
         gate = md_code(row.metric)
@@ -149,19 +147,19 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
             "No gates: add thresholds or regression budgets (retrieval-gates.yaml) to fail "
             "the build when quality drops."
         ]
-    confidence = (artifact.get("settings") or {}).get("confidence", 0.95)
-    level = f"{float(confidence) * 100:g}%" if isinstance(confidence, (int, float)) else "95%"
-    headers = [
-        " ",
-        "Gate",
-        "Where",
-        "Value",
-        "Threshold / budget",
-        f"Δ vs baseline [{level} CI]",
-        "Significance",
-    ]
+    if any(r.ci_level is not None for r in rows):
+        change_header = "Δ vs baseline (bound; interval)"
+    else:  # an artifact from before the intervals matched the test: its bootstrap CI
+        confidence = (artifact.get("settings") or {}).get("confidence", 0.95)
+        level = f"{float(confidence) * 100:g}%" if isinstance(confidence, (int, float)) else "95%"
+        change_header = f"Δ vs baseline [{level} CI]"
+    headers = [" ", "Gate", "Where", "Value", "Threshold / budget", change_header, "Significance"]
     shown = rows[:max_gates]
-    lines = _table(headers, [_gate_cells(r) for r in shown], "cllrlll")
+    lines = []
+    family = view.family_line(artifact)
+    if family:
+        lines += [f"_{md_text(family)}_", ""]
+    lines += _table(headers, [_gate_cells(r) for r in shown], "cllrlll")
     if len(rows) > len(shown):
         hidden = rows[len(shown) :]
         kinds = sorted({r.status for r in hidden})
@@ -457,6 +455,10 @@ def _render(
     for warning in view.warnings(artifact):
         lines.extend([f"> ⚠️ {md_text(warning)}", ""])
     lines.extend(_gates_section(artifact, max_gates, max_rows))
+    noise = view.noise_lines(artifact)
+    if noise:
+        lines.append("")
+        lines.extend(f"> {md_text(line)}" for line in noise)
     lines.extend(_errors_section(artifact, max_rows))
     lines.extend(_metrics_section(artifact, baseline, max_metrics, full=full))
     lines.extend(_regressions_section(artifact, max_rows))

@@ -17,7 +17,10 @@ from ..gates import GateOutcome
 from ..regression import RegressionOutcome
 from ..retriever import QueryOutcome
 from ..runsource import RunInfo
-from ..session import RetrievalSession
+from ..session import DeterminismProbe, RetrievalSession
+
+#: The main run's outcomes, the determinism probe, and the extra runs of a multi-run baseline.
+RunBundle = tuple[list[QueryOutcome], DeterminismProbe | None, list[list[QueryOutcome]]]
 
 
 def outcome_to_dict(outcome: QueryOutcome) -> dict[str, Any]:
@@ -63,6 +66,8 @@ class Report:
     #: Where the run came from (:class:`~pytest_retrieval.runsource.RunInfo` as builtins); only
     #: the worker that ran the retriever knows it.
     run_info: dict[str, Any] | None = None
+    probe: dict[str, Any] | None = None
+    extra_runs: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
@@ -75,6 +80,8 @@ class Report:
             session.retriever_name,
             session.depth_hint,
             session.run_info.to_dict() if session.run_info is not None else None,
+            session.probe.to_dict() if session.probe is not None else None,
+            [[outcome_to_dict(o) for o in run.values()] for run in session.extra_runs],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +93,8 @@ class Report:
             "retriever_name": self.retriever_name,
             "depth_hint": self.depth_hint,
             "run_info": self.run_info,
+            "probe": self.probe,
+            "extra_runs": self.extra_runs,
         }
 
     @classmethod
@@ -98,6 +107,8 @@ class Report:
             data.get("retriever_name"),
             data.get("depth_hint"),
             data.get("run_info"),
+            data.get("probe"),
+            list(data.get("extra_runs", [])),
         )
 
     def merge(self, other: Report) -> Report:
@@ -121,6 +132,10 @@ class Report:
         names = [n for n in (self.retriever_name, other.retriever_name) if n is not None]
         hints = [h for h in (self.depth_hint, other.depth_hint) if h is not None]
         infos = [i for i in (self.run_info, other.run_info) if i is not None]
+        # Every worker reads the same shared run (probe and extra runs included): any one will
+        # do, chosen deterministically.
+        probes = [p for p in (self.probe, other.probe) if p is not None]
+        extras = [e for e in (self.extra_runs, other.extra_runs) if e]
         return Report(
             dict(sorted(outcomes.items())),
             ordered,
@@ -128,6 +143,8 @@ class Report:
             min(names) if names else None,  # all workers build the same retriever
             min(hints) if hints else None,
             min(infos, key=_gate_key) if infos else None,  # one worker ran it: one info
+            min(probes, key=_gate_key) if probes else None,
+            min(extras, key=lambda e: json.dumps(e, sort_keys=True)) if extras else [],
         )
 
     def apply_to(self, session: RetrievalSession) -> None:
@@ -145,6 +162,11 @@ class Report:
             depth_hint=self.depth_hint,
             run_info=None if self.run_info is None else RunInfo.from_dict(self.run_info),
         )
+        if self.probe is not None or self.extra_runs:
+            session.set_checks(
+                DeterminismProbe.from_dict(self.probe) if self.probe is not None else None,
+                [[outcome_from_dict(o) for o in run] for run in self.extra_runs],
+            )
 
 
 def merge_all(reports: Iterable[Report]) -> Report:
@@ -158,10 +180,9 @@ def merge_all(reports: Iterable[Report]) -> Report:
 # --- the JSON artifact ----------------------------------------------------------------------
 
 
-def shared_run(
-    base: Path, uid: str, compute: Callable[[], list[QueryOutcome]]
-) -> list[QueryOutcome]:
-    """Under xdist: the first worker runs the retriever, the others read its cached run.
+def shared_run(base: Path, uid: str, compute: Callable[[], RunBundle]) -> RunBundle:
+    """Under xdist: the first worker runs the retriever, the others read its cached run (with
+    the determinism probe and any extra baseline runs, so every worker knows the same).
 
     ``base`` is a folder every worker of the session shares, ``uid`` the session's run id.
     """
@@ -170,9 +191,18 @@ def shared_run(
     cache = base / f"pytest-retrieval-run-{uid}.json"
     with file_lock(base / f"pytest-retrieval-run-{uid}.lock"):
         if cache.exists():
-            return [outcome_from_dict(o) for o in json.loads(cache.read_text(encoding="utf-8"))]
-        outcomes = compute()
-        atomic_write_text(
-            cache, json.dumps([outcome_to_dict(o) for o in outcomes]), what="run cache"
-        )
-        return outcomes
+            data = json.loads(cache.read_text(encoding="utf-8"))
+            probe = data.get("probe")
+            return (
+                [outcome_from_dict(o) for o in data["outcomes"]],
+                DeterminismProbe.from_dict(probe) if probe is not None else None,
+                [[outcome_from_dict(o) for o in run] for run in data.get("extra", [])],
+            )
+        outcomes, found, extra = compute()
+        document = {
+            "outcomes": [outcome_to_dict(o) for o in outcomes],
+            "probe": found.to_dict() if found is not None else None,
+            "extra": [[outcome_to_dict(o) for o in run] for run in extra],
+        }
+        atomic_write_text(cache, json.dumps(document), what="run cache")
+        return outcomes, found, extra

@@ -81,6 +81,7 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
             pair = session.latency_percentiles(stage)
             if pair is not None:
                 lines.append(f"latency {stage}: p50 {pair[0]:.1f} ms, p95 {pair[1]:.1f} ms")
+        lines.extend(noise_lines(session))
     if failed:
         if lines:  # under -q the failures are the whole section: no blank line first
             lines.append("")
@@ -152,6 +153,34 @@ def run_source_lines(session: RetrievalSession) -> list[str]:
     return lines
 
 
+def noise_lines(session: RetrievalSession) -> list[str]:
+    """The determinism probe's finding, and the advice when a noisy pipeline meets a
+    single-run baseline."""
+    probe = session.probe
+    if probe is None:
+        return []
+    lines = [probe.describe()]
+    baseline = session.baseline
+    if probe.noisy and baseline is not None and baseline.n_runs < 2:
+        lines.append(
+            "the baseline is a single run of a nondeterministic pipeline: its own noise is "
+            "compared as if it were quality, and a lucky run makes later builds look worse; "
+            "rebuild it from several runs (--retrieval-update-baseline --retrieval-baseline-runs 5)"
+        )
+    return lines
+
+
+def family_line(outcomes: Iterable[Any]) -> str | None:
+    """``7 regression checks, family-wise alpha 0.05, maxT (...)`` from the checks' records."""
+    from ..regression import describe
+
+    for outcome in outcomes:
+        if outcome.multiplicity is not None and outcome.family_size:
+            alpha = outcome.alpha if outcome.alpha is not None else 0.05
+            return describe(outcome.family_size, alpha, outcome.multiplicity, outcome.test)
+    return None
+
+
 def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]:
     """The lines of the ``retrieval gates`` section: every gate with its verdict."""
     lines = []
@@ -172,6 +201,9 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             f"{verdict} {gate.metric} {gate.op} {gate.threshold:g}: {value}"
             f"{' [' + where + ']' if where else ''} (n={gate.n}) — {origin}"
         )
+    family = family_line(session.regression_outcomes)
+    if family is not None and not quiet:
+        lines.append(family)
     for regression in session.regression_outcomes:
         verdict = {
             "pass": "PASS",
@@ -194,15 +226,26 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 if v
             )
             p_value = "n/a" if regression.p_value is None else f"{regression.p_value:.3g}"
+            adjusted = regression.family_size > 1 and regression.multiplicity != "none"
+            if regression.p_value_raw is not None and adjusted:
+                p_value += f" adjusted, raw {regression.p_value_raw:.3g}"
+            bound = (
+                f", {regression.upper_level:.0%} upper bound {regression.upper_bound:+.4f}"
+                if regression.upper_bound is not None and regression.upper_level is not None
+                else ""
+            )
             detectable = (
                 f"; detectable drop {regression.detectable:.4f}"
                 if regression.detectable is not None
+                else "; none detectable"
+                if regression.detectable_reason
                 else ""
             )
             lines.append(
                 f"{verdict} {regression.metric} budget {regression.budget:.4f} [{where}]: "
                 f"{regression.baseline_mean:.4f} → {regression.current_mean:.4f} "
-                f"(Δ {regression.delta:+.4f}, p = {p_value}, n = {regression.n}{detectable})"
+                f"(Δ {regression.delta:+.4f}{bound}, p = {p_value}, n = {regression.n}"
+                f"{detectable})"
                 + (
                     " — improvement: refresh the baseline"
                     if regression.status == "improvement"

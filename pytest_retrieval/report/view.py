@@ -229,6 +229,29 @@ class GateRow:
     op: str | None = None
     threshold: float | None = None
     n: int = 0
+    #: The one-sided upper bound of the mean delta and the levels of it and of ``ci`` (None in
+    #: artifacts written before the intervals matched the test: ``ci`` was a bootstrap CI).
+    upper_bound: float | None = None
+    upper_level: float | None = None
+    ci_level: float | None = None
+
+    @property
+    def change(self) -> str:
+        """``-0.0250 (95% upper bound -0.0040; 90% interval [-0.0460, -0.0040])``; ``—``."""
+        if self.delta is None:
+            return "—"
+        text = fmt_signed(self.delta)
+        if self.ci_level is None:  # an artifact from before the intervals matched the test
+            if self.ci is not None:
+                text += f" [{fmt_signed(self.ci[0])}, {fmt_signed(self.ci[1])}]"
+            return text
+        parts = []
+        if self.upper_bound is not None and self.upper_level is not None:
+            parts.append(f"{self.upper_level:.0%} upper bound {fmt_signed(self.upper_bound)}")
+        if self.ci is not None:
+            level = f"{self.ci_level:.0%} interval" if self.ci_level is not None else "CI"
+            parts.append(f"{level} [{fmt_signed(self.ci[0])}, {fmt_signed(self.ci[1])}]")
+        return text + (f" ({'; '.join(parts)})" if parts else "")
 
     @property
     def label(self) -> str:
@@ -285,9 +308,14 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
             "improvement: refresh the baseline (--retrieval-update-baseline) so the floor moves up"
         )
     elif status_word in ("regression", "pass") and p_value is not None:
-        significant = p_value < level
-        significance = f"{fmt_p(p_value)}, " + (
-            "significant drop" if significant else "no significant drop"
+        significant = status_word == "regression" or (
+            p_value <= level and outcome.get("multiplicity") is None
+        )
+        beyond = outcome.get("test") == "beyond-budget"
+        significance = f"{fmt_p(p_value)}{_adjusted(outcome)}, " + (
+            ("drop significantly beyond the budget" if beyond else "significant drop")
+            if significant
+            else ("not significantly beyond the budget" if beyond else "no significant drop")
         )
     if status_word in ("incomparable", "missing", "skipped"):
         note = str(outcome.get("message") or status_word).split("\n", 1)[0]
@@ -315,7 +343,60 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
         significance=significance,
         note=note,
         n=int(outcome.get("n") or 0),
+        upper_bound=_number(outcome.get("upper_bound")),
+        upper_level=_number(outcome.get("upper_level")),
+        ci_level=_number(outcome.get("ci_level")),
     )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+_METHODS = {"maxt": "maxT", "minp": "minP", "holm": "Holm"}
+
+
+def _adjusted(outcome: Mapping[str, Any]) -> str:
+    """`` (maxT-adjusted over 7 checks; raw p = 0.0031)`` when a family adjusted the p-value."""
+    method, size, raw = (
+        outcome.get("multiplicity"),
+        outcome.get("family_size"),
+        outcome.get("p_value_raw"),
+    )
+    if method in (None, "none") or not isinstance(size, int) or size < 2:
+        return ""
+    shown = fmt_p(raw if isinstance(raw, (int, float)) else None)
+    return f" ({_METHODS.get(str(method), str(method))}-adjusted over {size} checks; raw {shown})"
+
+
+def family_line(artifact: Mapping[str, Any]) -> str | None:
+    """The family named once: ``7 regression checks, family-wise alpha 0.05, maxT (...)``."""
+    family = artifact.get("family")
+    if isinstance(family, Mapping) and family.get("description"):
+        return str(family["description"])
+    return None
+
+
+def noise_lines(artifact: Mapping[str, Any]) -> list[str]:
+    """The determinism probe's finding, and the advice for a noisy pipeline whose baseline is
+    a single run (the same words as the terminal)."""
+    probe = artifact.get("determinism")
+    if not isinstance(probe, Mapping):
+        return []
+    queries, changed = list(probe.get("queries") or ()), list(probe.get("changed") or ())
+    head = f"determinism probe: {len(queries)} queries re-run, {len(changed)} rankings changed"
+    lines = [head + (" (the pipeline is nondeterministic)" if changed else "")]
+    compared = [
+        r.get("baseline_runs")
+        for r in artifact.get("regressions") or ()
+        if isinstance(r.get("baseline_runs"), int) and r.get("delta") is not None
+    ]
+    if changed and compared and min(compared) < 2:
+        lines.append(
+            "the baseline is a single run of a nondeterministic pipeline: rebuild it from "
+            "several runs (--retrieval-update-baseline --retrieval-baseline-runs 5)"
+        )
+    return lines
 
 
 def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:
