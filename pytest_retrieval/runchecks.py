@@ -152,10 +152,10 @@ def id_mismatch(
         # A few queries that find no judged document, with ids shaped like ids: a retriever that
         # is merely bad on a small golden set looks the same. Not refused.
         return None
-    which = "a judged document of the golden set" if what == "judged" else "in the corpus"
+    which = "of a judged document" if what == "judged" else "in the corpus"
     head = (
         f"pytest-retrieval: the returned ids do not match the golden set's: "
-        f"{matching} of {len(ranked)} rankings [{stage}] hold any id {which}, so every metric "
+        f"{matching} of {len(ranked)} rankings [{stage}] hold an id {which}, so every metric "
         "would be 0 for a reason that is not retrieval quality."
     )
     lines = [

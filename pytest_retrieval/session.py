@@ -661,7 +661,31 @@ class RetrievalSession:
                     )
                 )
             self.on_sealed(SEALED_REASON)
-        score = self.score(spec, selection)
+        try:
+            score = self.score(spec, selection)
+        except GateUsageError as exc:
+            # The gate fails (in its test, with this message); the record makes the reports and
+            # the artifact show it as failed too, not leave it out.
+            with self._lock:
+                self.gate_outcomes.append(
+                    GateOutcome(
+                        name=name or f"{spec}{op}{threshold:g}",
+                        metric=str(spec),
+                        op=op,
+                        threshold=threshold,
+                        value=None,
+                        passed=False,
+                        stage=selection.stage,
+                        split=selection.split,
+                        slice=selection.slice,
+                        n=0,
+                        skipped=0,
+                        kind=kind,
+                        nodeid=self.current_test,
+                        message=str(exc),
+                    )
+                )
+            raise
         passed = score.value is not None and OPS[op](score.value, threshold)
         where = Selection(score.stage, selection.split or "overall", selection.slice).label()
         interval = (

@@ -364,3 +364,40 @@ def test_a_real_ctrl_c_during_the_run_exits_2_writes_nothing_and_says_so(
     assert baseline.read_text() == '{"kept": true}\n'
     assert not (retrieval_project.path / "out.json").exists()
     assert not (retrieval_project.path / "out.md").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_after_ctrl_c_no_further_query_is_sent_to_the_retriever(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 40 queries, two at a time; the third call interrupts the run. Before the fix, the worker
+    # threads kept taking queries until the process ended (30 of 40 calls, all billed).
+    golden = "version: 1\nqueries:\n" + "".join(
+        f"  - id: q{i}\n    text: question {i}\n    relevant: [d{i}]\n" for i in range(40)
+    )
+    conftest = conftest_with(
+        """
+        import os, signal, time
+
+        @pytest.fixture(scope="session")
+        def retriever_under_test():
+            def search(text, k):
+                log_call(text)
+                if text == "question 2":
+                    os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)
+                return ["x"]
+            return search
+        """
+    )
+    retrieval_project.write(
+        golden=golden,
+        conftest=conftest,
+        ini={"retrieval_concurrency": "2"},
+        tests="def test_run(retrieval_run): pass\n",
+    )
+    result = retrieval_project.run_subprocess()
+    assert result.ret == 2
+    # The calls under way when the interrupt came (at most the two workers' next ones) may
+    # finish; none starts after it.
+    assert len(retrieval_project.calls()) <= 5

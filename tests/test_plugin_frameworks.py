@@ -109,8 +109,11 @@ def test_a_gate_deeper_than_every_ranking_fails_with_the_explanation(
             assert_recall_at(10) >= 0.5
         """,
     )
-    result = retrieval_project.run()
+    result = retrieval_project.run("--retrieval-json=out.json")
     result.assert_outcomes(failed=1)
+    (gate,) = retrieval_project.artifact()["gates"]  # recorded as failed, not left out
+    assert (gate["metric"], gate["passed"], gate["value"]) == ("recall@10", False, None)
+    assert "cannot be scored" in gate["message"]
     result.stdout.fnmatch_lines(
         [
             "*recall@10 cannot be scored: every ranking [[]retriever[]] is shorter than 10 "

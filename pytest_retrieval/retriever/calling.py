@@ -102,11 +102,14 @@ def _run_threads(
     lock = threading.Lock()
     running: dict[int, tuple[int, float]] = {}  # worker id -> (job, start)
     next_worker = [0]
+    # Set when the run ends early (Ctrl-C reaches the waiting main thread): no worker starts
+    # another query, so an interrupted run stops calling (and billing) the retriever at once.
+    stop = threading.Event()
 
     def work(wid: int) -> None:
         while True:
             job = jobs.get()
-            if job is None:
+            if job is None or stop.is_set():
                 return
             start = time.perf_counter()
             with lock:
@@ -133,6 +136,25 @@ def _run_threads(
         jobs.put(job)
     for _ in range(min(concurrency, count)):
         spawn()
+    try:
+        _collect(count, timeout, results, running, lock, on_done, spawn)
+    finally:
+        stop.set()
+        for _ in range(next_worker[0]):
+            jobs.put(None)
+
+
+def _collect(
+    count: int,
+    timeout: float | None,
+    results: queue.SimpleQueue[tuple[int, Any, BaseException | None, float]],
+    running: dict[int, tuple[int, float]],
+    lock: threading.Lock,
+    on_done: Done,
+    spawn: Callable[[], None],
+) -> None:
+    """Wait for every job's result (or its timeout) and report it; the main loop of
+    :func:`_run_threads`."""
     done = 0
     while done < count:
         wait: float | None = None
@@ -158,8 +180,6 @@ def _run_threads(
             continue
         on_done(job, value, error, elapsed)
         done += 1
-    for _ in range(next_worker[0]):
-        jobs.put(None)
 
 
 #: How long the event loop may stay silent (its heartbeat ticks every _HEARTBEAT s) before the run
