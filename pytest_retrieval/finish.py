@@ -58,6 +58,8 @@ def finish(
     worker_usage_error: str | None = None,
     step_summary: bool = False,
     is_worker: bool = False,
+    verbose: bool = False,
+    width: int = 120,
 ) -> Finish:
     """Settle the session: exit status, baseline update, report files, terminal lines.
 
@@ -65,7 +67,9 @@ def finish(
     passing run into ``EXIT_TESTS_FAILED`` (a verdict that belongs to no single test would
     otherwise leave pytest's "N passed"); a worker's usage error makes it ``EXIT_USAGE_ERROR``.
     ``step_summary`` appends the Markdown report to ``$GITHUB_STEP_SUMMARY``. An xdist worker
-    never finishes a session (its controller does): ``is_worker`` is refused.
+    never finishes a session (its controller does): ``is_worker`` is refused. ``verbose``
+    (``-v``) or ``retrieval_summary = full`` shows the full summary table; ``width`` is the
+    terminal's, which the compact summary is fitted to.
     """
     if is_worker:
         raise RuntimeError("the baseline is written by the controller, never by a worker")
@@ -102,7 +106,11 @@ def finish(
         notes.append(write_error)
     return Finish(
         exit_status=status,
-        summary=render_summary(session, quiet=quiet) if session.has_run else [],
+        summary=render_summary(
+            session, quiet=quiet, full=verbose or settings.summary == "full", width=width
+        )
+        if session.has_run
+        else [],
         gates_title=verdict.section_title,
         gates_failed=bool(verdict.failed),
         gates=render_gates(session, quiet=quiet),

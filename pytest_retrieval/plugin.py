@@ -243,6 +243,8 @@ class RetrievalPlugin:
             worker_usage_error=self.usage_error,
             step_summary=settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY")),
             is_worker=self.is_worker,
+            verbose=self.config.get_verbosity() > 0,
+            width=_terminal_width(self.config),
         )
         session.exitstatus = self.finished.exit_status
 
@@ -263,6 +265,18 @@ class RetrievalPlugin:
         for note in done.notes:
             colour = {note.colour: True} if note.colour else {}
             terminalreporter.write_line(_safe(note.text), **colour)
+
+
+def _terminal_width(config: pytest.Config) -> int:
+    """The terminal's width (pytest's own writer's, else the environment's)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    writer = getattr(reporter, "_tw", None)
+    width = getattr(writer, "fullwidth", None)
+    if isinstance(width, int) and width > 0:
+        return width
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 class _XdistHooks:
