@@ -234,8 +234,8 @@ def test_declared_gates_can_name_a_stage(retrieval_project: RetrievalProject) ->
     result.stdout.fnmatch_lines(
         esc(
             [
-                "retrieval-gates::recall@1>=0.5 PASSED*",
-                "retrieval-gates::recall@1>=0.5[stage=retriever] FAILED*",
+                "pytest.ini::recall_at_1_ge_0.5 PASSED*",
+                "pytest.ini::recall_at_1_ge_0.5-stage_retriever FAILED*",
             ]
         )
     )

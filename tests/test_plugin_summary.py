@@ -118,7 +118,7 @@ def test_the_gates_section_lists_every_gate_with_its_verdict(
                 "FAIL ndcg@3 >= 0.5: 0.3155 (CI *) [stage=retriever slice=exact-lookup] (n=2) — "
                 "test_retrieval.py::test_fail",
                 "PASS mrr >= 0.5: 1.0000 (CI *) [stage=retriever slice=multi-hop] (n=1) — "
-                "retrieval-gates::mrr>=0.5[slice=multi-hop]",
+                "pytest.ini::mrr_ge_0.5-slice_multi-hop",
             ]
         )
     )

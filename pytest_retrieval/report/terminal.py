@@ -264,13 +264,13 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
         evaluation = session.evaluation(session.default_stage, session.settings.metric_specs)
         skipped = len(evaluation.skipped_no_relevant)
     empty = [] if full else empty_slices(session)
-    lines = _fit(
+    queries = (
         f"queries: {len(session.scorable_queries())} run, {len(failed)} failed, "
         f"{skipped} skipped in means (no relevant document: "
         f"no_relevant={session.settings.no_relevant})"
-        + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else ""),
-        width,
+        + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else "")
     )
+    lines = [queries] if full else _fit(queries, width)
     for line in run_source_lines(session):
         lines.extend(_fit(line, width) if not full else [line])
     latencies = []
