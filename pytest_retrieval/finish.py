@@ -111,7 +111,10 @@ def finish(
         )
         if session.has_run
         else [],
-        gates_title=verdict.section_title,
+        # The verdict is printed in every mode (-q included) once anything was gated.
+        gates_title=verdict.section_title
+        if session.gate_outcomes or session.regression_outcomes or verdict.failed
+        else "",
         gates_failed=bool(verdict.failed),
         gates=render_gates(session, quiet=quiet),
         notes=notes,

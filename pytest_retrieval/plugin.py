@@ -200,7 +200,6 @@ class RetrievalPlugin:
         self.finished: Finish | None = None
         #: The declared gates by the file they are collected from (see :func:`_homes`).
         self.homes = _homes(config, session)
-        self.collected: set[Path] = set()
 
     @property
     def is_worker(self) -> bool:
@@ -256,10 +255,8 @@ class RetrievalPlugin:
     ) -> _DeclaredFile | None:
         """The gates file and the ini file collect their declared gates, as any test file
         collects its tests: a path selection, ``--lf``, ``-k`` and ``-m`` see them."""
-        entries = self.homes.get(file_path)
-        if entries is None or file_path in self.collected:
+        if file_path not in self.homes:
             return None
-        self.collected.add(file_path)
         return _DeclaredFile.from_parent(parent, path=file_path)
 
     @pytest.hookimpl(tryfirst=True)
@@ -270,11 +267,13 @@ class RetrievalPlugin:
         the walk did not reach (outside ``testpaths``), before -k/-m selection sees them."""
         if not _whole_suite(config):
             return
+        # pytest offers every file of the folders on the way to a path to pytest_collect_file,
+        # and keeps only what the path names: the items tell which files were collected.
+        present = {item.path for item in items if isinstance(item, _GateItem)}
         added: list[pytest.Item] = []
         for path in self.homes:
-            if path in self.collected:
+            if path in present:
                 continue
-            self.collected.add(path)
             if path == _NO_FILE:
                 parent: pytest.Collector = _GatesCollector.from_parent(
                     session, name="retrieval-gates", nodeid="retrieval-gates"
@@ -323,7 +322,7 @@ class RetrievalPlugin:
             terminalreporter.write_sep("=", "retrieval")
             for line in done.summary:
                 terminalreporter.write_line(_safe(line))
-        if done.gates:
+        if done.gates_title:
             failed = done.gates_failed
             terminalreporter.write_sep("=", done.gates_title, red=failed, green=not failed)
             for line in done.gates:

@@ -53,14 +53,15 @@ def render_summary(
     """
     sections: list[list[str]] = []
     if not quiet:
-        sections.append(_fit(_header(session, relative=not full), width))
+        sections.append(_fit(_header(session, relative=not full), 1 << 30 if full else width))
         for stage in session.stages:
             sections.append(
                 _stage_full(session, stage) if full else _stage_compact(session, stage, width)
             )
         sections.append(_run_facts(session, full=full, width=width))
     sections.append(_failed_queries(session))
-    sections.append(_warnings(session, quiet=quiet, width=width))
+    # The full table is as wide as it needs to be: its prose is not wrapped either.
+    sections.append(_warnings(session, quiet=quiet, width=1 << 30 if full else width))
     failed_gates = [g for g in session.gate_outcomes if not g.passed and not g.skipped_reason]
     if quiet and not any(sections) and not failed_gates:
         return []
@@ -396,6 +397,8 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             "regression": "FAIL",
         }.get(regression.status, "FAIL")
         if quiet and verdict != "FAIL" and regression.status != "improvement":
+            if regression.warning:  # noise the budget cannot see through: said under -q too
+                lines.append(f"warning: {regression.name}: {regression.warning}")
             continue
         body = regression.message.splitlines()
         if regression.delta is not None and regression.baseline_mean is not None:
