@@ -251,18 +251,23 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
             el("h2", None, "Gates"),
             el("p", {"class": "note"}, "No gates were checked in this run."),
         )
+    compared = view.has_regressions(rows)  # a baseline's columns only when one was compared
     head = el(
         "tr",
         None,
         [
             el("th", None, ""),
             el("th", None, "Gate"),
+            el("th", None, "Source"),
             el("th", None, "Stage"),
             el("th", None, "Scope"),
             el("th", {"class": "num"}, "Value"),
             el("th", None, "Threshold / budget"),
-            el("th", {"class": "num"}, "Δ vs baseline [CI]"),
-            el("th", None, "Significance"),
+            *(
+                [el("th", {"class": "num"}, "Δ vs baseline [CI]"), el("th", None, "Significance")]
+                if compared
+                else []
+            ),
             el("th", {"class": "num"}, "n"),
             el("th", None, "Note"),
         ],
@@ -286,12 +291,12 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
                             " vs baseline" if row.kind == "regression" else "",
                         ]
                     ),
+                    _td(row.source),
                     _td(row.stage or "—"),
                     _td(row.scope),
                     _td(view.fmt(row.value), num=True),
                     _td(row.target),
-                    _td(change, num=True),
-                    _td(row.significance or "—"),
+                    *([_td(change, num=True), _td(row.significance or "—")] if compared else []),
                     _td(str(row.n), num=True),
                     _td(row.note, cls="note"),
                 ],

@@ -134,6 +134,7 @@ def _gate_cells(row: GateRow) -> list[str]:
     return [
         _STATUS.get(row.status, "❔"),
         gate,
+        row.source,
         _where(row.stage, row.split, row.slice),
         value,
         md_text(row.target),
@@ -154,6 +155,7 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
     headers = [
         " ",
         "Gate",
+        "Source",
         "Where",
         "Value",
         "Threshold / budget",
@@ -161,7 +163,11 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
         "Significance",
     ]
     shown = rows[:max_gates]
-    lines = _table(headers, [_gate_cells(r) for r in shown], "cllrlll")
+    cells = [_gate_cells(r) for r in shown]
+    align = "clllrlll"
+    if not view.has_regressions(rows):  # no baseline compared: no columns of its own
+        headers, cells, align = headers[:-2], [c[:-2] for c in cells], align[:-2]
+    lines = _table(headers, cells, align)
     if len(rows) > len(shown):
         hidden = rows[len(shown) :]
         kinds = sorted({r.status for r in hidden})
@@ -177,6 +183,15 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
             )
         if len(notes) > max_rows:
             lines.append(f"- {_more(len(notes) - max_rows, 'note')}")
+    failed = [r for r in shown if r.worst]
+    for row in failed[:max_rows]:
+        lines.append("")
+        lines.append(
+            f"{_STATUS['fail']} {md_code(row.label, table=False)} "
+            f"({_where(row.stage, row.split, row.slice)}), worst queries:"
+        )
+        lines.append("")
+        lines.extend(f"- {md_text(item)}" for item in row.worst[:max_rows])
     return lines
 
 
