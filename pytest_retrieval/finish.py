@@ -149,7 +149,8 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
         return Line(f"pytest-retrieval: {exc}", "red"), EXIT_USAGE_ERROR
     note = (
         f"baseline written to {path} ({len(snapshot.queries)} queries, golden fingerprint "
-        f"{snapshot.fingerprint[:12]}): review the diff and commit it"
+        f"{snapshot.fingerprint[:12]} of the {len(snapshot.queries)} non-held-out queries): "
+        "review the diff and commit it"
     )
     return Line(f"retrieval: {note}", "green"), None
 

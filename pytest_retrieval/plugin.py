@@ -209,9 +209,12 @@ class RetrievalPlugin:
         """Name the effective golden set (path, queries, fingerprint)."""
         golden = self.session.golden
         state = "unsealed" if self.session.unsealed else "sealed"
+        # The fingerprint of every query (a baseline records the non-held-out ones'): the
+        # label says which, so two different hashes of one file are not a mystery.
         return [
             f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
-            f"{golden.short_fingerprint}), held-out split {self.session.heldout_name!r} {state}"
+            f"{golden.short_fingerprint} of all {len(golden)}), held-out split "
+            f"{self.session.heldout_name!r} {state}"
         ]
 
     @pytest.fixture(autouse=True)

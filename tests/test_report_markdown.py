@@ -380,7 +380,8 @@ def test_the_footer_names_the_golden_set_and_its_fingerprint() -> None:
     text = render_markdown(failing())
     assert (
         "Golden set help-centre (corpus 2026-01): 6 queries (heldout 2, tune 4) · fingerprint "
-        "`0f1e2d3c4b5a` · held-out split heldout scored (aggregates only) · 2 held-out queries "
+        "`0f1e2d3c4b5a` (all 6 queries) · held-out split heldout scored (aggregates only) · "
+        "2 held-out queries "
         "redacted · pytest-retrieval 0.1.0"
     ) in text
 

@@ -211,7 +211,7 @@ def _header(artifact: Mapping[str, Any]) -> Markup:
         f" · {golden.get('queries', 0)} queries",
         " · fingerprint ",
         el("code", {"title": fingerprint}, fingerprint[:12]),
-        f" · {held_text}",
+        f" (all {golden.get('queries', 0)} queries) · {held_text}",
     ]
     if golden.get("corpus_version"):
         facts.append(f" · corpus {golden['corpus_version']}")

@@ -392,7 +392,10 @@ def _footer(artifact: Mapping[str, Any]) -> list[str]:
         + (f" (corpus {md_text(corpus)})" if corpus else "")
         + f": {golden.get('queries', 0)} queries"
         + (f" ({split_text})" if split_text else ""),
-        f"fingerprint {md_code(fingerprint[:12], table=False)}" if fingerprint else "",
+        f"fingerprint {md_code(fingerprint[:12], table=False)} (all "
+        f"{golden.get('queries', 0)} queries)"
+        if fingerprint
+        else "",
         held,
     ]
     redacted = int(artifact.get("redacted_queries") or 0)
