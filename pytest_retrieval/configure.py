@@ -62,7 +62,7 @@ def unknown_ini_keys(keys: Iterable[str], source: str) -> str | None:
             if flag_only
             else f"did you mean {close[0]}?"
             if close
-            else "`pytest --help` lists every key under \"retrieval quality gates\""
+            else '`pytest --help` lists every key under "retrieval quality gates"'
         )
         problems.append(Problem(f"unknown ini key {key}", fix=fix, source=source))
     return str(InputError(problems, title="pytest-retrieval: unknown settings"))

@@ -572,14 +572,17 @@ class _GateItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         entry = self.entry
-        line = entry.line_number if entry is not None and isinstance(self.parent, pytest.File) else None
+        # The line of the gates file; an ini line has none (pytest.ini's lines are not ours).
+        line = entry.line_number if entry is not None else None
+        if not isinstance(self.parent, pytest.File) or (entry and entry.origin is None):
+            line = None
         shown = entry.name if entry is not None else self.name
         return self.path, None if line is None else line - 1, f"retrieval gate {shown}"
 
 
 class _GatesCollector(pytest.Collector):
     """The parent of declared gates that have no file (the default regression checks of a
-    baseline given only on the command line): node id ``retrieval-gates::...``."""
+    baseline given only on the command line, with no ini file): ``retrieval-gates::...``."""
 
     def collect(self) -> list[pytest.Item]:
         return []
@@ -600,12 +603,14 @@ class _DeclaredFile(pytest.File):
 
 
 def _homes(config: pytest.Config, retrieval: RetrievalSession) -> dict[Path, list[Any]]:
-    """Each declared gate and budget by the file that collects it: the gates file for its own
-    lines; the ini file for ``retrieval_thresholds``, ``retrieval_regression`` and the default
-    regression checks (the gates file, when there is no ini file); else no file."""
+    """Each declared gate and budget (budgets first, the order the run always had) by the
+    file that collects it: the gates file for its own lines; the ini file for
+    ``retrieval_thresholds``, ``retrieval_regression`` and the default regression checks (the
+    gates file, when there is no ini file); else no file."""
     ini = config.inipath
     homes: dict[Path, list[Any]] = {}
-    for entry in [*retrieval.budgets, *retrieval.thresholds]:
+    entries: list[Threshold | Budget] = [*retrieval.budgets, *retrieval.thresholds]
+    for entry in entries:
         origin = entry.origin
         if origin is not None and origin not in ("retrieval_thresholds", "retrieval_regression"):
             home = Path(os.path.abspath(origin))
@@ -615,7 +620,6 @@ def _homes(config: pytest.Config, retrieval: RetrievalSession) -> dict[Path, lis
             files = [e.origin for e in retrieval.thresholds if e.origin]
             home = Path(os.path.abspath(files[0])) if files else _NO_FILE
         homes.setdefault(home, []).append(entry)
-    # Budgets first in the file's items, then thresholds: the order the run always had.
     return homes
 
 

@@ -206,7 +206,9 @@ def test_an_unknown_key_stops_the_run_even_without_a_golden_set(
     retrieval_project.write(golden=None, ini={"retrieval_goldne": "golden.yaml"}, tests=TESTS)
     result = retrieval_project.run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*unknown ini key retrieval_goldne (did you mean retrieval_golden?)"])
+    result.stderr.fnmatch_lines(
+        ["*unknown ini key retrieval_goldne (did you mean retrieval_golden?)"]
+    )
 
 
 def test_a_misspelt_flag_value_names_the_nearest_choice(
@@ -221,7 +223,7 @@ def test_a_misspelt_flag_value_names_the_nearest_choice(
 
 
 def test_a_space_form_flag_path_outside_the_project_is_explained(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = pytester.path / "project"
     common = pytester.path / "common"
@@ -232,11 +234,10 @@ def test_a_space_form_flag_path_outside_the_project_is_explained(
     )
     (project / "pytest.ini").write_text("[pytest]\nretrieval_ks = 1\n", encoding="utf-8")
     (project / "test_x.py").write_text("def test_x(): pass\n", encoding="utf-8")
-    pytester.chdir()
-    import os
-
-    os.chdir(project)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--retrieval-golden", "../common/golden.yaml")
+    monkeypatch.chdir(project)
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--retrieval-golden", "../common/golden.yaml"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
@@ -250,4 +251,4 @@ def test_a_space_form_flag_path_outside_the_project_is_explained(
     fixed = pytester.runpytest(
         "-p", "no:cacheprovider", "--retrieval-golden=../common/golden.yaml", "--co"
     )
-    fixed.stdout.fnmatch_lines([f"configfile: pytest.ini"])
+    fixed.stdout.fnmatch_lines(["configfile: pytest.ini"])

@@ -99,7 +99,7 @@ def fingerprint_label(session: RetrievalSession) -> str:
 
 def _header(session: RetrievalSession, *, relative: bool = False) -> str:
     golden = session.golden
-    source = golden.source
+    source = str(golden.source)
     if relative:  # the compact header names the file as the user would type it
         import os
 
@@ -115,9 +115,7 @@ def _header(session: RetrievalSession, *, relative: bool = False) -> str:
         if session.unsealed
         else f"held-out split {session.heldout_name!r} sealed"
     )
-    return (
-        f"golden set {source} · {len(golden)} queries · {fingerprint_label(session)} · {heldout}"
-    )
+    return f"golden set {source} · {len(golden)} queries · {fingerprint_label(session)} · {heldout}"
 
 
 def _stage_full(session: RetrievalSession, stage: str) -> list[str]:
@@ -163,7 +161,7 @@ def _fitted_table(
 
 
 def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[str]:
-    """The overall scores as families × K, then the slices on the headline and gated metrics
+    """The overall scores as families x K, then the slices on the headline and gated metrics
     (slices with no query to score are left out; :func:`_run_facts` names them)."""
     from ..metrics import MetricSpec
 
@@ -245,9 +243,12 @@ def summary_metrics(session: RetrievalSession, stage: str) -> list[str]:
     if "mrr" in families:
         wanted.add(MetricSpec("mrr"))
     final = session.default_stage
-    for declared in [*session.thresholds, *session.budgets]:
-        if (declared.selection.stage or final) == stage:
-            wanted.add(declared.spec)
+    for threshold in session.thresholds:
+        if (threshold.selection.stage or final) == stage:
+            wanted.add(threshold.spec)
+    for budget in session.budgets:
+        if (budget.selection.stage or final) == stage:
+            wanted.add(budget.spec)
     for gate in session.gate_outcomes:
         if (gate.stage or final) == stage and not gate.skipped_reason:
             try:
@@ -317,8 +318,8 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
     warnings are part of the run facts unless ``quiet`` hides those)."""
     lines: list[str] = []
     found = session.short_rankings() if session.has_run else []
-    for warning in found:
-        lines.extend(_fit(f"warning: {warning.message}", width))
+    for finding in found:
+        lines.extend(_fit(f"warning: {finding.message}", width))
     info = session.run_info
     if quiet and info is not None:
         for warning in info.warnings:
