@@ -283,7 +283,10 @@ class RetrievalPlugin:
                 )
                 added.extend(_gate_items(parent, self.homes[path]))
                 continue
-            node = _DeclaredFile.from_parent(session, path=path)
+            # A file outside the rootdir (retrieval_gates_file = ../x.yaml) gets a relative id.
+            inside = config.rootpath in path.parents
+            nodeid = None if inside else os.path.relpath(path, config.rootpath)
+            node = _DeclaredFile.from_parent(session, path=path, nodeid=nodeid)
             added.extend(node.collect())
         items.extend(added)
         _report_collected(session, added)
