@@ -9,7 +9,8 @@ knows pytest.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -38,6 +39,99 @@ def flag_without_golden(flag: str, rootdir: object, ini: object) -> str:
         f"it: it takes an existing path after a plugin's flag for a test path when it looks for "
         f"the ini file, so write {flag}=PATH"
     )
+
+
+def unknown_ini_keys(keys: Iterable[str], source: str) -> str | None:
+    """The usage error for ``retrieval_*`` ini keys that are no setting (``retrieval_threshold``,
+    singular): pytest only warns about an unknown key at the end, after a run that silently
+    dropped what the key meant (every declared gate, say). None when every key is known."""
+    import difflib
+
+    from .settings import OPTIONS
+
+    known = [o.ini for o in OPTIONS if not o.flag_only]
+    unknown = sorted(k for k in keys if k.startswith("retrieval_") and k not in known)
+    if not unknown:
+        return None
+    problems = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        flag_only = [o.flag_name for o in OPTIONS if o.flag_only and o.ini == key]
+        fix = (
+            f"it is a flag only: pass {flag_only[0]}"
+            if flag_only
+            else f"did you mean {close[0]}?"
+            if close
+            else '`pytest --help` lists every key under "retrieval quality gates"'
+        )
+        problems.append(Problem(f"unknown ini key {key}", fix=fix, source=source))
+    return str(InputError(problems, title="pytest-retrieval: unknown settings"))
+
+
+#: The files pytest reads its configuration from, with the text that makes each one count.
+_INI_FILES = (
+    ("pytest.toml", ""),
+    (".pytest.toml", ""),
+    ("pytest.ini", ""),
+    (".pytest.ini", ""),
+    ("pyproject.toml", "[tool.pytest"),
+    ("tox.ini", "[pytest]"),
+    ("setup.cfg", "[tool:pytest]"),
+)
+
+
+def _ini_from(folder: Path) -> Path | None:
+    """The ini file pytest finds from ``folder`` upwards (its search, by file name and
+    section), or None."""
+    for base in (folder, *folder.parents):
+        for name, marker in _INI_FILES:
+            candidate = base / name
+            if not candidate.is_file():
+                continue
+            if not marker:
+                return candidate
+            try:
+                text = candidate.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if marker in text:
+                return candidate
+    return None
+
+
+def misread_flag_path(
+    args: Sequence[str],
+    *,
+    flags: Collection[str],
+    invocation_dir: Path,
+    rootpath: Path,
+    inipath: Path | None,
+) -> str | None:
+    """The usage error when a ``--retrieval-* PATH`` flag in the space form made pytest read
+    another ini file (or none): pytest looks for the ini file before it knows the plugin's
+    flags, takes an existing path after a flag for a test path, and a path outside the
+    invocation folder then moves its search elsewhere. None when no flag was misread so.
+
+    ``flags`` are the flags that take a value; ``inipath`` and ``rootpath`` what pytest chose.
+    """
+    for index, arg in enumerate(args[:-1]):
+        value = args[index + 1]
+        if arg not in flags or value.startswith("-"):
+            continue
+        path = Path(os.path.abspath(invocation_dir / value))
+        if not path.exists() or path == invocation_dir or invocation_dir in path.parents:
+            continue
+        expected = _ini_from(invocation_dir)
+        if expected == inipath:
+            continue  # the same ini file either way: nothing went wrong
+        read = f"read {inipath}" if inipath is not None else "read no ini file"
+        instead = f" instead of {expected}" if expected is not None else ""
+        return (
+            f"pytest-retrieval: {arg} {value}: pytest took {value} for a test path when it "
+            f"looked for the ini file, so it {read}{instead} (rootdir {rootpath}) and every "
+            f"ini setting is ignored; write {arg}={value}"
+        )
+    return None
 
 
 def build_session(

@@ -68,6 +68,29 @@ def _where(selection: Selection) -> list[tuple[str, object]]:
     ]
 
 
+#: How a comparison is spelt in an item name (``>=`` is not valid in a ``-k`` expression).
+_OP_WORDS = {">=": "ge", ">": "gt", "<=": "le", "<": "lt", "==": "eq"}
+
+
+def _keyword(text: str) -> str:
+    """User text as a ``-k`` word: letters, digits, ``_``, ``.`` and ``-`` kept, others ``_``."""
+    return re.sub(r"[^\w.\-]", "_", text)
+
+
+def _item_words(spec: MetricSpec, selection: Selection) -> tuple[str, str]:
+    """(metric, options) of an item name: ``recall_at_50`` and ``-stage_x-split_y-slice_z``."""
+    options = "".join(
+        f"-{key}_{_keyword(value)}"
+        for key, value in (
+            ("stage", selection.stage),
+            ("split", selection.split),
+            ("slice", selection.slice),
+        )
+        if value
+    )
+    return str(spec).replace("@", "_at_"), options
+
+
 def _plain(value: float) -> str:
     """A number as a budget line writes it: no exponent (``0.00001``, not ``1e-05``), and no
     float noise (``7``, not ``7.000000000000001``)."""
@@ -82,10 +105,20 @@ class Threshold:
     op: str
     value: float
     selection: Selection = field(default_factory=Selection)
+    #: Where it was declared: the gates file's path, or ``retrieval_thresholds`` (the ini).
+    origin: str | None = field(default=None, compare=False)
+    line_number: int | None = field(default=None, compare=False)
+
+    @property
+    def item_name(self) -> str:
+        """Its test item's name, valid as a ``-k`` word and in a shell without quotes:
+        ``recall_at_50_ge_0.9-slice_multi-hop`` for ``recall@50 >= 0.9 slice=multi-hop``."""
+        metric, options = _item_words(self.spec, self.selection)
+        return f"{metric}_{_OP_WORDS.get(self.op, 'op')}_{self.value:g}{options}"
 
     @property
     def name(self) -> str:
-        """A readable, ``-k``-selectable item name: ``recall@50>=0.9[slice=multi-hop]``."""
+        """The readable name in messages and reports: ``recall@50>=0.9[slice=multi-hop]``."""
         label = self.selection.label().replace(" ", ",")
         return f"{self.spec}{self.op}{self.value:g}" + (f"[{label}]" if label else "")
 
@@ -160,6 +193,17 @@ class Budget:
     amount: float
     relative: bool = False
     selection: Selection = field(default_factory=Selection)
+    #: Where it was declared: the gates file's path, ``retrieval_regression`` (the ini), or
+    #: None for the default checks.
+    origin: str | None = field(default=None, compare=False)
+    line_number: int | None = field(default=None, compare=False)
+
+    @property
+    def item_name(self) -> str:
+        """Its test item's name, valid as a ``-k`` word: ``ndcg_at_10-budget_2pct-slice_x``."""
+        metric, options = _item_words(self.spec, self.selection)
+        amount = f"{_plain(self.amount * 100)}pct" if self.relative else _plain(self.amount)
+        return f"{metric}-budget_{amount}{options}"
 
     @property
     def name(self) -> str:
@@ -423,6 +467,7 @@ def _expand(
         if problem is not None:
             problems.append(problem)
             continue
+        item = dataclasses.replace(item, origin=source, line_number=number)
         items.extend(expand_slices(item, _scorable_slices(settings, golden)))
     if problems:
         raise InputError(problems, title=f"pytest-retrieval: {len(problems)} invalid {what}")

@@ -58,6 +58,8 @@ def finish(
     worker_usage_error: str | None = None,
     step_summary: bool = False,
     is_worker: bool = False,
+    verbose: bool = False,
+    width: int = 120,
 ) -> Finish:
     """Settle the session: exit status, baseline update, report files, terminal lines.
 
@@ -65,7 +67,9 @@ def finish(
     passing run into ``EXIT_TESTS_FAILED`` (a verdict that belongs to no single test would
     otherwise leave pytest's "N passed"); a worker's usage error makes it ``EXIT_USAGE_ERROR``.
     ``step_summary`` appends the Markdown report to ``$GITHUB_STEP_SUMMARY``. An xdist worker
-    never finishes a session (its controller does): ``is_worker`` is refused.
+    never finishes a session (its controller does): ``is_worker`` is refused. ``verbose``
+    (``-v``) or ``retrieval_summary = full`` shows the full summary table; ``width`` is the
+    terminal's, which the compact summary is fitted to.
     """
     if is_worker:
         raise RuntimeError("the baseline is written by the controller, never by a worker")
@@ -102,8 +106,15 @@ def finish(
         notes.append(write_error)
     return Finish(
         exit_status=status,
-        summary=render_summary(session, quiet=quiet) if session.has_run else [],
-        gates_title=verdict.section_title,
+        summary=render_summary(
+            session, quiet=quiet, full=verbose or settings.summary == "full", width=width
+        )
+        if session.has_run
+        else [],
+        # The verdict is printed in every mode (-q included) once anything was gated.
+        gates_title=verdict.section_title
+        if session.gate_outcomes or session.regression_outcomes or verdict.failed
+        else "",
         gates_failed=bool(verdict.failed),
         gates=render_gates(session, quiet=quiet),
         notes=notes,
@@ -151,7 +162,8 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
     )
     note = (
         f"baseline written to {path} ({len(snapshot.queries)} queries{runs}, golden fingerprint "
-        f"{snapshot.fingerprint[:12]}): review the diff and commit it"
+        f"{snapshot.fingerprint[:12]} of the {len(snapshot.queries)} non-held-out queries): "
+        "review the diff and commit it"
     )
     return Line(f"retrieval: {note}", "green"), None
 

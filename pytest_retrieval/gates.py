@@ -179,6 +179,27 @@ class GateOutcome:
     skipped_reason: str | None = None
     ci: tuple[float, float] | None = None
 
+    @property
+    def source(self) -> str:
+        """``test`` for a gate asserted in a test, ``declared`` for an ini or gates-file line."""
+        return "test" if self.kind == "assert" else "declared"
+
+    def properties(self) -> list[tuple[str, object]]:
+        """The JUnit properties of a gate asserted in a test (one group per gate, in the
+        order the test compared them), with the stage it was scored at."""
+        return [
+            ("source", self.source),
+            ("gate", self.name),
+            ("metric", self.metric),
+            ("op", self.op),
+            ("threshold", self.threshold),
+            ("stage", self.stage or "default"),
+            ("split", self.split or "overall"),
+            ("slice", self.slice or "all"),
+            ("value", self.value),
+            ("passed", self.passed),
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """Builtins only (JSON artifact, xdist payload)."""
         return {

@@ -18,6 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -83,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "retrieval: a test that gates retrieval quality (added to config gates)"
     )
+    _refuse_misread_settings(config)
     if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
         _refuse_flags_without_golden(config)
         return
@@ -121,6 +123,36 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(plugin, "retrieval-session")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(plugin), "retrieval-xdist")
+
+
+def _refuse_misread_settings(config: pytest.Config) -> None:
+    """Stop on a ``--retrieval-* PATH`` flag that made pytest read another ini file, and on a
+    ``retrieval_*`` ini key that is no setting. Cheap in every run: nothing is imported unless
+    such a flag or key is there."""
+    args = [str(a) for a in config.invocation_params.args]
+    if any(a.startswith("--retrieval-") and "=" not in a for a in args):
+        from .configure import misread_flag_path
+        from .settings import OPTIONS
+
+        message = misread_flag_path(
+            args,
+            flags={o.flag_name for o in OPTIONS if o.flag and not o.store_true},
+            invocation_dir=config.invocation_params.dir,
+            rootpath=config.rootpath,
+            inipath=config.inipath,
+        )
+        if message is not None:
+            raise pytest.UsageError(_safe(message))
+    # pytest has no public list of the keys it read; its own check warns only after the run.
+    unknown_keys = getattr(config, "_get_unknown_ini_keys", None)
+    keys = [k for k in unknown_keys() if k.startswith("retrieval_")] if unknown_keys else []
+    if keys:
+        from .configure import unknown_ini_keys
+
+        inipath = config.inipath
+        message = unknown_ini_keys(keys, inipath.name if inipath else "the ini file")
+        if message is not None:
+            raise pytest.UsageError(_safe(message))
 
 
 def _refuse_flags_without_golden(config: pytest.Config) -> None:
@@ -167,6 +199,8 @@ class RetrievalPlugin:
         self.usage_error: str | None = None  # a worker's, under xdist
         self.payloads: list[dict[str, Any]] = []
         self.finished: Finish | None = None
+        #: The declared gates by the file they are collected from (see :func:`_homes`).
+        self.homes = _homes(config, session)
 
     @property
     def is_worker(self) -> bool:
@@ -176,9 +210,12 @@ class RetrievalPlugin:
         """Name the effective golden set (path, queries, fingerprint)."""
         golden = self.session.golden
         state = "unsealed" if self.session.unsealed else "sealed"
+        # The fingerprint of every query (a baseline records the non-held-out ones'): the
+        # label says which, so two different hashes of one file are not a mystery.
         return [
             f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
-            f"{golden.short_fingerprint}), held-out split {self.session.heldout_name!r} {state}"
+            f"{golden.short_fingerprint} of all {len(golden)}), held-out split "
+            f"{self.session.heldout_name!r} {state}"
         ]
 
     @pytest.fixture(autouse=True)
@@ -192,9 +229,14 @@ class RetrievalPlugin:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         """Name the running test for gate records; warn about gates never compared."""
         self.session.enter_test(item.nodeid)
+        before = len(self.session.gate_outcomes)
         try:
             return (yield)
         finally:
+            if not isinstance(item, _GateItem):  # a declared gate sets its own
+                for outcome in self.session.gate_outcomes[before:]:
+                    if outcome.nodeid == item.nodeid:
+                        item.user_properties.extend(outcome.properties())
             for gate in self.session.leave_test():
                 item.warn(
                     pytest.PytestWarning(
@@ -212,12 +254,41 @@ class RetrievalPlugin:
         lines = None if gates is None else gates.explain_comparison(op, left, right)
         return None if lines is None else [_safe(line) for line in lines]
 
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> _DeclaredFile | None:
+        """The gates file and the ini file collect their declared gates, as any test file
+        collects its tests: a path selection, ``--lf``, ``-k`` and ``-m`` see them."""
+        if file_path not in self.homes:
+            return None
+        return _DeclaredFile.from_parent(parent, path=file_path)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """Add one item per declared gate, before -k/-m selection sees the items."""
-        added = _declared_items(session, self.session)
+        """When the run is the whole suite (no path given), add the declared gates whose file
+        the walk did not reach (outside ``testpaths``), before -k/-m selection sees them."""
+        if not _whole_suite(config):
+            return
+        # pytest offers every file of the folders on the way to a path to pytest_collect_file,
+        # and keeps only what the path names: the items tell which files were collected.
+        present = {item.path for item in items if isinstance(item, _GateItem)}
+        added: list[pytest.Item] = []
+        for path in self.homes:
+            if path in present:
+                continue
+            if path == _NO_FILE:
+                parent: pytest.Collector = _GatesCollector.from_parent(
+                    session, name="retrieval-gates", nodeid="retrieval-gates"
+                )
+                added.extend(_gate_items(parent, self.homes[path]))
+                continue
+            # A file outside the rootdir (retrieval_gates_file = ../x.yaml) gets a relative id.
+            inside = config.rootpath in path.parents
+            nodeid = None if inside else os.path.relpath(path, config.rootpath)
+            node = _DeclaredFile.from_parent(session, path=path, nodeid=nodeid)
+            added.extend(node.collect())
         items.extend(added)
         _report_collected(session, added)
 
@@ -244,6 +315,8 @@ class RetrievalPlugin:
             worker_usage_error=self.usage_error,
             step_summary=settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY")),
             is_worker=self.is_worker,
+            verbose=self.config.get_verbosity() > 0,
+            width=_terminal_width(self.config),
         )
         session.exitstatus = self.finished.exit_status
 
@@ -256,7 +329,7 @@ class RetrievalPlugin:
             terminalreporter.write_sep("=", "retrieval")
             for line in done.summary:
                 terminalreporter.write_line(_safe(line))
-        if done.gates:
+        if done.gates_title:
             failed = done.gates_failed
             terminalreporter.write_sep("=", done.gates_title, red=failed, green=not failed)
             for line in done.gates:
@@ -264,6 +337,18 @@ class RetrievalPlugin:
         for note in done.notes:
             colour = {note.colour: True} if note.colour else {}
             terminalreporter.write_line(_safe(note.text), **colour)
+
+
+def _terminal_width(config: pytest.Config) -> int:
+    """The terminal's width (pytest's own writer's, else the environment's)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    writer = getattr(reporter, "_tw", None)
+    width = getattr(writer, "fullwidth", None)
+    if isinstance(width, int) and width > 0:
+        return width
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 class _XdistHooks:
@@ -488,6 +573,8 @@ class _GateFailed(AssertionError):
 class _GateItem(pytest.Function):
     """A declared gate (ini ``retrieval_thresholds`` or the gates file) as a test item."""
 
+    entry: Threshold | Budget | None = None
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from .gates import GateUsageError
 
@@ -498,32 +585,104 @@ class _GateItem(pytest.Function):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"retrieval gate {self.name}"
+        entry = self.entry
+        # The line of the gates file; an ini line has none (pytest.ini's lines are not ours).
+        line = entry.line_number if entry is not None else None
+        if not isinstance(self.parent, pytest.File) or (entry and entry.origin is None):
+            line = None
+        shown = entry.name if entry is not None else self.name
+        return self.path, None if line is None else line - 1, f"retrieval gate {shown}"
 
 
 class _GatesCollector(pytest.Collector):
-    """The parent of declared gate items (node id ``retrieval-gates::...``)."""
+    """The parent of declared gates that have no file (the default regression checks of a
+    baseline given only on the command line, with no ini file): ``retrieval-gates::...``."""
 
     def collect(self) -> list[pytest.Item]:
         return []
 
 
-def _declared_items(session: pytest.Session, retrieval: RetrievalSession) -> list[pytest.Item]:
-    """One item per declared budget (``retrieval-regressions::``) and threshold
-    (``retrieval-gates::``), with the JUnit properties that say what each one checks."""
-    added: list[pytest.Item] = []
-    for nodeid, declared in (
-        ("retrieval-regressions", retrieval.budgets),
-        ("retrieval-gates", retrieval.thresholds),
-    ):
-        if not declared:
-            continue
-        parent = _GatesCollector.from_parent(session, name=nodeid, nodeid=nodeid)
-        for entry in declared:
-            item = _GateItem.from_parent(parent, name=entry.name, callobj=_gate_call(entry))
-            item.user_properties.extend(entry.properties())
-            added.append(item)
-    return added
+#: The home of declared gates without a file.
+_NO_FILE = Path("<retrieval-gates>")
+
+
+class _DeclaredFile(pytest.File):
+    """The gates file (``retrieval-gates.yaml``) or the ini file as a collector of its declared
+    gates and budgets (pytest's "working with non-python tests" pattern)."""
+
+    def collect(self) -> list[pytest.Item]:
+        active = _active(self.config)
+        entries = active.homes.get(self.path, []) if active is not None else []
+        return _gate_items(self, entries)
+
+
+def _homes(config: pytest.Config, retrieval: RetrievalSession) -> dict[Path, list[Any]]:
+    """Each declared gate and budget (budgets first, the order the run always had) by the
+    file that collects it: the gates file for its own lines; the ini file for
+    ``retrieval_thresholds``, ``retrieval_regression`` and the default regression checks (the
+    gates file, when there is no ini file); else no file."""
+    ini = config.inipath
+    homes: dict[Path, list[Any]] = {}
+    entries: list[Threshold | Budget] = [*retrieval.budgets, *retrieval.thresholds]
+    for entry in entries:
+        origin = entry.origin
+        if origin is not None and origin not in ("retrieval_thresholds", "retrieval_regression"):
+            home = Path(os.path.abspath(origin))
+        elif ini is not None:
+            home = ini
+        else:
+            files = [e.origin for e in retrieval.thresholds if e.origin]
+            home = Path(os.path.abspath(files[0])) if files else _NO_FILE
+        homes.setdefault(home, []).append(entry)
+    return homes
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """True when no path was given: ``testpaths``, or the rootdir itself. Then every declared
+    gate runs, even when its file lies outside ``testpaths``; a path given (or a run from a
+    subfolder) selects declared gates as it selects tests: by their file."""
+    source = config.args_source
+    if source == pytest.Config.ArgsSource.TESTPATHS:
+        return True
+    return (
+        source == pytest.Config.ArgsSource.INVOCATION_DIR
+        and config.invocation_params.dir == config.rootpath
+    )
+
+
+def _gate_items(parent: pytest.Collector, entries: Sequence[Any]) -> list[pytest.Item]:
+    """One item per declared gate or budget, named to be valid in ``-k`` and unique in its
+    file, marked ``retrieval``, with the JUnit properties that say what it checks."""
+    items: list[pytest.Item] = []
+    seen: dict[str, int] = {}
+    for entry in entries:
+        name = entry.item_name
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:  # the same line twice: both run, each selectable
+            name = f"{name}-{seen[name]}"
+        item = _GateItem.from_parent(parent, name=name, callobj=_gate_call(entry))
+        item.entry = entry
+        item.add_marker("retrieval")
+        item.user_properties.extend(_declared_properties(entry))
+        items.append(item)
+    return items
+
+
+def _declared_properties(entry: Threshold | Budget) -> list[tuple[str, object]]:
+    """The item's JUnit properties before it runs (the stage, when not given, is the run's
+    default stage: filled in when the gate runs)."""
+    return [("source", "declared"), ("gate", entry.name), *entry.properties()]
+
+
+def _set_stage(properties: list[tuple[str, object]], stage: str | None) -> None:
+    """Replace the ``stage`` property with the stage the gate was scored at."""
+    if stage is None:
+        return
+    for index, (key, _) in enumerate(properties):
+        if key == "stage":
+            properties[index] = ("stage", stage)
+            return
+    properties.append(("stage", stage))
 
 
 def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
@@ -543,12 +702,14 @@ def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
                 kind="threshold",
                 name=entry.name,
             )
+            _set_stage(properties, outcome.stage)
             properties.extend([("value", outcome.value), ("passed", outcome.passed)])
             if not outcome.passed:
                 raise _GateFailed(outcome.message)
             return
         baseline = str(retrieval_session.settings.baseline)
         result = retrieval_session.regression(entry, baseline_path=baseline)
+        _set_stage(properties, result.stage)
         for key in (
             "baseline_mean",
             "current_mean",

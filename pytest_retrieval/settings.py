@@ -113,7 +113,11 @@ def _choice(*choices: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()
         if value not in choices:
-            raise _Invalid(f"{text!r} is not one of {', '.join(choices)}")
+            import difflib  # only for the error message: this module loads in every run
+
+            close = difflib.get_close_matches(value, choices, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise _Invalid(f"{text!r} is not one of {', '.join(choices)}{hint}")
         return value
 
     return parse
@@ -436,6 +440,14 @@ OPTIONS: tuple[Option, ...] = (
         is_path=True,
     ),
     Option(
+        "summary",
+        "the terminal summary: compact (default: overall scores as metric x K, slices on the "
+        "headline and gated metrics) or full (every metric at every K by slice; also -v)",
+        "compact",
+        _choice("compact", "full"),
+        metavar="compact|full",
+    ),
+    Option(
         "worst",
         "how many worst queries a failure message lists (default 5)",
         5,
@@ -602,6 +614,7 @@ class Settings:
     heldout_details: bool = False
     thresholds: tuple[str, ...] = ()
     gates_file: str | None = None
+    summary: str = "compact"
     worst: int = 5
     json: str | None = None
     markdown: str | None = None

@@ -26,7 +26,7 @@ NO_RETRIEVER = (
     "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
     + CONFTEST_SNIPPET
     + "\nor name a factory in your pytest configuration: "
-    "retrieval_retriever = myapp.search:build\n(Declared gates, the retrieval-gates::... "
+    "retrieval_retriever = myapp.search:build\n(Declared gates, the retrieval-gates.yaml::... "
     "items, see the fixtures of the rootdir's conftest.py: define it there.)"
 )
 

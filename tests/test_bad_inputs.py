@@ -453,8 +453,10 @@ CASES = [
         "an-existing-artifact-outside-the-project-hides-the-ini-file",
         USAGE,
         (
-            "--retrieval-json is given but no golden set is configured",
-            "write --retrieval-json=PATH",
+            "--retrieval-json ../outside-the-project/out.json: pytest took "
+            "../outside-the-project/out.json for a test path when it looked for the ini file, so "
+            "it read no ini file instead of",
+            "write --retrieval-json=../outside-the-project/out.json",
         ),
         args=("--retrieval-json", "../outside-the-project/out.json"),
         files={"../outside-the-project/out.json": OLD_ARTIFACT},

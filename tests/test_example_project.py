@@ -80,12 +80,50 @@ def test_the_example_passes_as_shipped(shipped: tuple[int, str, dict[str, Any]])
 def test_the_example_broken_as_documented_fails_and_names_what_it_lost(tmp_path: Path) -> None:
     status, output, _document = run_example(tmp_path, env={"ACME_TOKENIZER": "naive"})
     assert status == 1, output[-3000:]
-    assert "FAILED retrieval-regressions::" in output
+    # The budgets are items of the gates file: retrieval-gates.yaml::ndcg_at_10-budget_0.02 ...
+    assert re.search(r"FAILED retrieval-gates\.yaml::\S+-budget_", output), output[-3000:]
     # A lost relevant document with its rank before and after, e.g. "invoice-languages: rank 1 → —"
     # (pushed out of the ranking) or "merge-duplicate-contacts: rank 1 → 17" (pushed down).
     moves = re.findall(r"([\w-]+): rank (\d+) → (—|\d+)", output)
     assert moves, output[-3000:]
     assert any(after == "—" or int(after) > int(before) for _doc, before, after in moves)
+
+
+def section(output: str, title: str) -> list[str]:
+    """The lines of one ``= title =`` section of the terminal output (without its rule)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.fullmatch(rf"=+ {title} =+", line))
+    end = next(
+        (i for i in range(start + 1, len(lines)) if re.fullmatch(r"=+ .* =+", lines[i])),
+        len(lines),
+    )
+    return lines[start + 1 : end]
+
+
+def test_the_default_summary_fits_a_120_column_terminal_and_v_shows_the_full_table(
+    tmp_path: Path,
+) -> None:
+    status, output, _document = run_example(tmp_path / "compact", env={"COLUMNS": "120"})
+    assert status == 0, output[-3000:]
+    summary = section(output, "retrieval")
+    too_wide = [line for line in summary if len(line) > 120]
+    assert not too_wide, too_wide
+    # Two stages, each a 7-line pivot and a 6-line slice table: about 40 lines in all.
+    assert len(summary) <= 44, "\n".join(summary)
+    assert "retriever (n=108)    @1      @3      @5      @10     @20     @50" in summary
+    assert any(line.startswith("paraphrase (n=29)") for line in summary)
+    # The no-answer slice has no query to score: named once, not a column of dashes.
+    assert not any("no-answer (n=0)" in line for line in summary)
+    assert "no query to score: slice no-answer" in " ".join(" ".join(summary).split())
+    # The warnings stay visible.
+    assert any(line.startswith("warning: short rankings [retriever]") for line in summary)
+
+    status, output, _document = run_example(tmp_path / "full", "-v", env={"COLUMNS": "120"})
+    assert status == 0, output[-3000:]
+    full = section(output, "retrieval")
+    assert "stage: retriever" in full
+    assert any(line.startswith("precision@20") for line in full)
+    assert any("no-answer (n=0)" in line for line in full)
 
 
 def test_turning_the_reranker_off_is_caught_by_the_baseline(tmp_path: Path) -> None:
@@ -124,7 +162,9 @@ def test_a_cached_rerun_searches_nothing_and_gives_the_same_numbers(
         "called": 0,
         "stored": 0,
     }
-    assert "cache use: 119 of 119 queries served from the cache, index version " in output
+    # (the compact summary wraps its prose at the terminal's width)
+    flat = " ".join(output.split())
+    assert "cache use: 119 of 119 queries served from the cache, index version " in flat
     assert again["results"] == shipped[2]["results"]
     assert again["retriever"]["index_version"] == "acme-help-bm25-stem-200w-1"
     # A changed index under a new version is a miss for every query, so the break is caught.

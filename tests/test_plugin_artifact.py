@@ -249,7 +249,7 @@ def test_the_artifact_holds_the_hand_computed_numbers(
         # runs from 0 to 1.
         "ci": [0.0, 1.0],
     }
-    declared = gates["retrieval-gates::recall@2>=0.5"]
+    declared = gates["pytest.ini::recall_at_2_ge_0.5"]
     assert declared["kind"] == "threshold"
     assert declared["value"] == pytest.approx(0.5)
     assert artifact["declared"]["thresholds"] == ["recall@2 >= 0.5"]

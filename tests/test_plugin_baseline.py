@@ -62,8 +62,8 @@ def test_without_a_baseline_the_check_fails_and_the_update_creates_one_that_then
     updated.assert_outcomes(skipped=1)
     updated.stdout.fnmatch_lines(
         [
-            f"retrieval: baseline written to {path} (12 queries, golden fingerprint *): review the "
-            "diff and commit it"
+            f"retrieval: baseline written to {path} (12 queries, golden fingerprint * of the 12 "
+            "non-held-out queries): review the diff and commit it"
         ]
     )
     document = project.document()

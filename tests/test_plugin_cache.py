@@ -93,7 +93,7 @@ def test_a_second_run_calls_the_retriever_zero_times_and_gives_identical_numbers
     retrieval_project: RetrievalProject,
 ) -> None:
     p = project(retrieval_project)
-    first = p.run("--retrieval-json", "first.json")
+    first = p.run("-v", "--retrieval-json", "first.json")
     first.assert_outcomes(passed=1)
     assert sorted(p.calls()) == sorted(
         [
@@ -103,7 +103,7 @@ def test_a_second_run_calls_the_retriever_zero_times_and_gives_identical_numbers
             "Can I send invoices by fax?",
         ]
     )
-    second = p.run("--retrieval-json", "second.json")
+    second = p.run("-v", "--retrieval-json", "second.json")
     second.assert_outcomes(passed=1)
     assert len(p.calls()) == SCORABLE  # not one more call
     assert numbers(p.artifact("second.json")) == numbers(p.artifact("first.json"))
@@ -118,18 +118,18 @@ def test_a_second_run_calls_the_retriever_zero_times_and_gives_identical_numbers
 
 def test_cached_queries_are_left_out_of_latency(retrieval_project: RetrievalProject) -> None:
     p = project(retrieval_project)
-    p.run("--retrieval-json", "first.json").assert_outcomes(passed=1)
+    p.run("-v", "--retrieval-json", "first.json").assert_outcomes(passed=1)
     assert set(p.artifact("first.json")["latency_ms"]) == {"retriever"}
     # One query is new (its text changed): only its latency is measured.
     golden = GOLDEN.replace("Where do I download invoices?", "Where are my invoices?")
     (p.path / "golden.yaml").write_text(golden, encoding="utf-8")
-    result = p.run("--retrieval-json", "second.json")
+    result = p.run("-v", "--retrieval-json", "second.json")
     result.assert_outcomes(passed=1)
     rows = {row["id"]: row["latency_ms"] for row in p.artifact("second.json")["queries"]}
     assert [qid for qid, latency in rows.items() if latency] == ["invoice"]
     result.stdout.fnmatch_lines(["*3 of 4 queries served*; latency covers the called queries only"])
     # Everything cached: no latency at all, rather than a percentile of nothing.
-    p.run("--retrieval-json", "third.json").assert_outcomes(passed=1)
+    p.run("-v", "--retrieval-json", "third.json").assert_outcomes(passed=1)
     assert p.artifact("third.json")["latency_ms"] == {}
 
 
@@ -311,10 +311,10 @@ def truncate_cache(p: RetrievalProject) -> Path:
 
 def test_a_truncated_cache_is_reported_and_ignored(retrieval_project: RetrievalProject) -> None:
     p = project(retrieval_project)
-    p.run("--retrieval-json", "first.json").assert_outcomes(passed=1)
+    p.run("-v", "--retrieval-json", "first.json").assert_outcomes(passed=1)
     path = truncate_cache(p)
     damaged = path.read_bytes()
-    result = p.run("--retrieval-json", "second.json", "-W", "default")
+    result = p.run("-v", "--retrieval-json", "second.json", "-W", "default")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(
         [

@@ -89,7 +89,7 @@ def test_a_bad_flag_value_names_the_flag(retrieval_project: RetrievalProject) ->
 
 def test_the_command_line_beats_the_ini(retrieval_project: RetrievalProject) -> None:
     retrieval_project.write(ks="1,3", ini={"retrieval_metrics": "recall"}, tests=RUN)
-    result = retrieval_project.run("--retrieval-ks", "2", "--retrieval-json", "out.json")
+    result = retrieval_project.run("-v", "--retrieval-ks", "2", "--retrieval-json", "out.json")
     result.assert_outcomes(passed=1)
     # Only K=2: recall@2 over refund (1), sso (okta at 1: 1/2), invoice (0) = 1.5 / 3.
     result.stdout.fnmatch_lines(["metric    overall (n=3) *", "*", "recall@2  0.5000 *"])

@@ -27,9 +27,9 @@ def test_ini_thresholds_become_test_items_that_pass_and_fail(
         esc(
             [
                 "*collected 3 items",
-                "retrieval-gates::recall@3>=0.6 PASSED*",
-                "retrieval-gates::recall@3>=0.7 FAILED*",
-                "retrieval-gates::mrr<=0.5 PASSED*",
+                "pytest.ini::recall_at_3_ge_0.6 PASSED*",
+                "pytest.ini::recall_at_3_ge_0.7 FAILED*",
+                "pytest.ini::mrr_le_0.5 PASSED*",
             ]
         )
     )
@@ -60,8 +60,8 @@ def test_a_failing_declared_gate_shows_its_message_without_a_traceback(
             [
                 "*= retrieval gates: 1 failed =*",
                 "FAIL recall@3 >= 0.7: 0.6667 (CI *) [stage=retriever] (n=3) — "
-                "retrieval-gates::recall@3>=0.7",
-                "FAILED retrieval-gates::recall@3>=0.7 - recall@3 = 0.6667 < 0.7*",
+                "pytest.ini::recall_at_3_ge_0.7",
+                "FAILED pytest.ini::recall_at_3_ge_0.7 - recall@3 = 0.6667 < 0.7*",
             ]
         )
     )
@@ -80,8 +80,8 @@ def test_the_gates_file_in_the_rootdir_is_read_without_configuration(
     result.stdout.fnmatch_lines(
         esc(
             [
-                "retrieval-gates::recall@3>=0.6 PASSED*",
-                "retrieval-gates::recall@3>=1[slice=multi-hop] PASSED*",
+                "retrieval-gates.yaml::recall_at_3_ge_0.6 PASSED*",
+                "retrieval-gates.yaml::recall_at_3_ge_1-slice_multi-hop PASSED*",
             ]
         )
     )
@@ -114,8 +114,8 @@ def test_slice_star_declares_one_gate_per_slice_with_a_query_to_score(
     result.stdout.fnmatch_lines(
         esc(
             [
-                "retrieval-gates::recall@1>=0.4[slice=exact-lookup] FAILED*",
-                "retrieval-gates::recall@1>=0.4[slice=multi-hop] PASSED*",
+                "pytest.ini::recall_at_1_ge_0.4-slice_exact-lookup FAILED*",
+                "pytest.ini::recall_at_1_ge_0.4-slice_multi-hop PASSED*",
             ]
         )
     )
@@ -142,9 +142,9 @@ def test_slice_star_includes_a_no_answer_slice_when_such_queries_score(
     result.stdout.fnmatch_lines(
         esc(
             [
-                "retrieval-gates::recall@3>=0.5[slice=exact-lookup] PASSED*",
-                "retrieval-gates::recall@3>=0.5[slice=multi-hop] PASSED*",
-                "retrieval-gates::recall@3>=0.5[slice=no-answer] FAILED*",
+                "pytest.ini::recall_at_3_ge_0.5-slice_exact-lookup PASSED*",
+                "pytest.ini::recall_at_3_ge_0.5-slice_multi-hop PASSED*",
+                "pytest.ini::recall_at_3_ge_0.5-slice_no-answer FAILED*",
             ]
         )
     )
@@ -161,7 +161,7 @@ def test_declared_gates_can_be_selected_with_k(retrieval_project: RetrievalProje
         esc(
             [
                 "*collected 3 items / 2 deselected / 1 selected",
-                "retrieval-gates::recall@3>=0.9[slice=multi-hop] PASSED*",
+                "pytest.ini::recall_at_3_ge_0.9-slice_multi-hop PASSED*",
             ]
         )
     )
@@ -186,10 +186,11 @@ def test_declared_gates_and_code_gates_share_the_gates_section(
         esc(
             [
                 "*= retrieval gates: all passed =*",
+                # In collection order: pytest.ini is collected before test_retrieval.py.
+                "PASS recall@3 >= 0.6: 0.6667 (CI *) [stage=retriever] (n=3) — "
+                "pytest.ini::recall_at_3_ge_0.6",
                 "PASS mrr >= 0.5: 0.5000 (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_mrr",
-                "PASS recall@3 >= 0.6: 0.6667 (CI *) [stage=retriever] (n=3) — "
-                "retrieval-gates::recall@3>=0.6",
             ]
         )
     )

@@ -242,7 +242,8 @@ def test_the_header_names_the_golden_set_its_size_fingerprint_and_seal(
     result.stdout.fnmatch_lines(
         esc(
             [
-                f"retrieval: golden set */golden.yaml (5 queries, fingerprint {fingerprint}), "
+                f"retrieval: golden set */golden.yaml (5 queries, fingerprint {fingerprint} "
+                "of all 5), "
                 "held-out split 'heldout' sealed"
             ]
         )

@@ -63,7 +63,7 @@ def test_a_retriever_that_ignores_the_depth_gets_a_short_ranking_warning_with_it
             assert {len(r) for r in retrieval_run.values()} == {4}
         """,
     )
-    result = retrieval_project.run("--retrieval-json=out.json", "--retrieval-markdown=out.md")
+    result = retrieval_project.run("-v", "--retrieval-json=out.json", "--retrieval-markdown=out.md")
     result.assert_outcomes(passed=1)
     expected = (
         "warning: short rankings [retriever]: 3 of 3 rankings are shorter than the cutoff 10 "

@@ -59,7 +59,7 @@ def test_a_trec_run_gives_evaluates_numbers_without_the_retriever(
         tests="from pytest_retrieval import assert_ndcg_at\n\n"
         "def test_ndcg():\n    assert_ndcg_at(10) >= 0.25\n",
     )
-    result = p.run(f"--retrieval-run={run}", "--retrieval-json", "out.json")
+    result = p.run("-v", f"--retrieval-run={run}", "--retrieval-json", "out.json")
     result.assert_outcomes(passed=1)
     assert p.calls() == []  # not built, not called
     document = p.artifact("out.json")
@@ -113,7 +113,7 @@ def test_a_missing_held_out_query_is_counted_not_named(
 ) -> None:
     p = retrieval_project.write(conftest=NEVER, tests=TESTS)
     write_jsonl(p.path / "run.jsonl", {"sso": ["sso-setup"], "refund": [], "invoice": []})
-    result = p.run("--retrieval-run", "run.jsonl", "--retrieval-heldout")
+    result = p.run("-v", "--retrieval-run", "run.jsonl", "--retrieval-heldout")
     result.stdout.fnmatch_lines(["*2 judged queries missing*: fax, 1 held-out (not named)"])
     assert HELDOUT_ID not in result.stdout.str()
 

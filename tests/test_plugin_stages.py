@@ -81,7 +81,7 @@ def test_the_summary_prints_a_table_per_stage(retrieval_project: RetrievalProjec
         ini={"retrieval_metrics": "recall,mrr"},
         tests="def test_run(retrieval_run): pass",
     )
-    result = retrieval_project.run()
+    result = retrieval_project.run("-v")
     result.assert_outcomes(passed=1)
     # Slices: exact-lookup = refund + invoice, multi-hop = sso (no-answer has no value).
     #   retriever  recall@1: (0+0)/2 = 0, 1/2     mrr@1: 0, 1     mrr@3: (1/2+0)/2 = 0.25, 1
@@ -234,8 +234,8 @@ def test_declared_gates_can_name_a_stage(retrieval_project: RetrievalProject) ->
     result.stdout.fnmatch_lines(
         esc(
             [
-                "retrieval-gates::recall@1>=0.5 PASSED*",
-                "retrieval-gates::recall@1>=0.5[stage=retriever] FAILED*",
+                "pytest.ini::recall_at_1_ge_0.5 PASSED*",
+                "pytest.ini::recall_at_1_ge_0.5-stage_retriever FAILED*",
             ]
         )
     )

@@ -52,13 +52,13 @@ def test_the_section_shows_the_golden_set_and_a_table_of_every_metric_by_slice(
 ) -> None:
     retrieval_project.write(tests="def test_run(retrieval_run): pass")
     fingerprint = load_golden(retrieval_project.path / "golden.yaml").short_fingerprint
-    result = retrieval_project.run()
+    result = retrieval_project.run("-v")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
             "*= retrieval =*",
-            f"golden set */golden.yaml · 5 queries · fingerprint {fingerprint} · held-out split "
-            "'heldout' sealed",
+            f"golden set */golden.yaml · 5 queries · fingerprint {fingerprint} (all 5 queries) · "
+            "held-out split 'heldout' sealed",
             "",
             *TABLE,
             "",
@@ -70,6 +70,82 @@ def test_the_section_shows_the_golden_set_and_a_table_of_every_metric_by_slice(
     result.stdout.no_fnmatch_line("*retrieval gates*")
 
 
+#: The compact summary (the default) of the same run: the overall scores as metric x K, then the
+#: slices on the headline metrics (recall at the largest K, ndcg@3 as the K nearest 10, mrr).
+#: mrr over the full ranking equals mrr@3 here (every ranking has 3 ids): refund 1/2, sso 1,
+#: invoice 0 -> overall 0.5, exact-lookup 0.25. no-answer has no query to score: left out.
+COMPACT = [
+    "retriever (n=3)    @1      @3",
+    "recall             0.1667  0.6667",
+    "precision          0.3333  0.3333",
+    "hit_rate           0.3333  0.6667",
+    "ndcg               0.1111  0.4398",
+    "map                0.1667  0.4444",
+    "mrr                0.3333  0.5000",
+    "slice               recall@3    ndcg@3    mrr",
+    "overall (n=3)       0.6667      0.4398    0.5000",
+    "exact-lookup (n=2)  0.5000      0.3155    0.2500",
+    "multi-hop (n=1)     1.0000      0.6885    1.0000",
+    "",
+]
+
+
+def test_the_default_summary_is_compact_and_fits_the_terminal(
+    retrieval_project: RetrievalProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    retrieval_project.write(tests="def test_run(retrieval_run): pass")
+    fingerprint = load_golden(retrieval_project.path / "golden.yaml").short_fingerprint
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= retrieval =*",
+            "golden set golden.yaml · 5 queries · fingerprint",
+            f"  {fingerprint} (all 5 queries) · held-out split 'heldout'",
+            "  sealed",
+            "",
+            *COMPACT,
+            "queries: 4 run, 0 failed, 1 skipped in means (no relevant",
+            "  document: no_relevant=skip); not shown, no query to score:",
+            "  slice no-answer",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*no-answer (n=*")
+    start = next(i for i, line in enumerate(result.outlines) if "= retrieval =" in line)
+    assert max(len(line) for line in result.outlines[start:]) <= 60
+    # retrieval_summary = full shows the full table, as -v does.
+    retrieval_project.write(
+        ini={"retrieval_summary": "full"}, tests="def test_run(retrieval_run): pass"
+    )
+    full = retrieval_project.run()
+    full.stdout.fnmatch_lines(TABLE)
+
+
+def test_the_slices_table_adds_every_gated_metric_of_its_stage(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        ini={"retrieval_thresholds": "precision@1 >= 0.1"},
+        tests="""
+        from pytest_retrieval.gates import assert_hit_rate_at
+
+        def test_hit():
+            assert_hit_rate_at(1) >= 0.1
+        """,
+    )
+    result = retrieval_project.run()
+    # precision@1 and hit_rate@1: refund 0, sso 1 (okta), invoice 0.
+    result.stdout.fnmatch_lines(
+        [
+            "slice               recall@3    precision@1    hit_rate@1    ndcg@3    mrr",
+            "overall (n=3)       0.6667      0.3333         0.3333        0.4398    0.5000",
+            "exact-lookup (n=2)  0.5000      0.0000         0.0000        0.3155    0.2500",
+            "multi-hop (n=1)     1.0000      1.0000         1.0000        0.6885    1.0000",
+        ]
+    )
+
+
 def test_no_relevant_zero_scores_the_no_answer_query_and_says_so(
     retrieval_project: RetrievalProject,
 ) -> None:
@@ -77,7 +153,7 @@ def test_no_relevant_zero_scores_the_no_answer_query_and_says_so(
         ini={"retrieval_no_relevant": "zero", "retrieval_metrics": "recall"},
         tests="def test_run(retrieval_run): pass",
     )
-    result = retrieval_project.run()
+    result = retrieval_project.run("-v")
     # fax now counts as 0: overall recall@3 = (1 + 1 + 0 + 0) / 4 = 0.5; no-answer = 0.
     result.stdout.fnmatch_lines(
         [
@@ -113,12 +189,13 @@ def test_the_gates_section_lists_every_gate_with_its_verdict(
         esc(
             [
                 "*= retrieval gates: 1 failed =*",
+                # In collection order: pytest.ini's declared gate first.
+                "PASS mrr >= 0.5: 1.0000 (CI *) [stage=retriever slice=multi-hop] (n=1) — "
+                "pytest.ini::mrr_ge_0.5-slice_multi-hop",
                 "PASS recall@3 >= 0.5: 0.6667 (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_pass",
                 "FAIL ndcg@3 >= 0.5: 0.3155 (CI *) [stage=retriever slice=exact-lookup] (n=2) — "
                 "test_retrieval.py::test_fail",
-                "PASS mrr >= 0.5: 1.0000 (CI *) [stage=retriever slice=multi-hop] (n=1) — "
-                "retrieval-gates::mrr>=0.5[slice=multi-hop]",
             ]
         )
     )
@@ -135,8 +212,10 @@ def test_quiet_runs_show_only_what_failed(retrieval_project: RetrievalProject) -
     )
     result = retrieval_project.run("-q")
     result.assert_outcomes(passed=1)
-    result.stdout.no_fnmatch_line("*= retrieval*")
-    result.stdout.no_fnmatch_line("stage: retriever")
+    result.stdout.no_fnmatch_line("*= retrieval =*")
+    result.stdout.no_fnmatch_line("retriever (n=3)*")
+    # The verdict stays, alone: one line.
+    result.stdout.fnmatch_lines(["*= retrieval gates: all passed =*", "1 passed in *"])
 
     conftest = conftest_with(
         """

@@ -204,3 +204,21 @@ def test_heldout_rows_are_left_out_exactly_as_in_the_artifact(
     # the held-out column is charted (aggregates are allowed), with the gate's marker
     assert 'data-column="heldout"' in html
     assert 'class="marker pass"' in html
+
+
+def test_the_gates_table_names_each_gates_source_and_drops_delta_without_a_baseline() -> None:
+    document = load("report-fail.json")
+    page = render_html(document)
+    gates = page[page.index('<section id="gates">') :]
+    gates = gates[: gates.index("</section>")]
+    assert "<th>Source</th>" in gates
+    assert "Δ vs baseline [CI]" in gates
+    # mrr@10 >= 0.6 was asserted in a test; the rest are declared.
+    assert gates.count("<td>test</td>") == 1
+    assert gates.count("<td>declared</td>") == 6
+    document["regressions"] = []
+    gates = render_html(document)
+    gates = gates[gates.index('<section id="gates">') :]
+    gates = gates[: gates.index("</section>")]
+    assert "Δ vs baseline" not in gates
+    assert "Significance" not in gates

@@ -46,13 +46,13 @@ def test_gate_items_carry_metric_value_threshold_budget_and_p_value(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     junit = (project.path / "junit.xml").read_text(encoding="utf-8")
 
-    threshold = properties(junit, "recall@3>=0.9")
+    threshold = properties(junit, "recall_at_3_ge_0.9")
     assert threshold["metric"] == "recall@3"
     assert threshold["op"] == ">="
     assert float(threshold["threshold"]) == 0.9
     assert float(threshold["value"]) == 1.0
 
-    regression = properties(junit, "mrr[budget=0.02]")
+    regression = properties(junit, "mrr-budget_0.02")
     assert regression["metric"] == "mrr"
     assert regression["budget"] == "0.02"
     assert regression["status"] == "regression"

@@ -229,6 +229,7 @@ def test_failing_gates_come_first_and_carry_delta_ci_and_significance() -> None:
     regression = rows[1]
     assert regression[1:] == [
         "`ndcg@10` vs baseline",
+        "declared",
         "reranker · overall",
         "0.5789",
         "drop ≤ 0.0200",
@@ -236,7 +237,51 @@ def test_failing_gates_come_first_and_carry_delta_ci_and_significance() -> None:
         "p &lt; 0.001, significant drop",
     ]
     improvement = rows[5]
-    assert improvement[5:] == ["+0.0750 [+0.0250, +0.1250]", "p = 0.007812, significant rise"]
+    assert improvement[6:] == ["+0.0750 [+0.0250, +0.1250]", "p = 0.007812, significant rise"]
+    # The source column: mrr@10 >= 0.6 was asserted in a test, the others declared.
+    assert [row[2] for row in rows] == ["declared"] * 4 + ["test"] + ["declared"] * 2
+
+
+def test_without_a_baseline_the_gates_table_has_no_delta_columns() -> None:
+    artifact = failing()
+    artifact["regressions"] = []
+    markdown = render_markdown(artifact)
+    header = next(line for line in markdown.split("\n") if line.startswith("|   | Gate |"))
+    assert header == "|   | Gate | Source | Where | Value | Threshold / budget |"
+    rows = table_rows(markdown, "|   | Gate |")
+    assert rows[0] == [
+        "❌",
+        "`ndcg@5`",
+        "declared",
+        "reranker · slice multi-hop",
+        "0.1000",
+        "≥ 0.5",
+    ]
+
+
+def test_a_failed_threshold_lists_its_worst_queries() -> None:
+    artifact = failing()
+    (gate,) = [g for g in artifact["gates"] if g["metric"] == "ndcg@5"]
+    gate["message"] = "\n".join(
+        [
+            "ndcg@5 = 0.1000 < 0.5, expected >= 0.5 [stage=reranker split=overall slice=multi-hop]",
+            "queries scored: 2, skipped (no relevant document): 0",
+            "worst 2 queries:",
+            "  sso-okta 'How do I set up SSO?': ndcg@5 = 0.0000; missed sso-setup",
+            "  export-all 'Export everything': ndcg@5 = 0.2000; missed export-data",
+        ]
+    )
+    markdown = render_markdown(artifact)
+    lines = markdown.split("\n")
+    start = lines.index("❌ `ndcg@5 ≥ 0.5` (reranker · slice multi-hop), worst queries:")
+    assert lines[start + 1 : start + 4] == [
+        "",
+        # (md_text breaks "@" with a zero-width space: no mention, no autolink)
+        "- sso-okta 'How do I set up SSO?': ndcg@&#8203;5 = 0.0000; missed sso-setup",
+        "- export-all 'Export everything': ndcg@&#8203;5 = 0.2000; missed export-data",
+    ]
+    # A passed threshold lists none.
+    assert markdown.count("worst queries:") == 1
 
 
 def test_the_baseline_adds_the_change_of_each_mean_to_the_metric_tables() -> None:
@@ -335,7 +380,8 @@ def test_the_footer_names_the_golden_set_and_its_fingerprint() -> None:
     text = render_markdown(failing())
     assert (
         "Golden set help-centre (corpus 2026-01): 6 queries (heldout 2, tune 4) · fingerprint "
-        "`0f1e2d3c4b5a` · held-out split heldout scored (aggregates only) · 2 held-out queries "
+        "`0f1e2d3c4b5a` (all 6 queries) · held-out split heldout scored (aggregates only) · "
+        "2 held-out queries "
         "redacted · pytest-retrieval 0.1.0"
     ) in text
 

@@ -211,7 +211,7 @@ def _header(artifact: Mapping[str, Any]) -> Markup:
         f" · {golden.get('queries', 0)} queries",
         " · fingerprint ",
         el("code", {"title": fingerprint}, fingerprint[:12]),
-        f" · {held_text}",
+        f" (all {golden.get('queries', 0)} queries) · {held_text}",
     ]
     if golden.get("corpus_version"):
         facts.append(f" · corpus {golden['corpus_version']}")
@@ -251,24 +251,32 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
             el("h2", None, "Gates"),
             el("p", {"class": "note"}, "No gates were checked in this run."),
         )
+    compared = view.has_regressions(rows)  # a baseline's columns only when one was compared
     head = el(
         "tr",
         None,
         [
             el("th", None, ""),
             el("th", None, "Gate"),
+            el("th", None, "Source"),
             el("th", None, "Stage"),
             el("th", None, "Scope"),
             el("th", {"class": "num"}, "Value"),
             el("th", None, "Threshold / budget"),
-            el(
-                "th",
-                {"class": "num"},
-                "Δ vs baseline (bound; interval)"
-                if any(r.ci_level is not None for r in rows)
-                else "Δ vs baseline [CI]",
+            *(
+                [
+                    el(
+                        "th",
+                        {"class": "num"},
+                        "Δ vs baseline (bound; interval)"
+                        if any(r.ci_level is not None for r in rows)
+                        else "Δ vs baseline [CI]",
+                    ),
+                    el("th", None, "Significance"),
+                ]
+                if compared
+                else []
             ),
-            el("th", None, "Significance"),
             el("th", {"class": "num"}, "n"),
             el("th", None, "Note"),
         ],
@@ -288,12 +296,12 @@ def _gates_section(artifact: Mapping[str, Any]) -> Markup:
                             " vs baseline" if row.kind == "regression" else "",
                         ]
                     ),
+                    _td(row.source),
                     _td(row.stage or "—"),
                     _td(row.scope),
                     _td(view.fmt(row.value), num=True),
                     _td(row.target),
-                    _td(change, num=True),
-                    _td(row.significance or "—"),
+                    *([_td(change, num=True), _td(row.significance or "—")] if compared else []),
                     _td(str(row.n), num=True),
                     _td(row.note, cls="note"),
                 ],

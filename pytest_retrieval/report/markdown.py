@@ -132,6 +132,7 @@ def _gate_cells(row: GateRow) -> list[str]:
     return [
         _STATUS.get(row.status, "❔"),
         gate,
+        row.source,
         _where(row.stage, row.split, row.slice),
         value,
         md_text(row.target),
@@ -153,13 +154,26 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
         confidence = (artifact.get("settings") or {}).get("confidence", 0.95)
         level = f"{float(confidence) * 100:g}%" if isinstance(confidence, (int, float)) else "95%"
         change_header = f"Δ vs baseline [{level} CI]"
-    headers = [" ", "Gate", "Where", "Value", "Threshold / budget", change_header, "Significance"]
+    headers = [
+        " ",
+        "Gate",
+        "Source",
+        "Where",
+        "Value",
+        "Threshold / budget",
+        change_header,
+        "Significance",
+    ]
     shown = rows[:max_gates]
+    cells = [_gate_cells(r) for r in shown]
+    align = "clllrlll"
+    if not view.has_regressions(rows):  # no baseline compared: no columns of its own
+        headers, cells, align = headers[:-2], [c[:-2] for c in cells], align[:-2]
     lines = []
     family = view.family_line(artifact)
     if family:
         lines += [f"_{md_text(family)}_", ""]
-    lines += _table(headers, [_gate_cells(r) for r in shown], "cllrlll")
+    lines += _table(headers, cells, align)
     if len(rows) > len(shown):
         hidden = rows[len(shown) :]
         kinds = sorted({r.status for r in hidden})
@@ -175,6 +189,15 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
             )
         if len(notes) > max_rows:
             lines.append(f"- {_more(len(notes) - max_rows, 'note')}")
+    failed = [r for r in shown if r.worst]
+    for row in failed[:max_rows]:
+        lines.append("")
+        lines.append(
+            f"{_STATUS['fail']} {md_code(row.label, table=False)} "
+            f"({_where(row.stage, row.split, row.slice)}), worst queries:"
+        )
+        lines.append("")
+        lines.extend(f"- {md_text(item)}" for item in row.worst[:max_rows])
     return lines
 
 
@@ -375,7 +398,10 @@ def _footer(artifact: Mapping[str, Any]) -> list[str]:
         + (f" (corpus {md_text(corpus)})" if corpus else "")
         + f": {golden.get('queries', 0)} queries"
         + (f" ({split_text})" if split_text else ""),
-        f"fingerprint {md_code(fingerprint[:12], table=False)}" if fingerprint else "",
+        f"fingerprint {md_code(fingerprint[:12], table=False)} (all "
+        f"{golden.get('queries', 0)} queries)"
+        if fingerprint
+        else "",
         held,
     ]
     redacted = int(artifact.get("redacted_queries") or 0)

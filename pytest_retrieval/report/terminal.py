@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..golden import Query
 from ..session import RetrievalSession
 from ..text import for_terminal
 
@@ -30,84 +31,330 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[str]:
-    """The lines of the ``retrieval`` terminal section."""
-    from tabulate import tabulate
+#: The width the summary is fitted to when the caller does not say (a wide terminal).
+DEFAULT_WIDTH = 120
 
-    lines: list[str] = []
-    golden = session.golden
-    failed = session.failed_queries()
-    failed_gates = [g for g in session.gate_outcomes if not g.passed and not g.skipped_reason]
+
+def render_summary(
+    session: RetrievalSession,
+    *,
+    quiet: bool = False,
+    full: bool = False,
+    width: int = DEFAULT_WIDTH,
+) -> list[str]:
+    """The lines of the ``retrieval`` terminal section, as a list of sections.
+
+    Compact by default: per stage, a pivot table of the overall scores (metric families as rows,
+    the cutoffs K as columns) and a small table of the slices with only the headline and gated
+    metrics, both fitted to ``width``. ``full`` (``-v`` or ``retrieval_summary = full``) shows
+    every metric at every K by slice instead. Under ``quiet`` (``-q``) only what needs
+    attention is left: failed queries and warnings (nothing at all when there is none).
+    Sections are separated by one blank line; add a new kind of line as a new section.
+    """
+    sections: list[list[str]] = []
     if not quiet:
-        heldout = (
-            f"held-out split {session.heldout_name!r} scored (aggregates only)"
-            if session.unsealed and not session.show_heldout_details
-            else f"held-out split {session.heldout_name!r} scored with details"
-            if session.unsealed
-            else f"held-out split {session.heldout_name!r} sealed"
-        )
-        lines.append(
-            f"golden set {golden.source} · {len(golden)} queries · fingerprint "
-            f"{golden.short_fingerprint} · {heldout}"
-        )
+        sections.append(_fit(_header(session, relative=not full), 1 << 30 if full else width))
         for stage in session.stages:
-            headers, rows = session.table(stage)
-            lines.append("")
-            lines.append(f"stage: {stage}")
-            lines.extend(
-                tabulate(
-                    [[_cell(v) for v in row] for row in rows],
-                    headers=headers,
-                    disable_numparse=True,
-                ).splitlines()
+            sections.append(
+                _stage_full(session, stage) if full else _stage_compact(session, stage, width)
             )
-            recall = [row for row in rows if str(row[0]).startswith("recall@")]
-            if len(recall) > 1:
-                curve = sparkline(row[1] for row in recall)
-                ks = ",".join(str(row[0]).split("@")[1] for row in recall)
-                lines.append(f"recall@K curve (K={ks}): {curve}")
-        skipped = 0
-        if session.has_run:
-            evaluation = session.evaluation(session.default_stage, session.settings.metric_specs)
-            skipped = len(evaluation.skipped_no_relevant)
-        lines.append("")
-        lines.append(
-            f"queries: {len(session.scorable_queries())} run, {len(failed)} failed, "
-            f"{skipped} skipped in means (no relevant document: "
-            f"no_relevant={session.settings.no_relevant})"
-        )
-        lines.extend(run_source_lines(session))
-        for stage in session.stages:
-            pair = session.latency_percentiles(stage)
-            if pair is not None:
-                lines.append(f"latency {stage}: p50 {pair[0]:.1f} ms, p95 {pair[1]:.1f} ms")
-        lines.extend(noise_lines(session))
-    if failed:
-        if lines:  # under -q the failures are the whole section: no blank line first
-            lines.append("")
-        lines.append(f"{len(failed)} queries failed (they score 0 and fail the session):")
-        shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
-        for outcome in shown[:20]:
-            # The id and the exception's message are user text: escaped to one line each.
-            lines.append(
-                f"  {for_terminal(outcome.query_id)} [{outcome.error_stage}] "
-                f"{for_terminal(outcome.error_type)}: {for_terminal(outcome.error)}"
-            )
-        if len(shown) > 20:
-            lines.append(f"  ... and {len(shown) - 20} more (see the JSON artifact)")
-        if len(shown) < len(failed):  # counted, never named (the held-out guard)
-            lines.append(
-                f"  {len(failed) - len(shown)} held-out queries (details hidden; "
-                "--retrieval-heldout-details shows them)"
-            )
-    warnings = session.short_rankings() if session.has_run else []
-    if warnings:
+        sections.append(_run_facts(session, full=full, width=width))
+    sections.append(_failed_queries(session))
+    # The full table is as wide as it needs to be: its prose is not wrapped either.
+    sections.append(_warnings(session, quiet=quiet, width=1 << 30 if full else width))
+    failed_gates = [g for g in session.gate_outcomes if not g.passed and not g.skipped_reason]
+    if quiet and not any(sections) and not failed_gates:
+        return []
+    lines: list[str] = []
+    for section in sections:
+        if not section:
+            continue
         if lines:
             lines.append("")
-        lines.extend(f"warning: {w.message}" for w in warnings)
-    if quiet and not failed and not failed_gates and not warnings:
-        return []
+        lines.extend(section)
     return lines
+
+
+def _fit(text: str, width: int) -> list[str]:
+    """One line of prose as lines of at most ``width`` characters (continuations indented)."""
+    import textwrap
+
+    if len(text) <= width:
+        return [text]
+    return textwrap.wrap(
+        text,
+        width=max(width, 40),
+        subsequent_indent="  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def fingerprint_label(session: RetrievalSession) -> str:
+    """``fingerprint a1b2c3d4e5f6 (all 40 queries)``: the header's fingerprint and what it covers
+    (every query of the golden set; the baseline's covers the non-held-out ones)."""
+    golden = session.golden
+    return f"fingerprint {golden.short_fingerprint} (all {len(golden)} queries)"
+
+
+def _header(session: RetrievalSession, *, relative: bool = False) -> str:
+    golden = session.golden
+    source = str(golden.source)
+    if relative:  # the compact header names the file as the user would type it
+        import os
+
+        try:
+            shown = os.path.relpath(source)
+        except ValueError:  # another drive (Windows)
+            shown = source
+        source = source if shown.startswith("..") else shown
+    heldout = (
+        f"held-out split {session.heldout_name!r} scored (aggregates only)"
+        if session.unsealed and not session.show_heldout_details
+        else f"held-out split {session.heldout_name!r} scored with details"
+        if session.unsealed
+        else f"held-out split {session.heldout_name!r} sealed"
+    )
+    return f"golden set {source} · {len(golden)} queries · {fingerprint_label(session)} · {heldout}"
+
+
+def _stage_full(session: RetrievalSession, stage: str) -> list[str]:
+    """Every metric at every K, by overall, slice and held-out (``-v``)."""
+    from tabulate import tabulate
+
+    headers, rows = session.table(stage)
+    lines = [f"stage: {stage}"]
+    lines.extend(
+        tabulate(
+            [[_cell(v) for v in row] for row in rows],
+            headers=headers,
+            disable_numparse=True,
+        ).splitlines()
+    )
+    recall = [row for row in rows if str(row[0]).startswith("recall@")]
+    if len(recall) > 1:
+        curve = sparkline(row[1] for row in recall)
+        ks = ",".join(str(row[0]).split("@")[1] for row in recall)
+        lines.append(f"recall@K curve (K={ks}): {curve}")
+    return lines
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    from tabulate import tabulate
+
+    # "plain": no rule under the header, so that a stage fits on a screen with its slices.
+    return tabulate(rows, headers=headers, disable_numparse=True, tablefmt="plain").splitlines()
+
+
+def _fitted_table(
+    headers: list[str], rows: list[list[str]], width: int, keep: int
+) -> tuple[list[str], int]:
+    """The table with columns dropped from the right (never the first ``keep``) until it fits;
+    the lines and how many columns were dropped."""
+    dropped = 0
+    lines = _table(headers, rows)
+    while max(map(len, lines)) > width and len(headers) > keep:
+        headers, rows = headers[:-1], [row[:-1] for row in rows]
+        dropped += 1
+        lines = _table(headers, rows)
+    return lines, dropped
+
+
+def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[str]:
+    """The overall scores as families x K, then the slices on the headline and gated metrics
+    (slices with no query to score are left out; :func:`_run_facts` names them)."""
+    from ..metrics import MetricSpec
+
+    specs = session.settings.metric_specs
+    evaluation = session.evaluation(stage, specs)
+    columns = _scored_columns(session)
+    overall = evaluation.restrict(q.id for q in columns[0][1])
+    ks = sorted({s.k for s in specs if s.k is not None})
+    families: dict[str, dict[int | None, float | None]] = {}
+    for spec in sorted(specs, key=lambda s: s.sort_key):
+        families.setdefault(spec.name, {})[spec.k] = overall.means[str(spec)]
+    has_plain = any(None in row for row in families.values())
+    headers = [
+        f"{stage} (n={overall.evaluated})",
+        *(f"@{k}" for k in ks),
+        *(["(no K)"] if has_plain else []),
+    ]
+    rows = [
+        [
+            family,
+            *(_cell(values[k]) if k in values else "" for k in ks),
+            *([_cell(values[None]) if None in values else ""] if has_plain else []),
+        ]
+        for family, values in families.items()
+    ]
+    lines, dropped = _fitted_table(headers, rows, width, keep=2)
+    if dropped:
+        lines.append(f"({dropped} more cutoffs not shown: -v shows every metric)")
+    wanted = summary_metrics(session, stage)
+    if not wanted or len(columns) < 2:
+        return lines
+    by_slice = session.evaluation(stage, tuple(MetricSpec.parse(name) for name in wanted))
+    headers = ["slice", *wanted]
+    rows = []
+    for label, queries in columns:
+        sub = by_slice.restrict(q.id for q in queries)
+        if sub.evaluated:
+            rows.append([f"{label} (n={sub.evaluated})", *(_cell(sub.means[m]) for m in wanted)])
+    table, dropped = _fitted_table(headers, rows, width, keep=2)
+    lines.extend(table)  # no blank line: its "slice" header sets it apart
+    if dropped:
+        lines.append(f"({dropped} more gated metrics not shown: -v shows every metric)")
+    return lines
+
+
+def _scored_columns(session: RetrievalSession) -> list[tuple[str, list[Query]]]:
+    """The summary's columns (overall, each slice, held-out when unsealed) and their queries."""
+    return [(label, session.select(selection)) for label, selection in session.columns()]
+
+
+def empty_slices(session: RetrievalSession) -> list[str]:
+    """The summary's slices with no query to score (e.g. only no-answer queries under
+    ``no_relevant = skip``): the compact summary leaves them out and says so once."""
+    if not session.has_run:
+        return []
+    evaluation = session.evaluation(session.default_stage, session.settings.metric_specs)
+    return [
+        label
+        for label, queries in _scored_columns(session)[1:]
+        if evaluation.restrict(q.id for q in queries).evaluated == 0
+    ]
+
+
+def summary_metrics(session: RetrievalSession, stage: str) -> list[str]:
+    """The compact slice table's metrics for one stage: the headline ones (recall at the
+    largest K, the candidate recall a reranker depends on; NDCG at 10 or the nearest K below;
+    MRR) and every metric a gate, declared or asserted, or a regression budget checks at that
+    stage; in table order."""
+    from ..metrics import MetricSpec
+
+    families = {s.name for s in session.settings.metric_specs}
+    ks = sorted({s.k for s in session.settings.metric_specs if s.k is not None})
+    wanted: set[MetricSpec] = set()
+    if "recall" in families and ks:
+        wanted.add(MetricSpec("recall", ks[-1]))
+    if "ndcg" in families and ks:
+        below = [k for k in ks if k <= 10]
+        wanted.add(MetricSpec("ndcg", below[-1] if below else ks[0]))
+    if "mrr" in families:
+        wanted.add(MetricSpec("mrr"))
+    final = session.default_stage
+    for threshold in session.thresholds:
+        if (threshold.selection.stage or final) == stage:
+            wanted.add(threshold.spec)
+    for budget in session.budgets:
+        if (budget.selection.stage or final) == stage:
+            wanted.add(budget.spec)
+    for gate in session.gate_outcomes:
+        if (gate.stage or final) == stage and not gate.skipped_reason:
+            try:
+                wanted.add(MetricSpec.parse(gate.metric))
+            except Exception:  # a recorded name this version cannot parse: not shown
+                continue
+    return [str(s) for s in sorted(wanted, key=lambda s: s.sort_key)]
+
+
+def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str]:
+    """How many queries ran, where the run came from, and the latency."""
+    skipped = 0
+    failed = session.failed_queries()
+    if session.has_run:
+        evaluation = session.evaluation(session.default_stage, session.settings.metric_specs)
+        skipped = len(evaluation.skipped_no_relevant)
+    empty = [] if full else empty_slices(session)
+    queries = (
+        f"queries: {len(session.scorable_queries())} run, {len(failed)} failed, "
+        f"{skipped} skipped in means (no relevant document: "
+        f"no_relevant={session.settings.no_relevant})"
+        + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else "")
+    )
+    lines = [queries] if full else _fit(queries, width)
+    for line in run_source_lines(session):
+        lines.extend(_fit(line, width) if not full else [line])
+    latencies = []
+    for stage in session.stages:
+        pair = session.latency_percentiles(stage)
+        if pair is None:
+            continue
+        if full:
+            lines.append(f"latency {stage}: p50 {pair[0]:.1f} ms, p95 {pair[1]:.1f} ms")
+        else:
+            latencies.append(f"{stage} p50 {pair[0]:.1f} ms, p95 {pair[1]:.1f} ms")
+    if latencies:
+        lines.append("latency: " + "; ".join(latencies))
+    for line in noise_lines(session):
+        lines.extend(_fit(line, width) if not full else [line])
+    return lines
+
+
+def _failed_queries(session: RetrievalSession) -> list[str]:
+    """The queries whose retriever call failed (they score 0 and fail the session)."""
+    failed = session.failed_queries()
+    if not failed:
+        return []
+    golden = session.golden
+    lines = [f"{len(failed)} queries failed (they score 0 and fail the session):"]
+    shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
+    for outcome in shown[:20]:
+        # The id and the exception's message are user text: escaped to one line each.
+        lines.append(
+            f"  {for_terminal(outcome.query_id)} [{outcome.error_stage}] "
+            f"{for_terminal(outcome.error_type)}: {for_terminal(outcome.error)}"
+        )
+    if len(shown) > 20:
+        lines.append(f"  ... and {len(shown) - 20} more (see the JSON artifact)")
+    if len(shown) < len(failed):  # counted, never named (the held-out guard)
+        lines.append(
+            f"  {len(failed) - len(shown)} held-out queries (details hidden; "
+            "--retrieval-heldout-details shows them)"
+        )
+    return lines
+
+
+def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str]:
+    """Findings that make numbers meaningless where they apply; shown in every mode (the cache
+    warnings are part of the run facts unless ``quiet`` hides those)."""
+    lines: list[str] = []
+    found = session.short_rankings() if session.has_run else []
+    for finding in found:
+        lines.extend(_fit(f"warning: {finding.message}", width))
+    info = session.run_info
+    if quiet and info is not None:
+        for warning in info.warnings:
+            lines.extend(_fit(f"cache warning: {warning}", width))
+    return lines
+
+
+def noise_lines(session: RetrievalSession) -> list[str]:
+    """The determinism probe's finding, and the advice when a noisy pipeline meets a
+    single-run baseline."""
+    probe = session.probe
+    if probe is None:
+        return []
+    lines = [probe.describe()]
+    baseline = session.baseline
+    if probe.noisy and baseline is not None and baseline.n_runs < 2:
+        lines.append(
+            "the baseline is a single run of a nondeterministic pipeline: its own noise is "
+            "compared as if it were quality, and a lucky run makes later builds look worse; "
+            "rebuild it from several runs (--retrieval-update-baseline --retrieval-baseline-runs 5)"
+        )
+    return lines
+
+
+def family_line(outcomes: Iterable[Any]) -> str | None:
+    """``7 regression checks, family-wise alpha 0.05, maxT (...)`` from the checks' records."""
+    from ..regression import describe
+
+    for outcome in outcomes:
+        if outcome.multiplicity is not None and outcome.family_size:
+            alpha = outcome.alpha if outcome.alpha is not None else 0.05
+            return describe(outcome.family_size, alpha, outcome.multiplicity, outcome.test)
+    return None
 
 
 def run_source_lines(session: RetrievalSession) -> list[str]:
@@ -153,34 +400,6 @@ def run_source_lines(session: RetrievalSession) -> list[str]:
     return lines
 
 
-def noise_lines(session: RetrievalSession) -> list[str]:
-    """The determinism probe's finding, and the advice when a noisy pipeline meets a
-    single-run baseline."""
-    probe = session.probe
-    if probe is None:
-        return []
-    lines = [probe.describe()]
-    baseline = session.baseline
-    if probe.noisy and baseline is not None and baseline.n_runs < 2:
-        lines.append(
-            "the baseline is a single run of a nondeterministic pipeline: its own noise is "
-            "compared as if it were quality, and a lucky run makes later builds look worse; "
-            "rebuild it from several runs (--retrieval-update-baseline --retrieval-baseline-runs 5)"
-        )
-    return lines
-
-
-def family_line(outcomes: Iterable[Any]) -> str | None:
-    """``7 regression checks, family-wise alpha 0.05, maxT (...)`` from the checks' records."""
-    from ..regression import describe
-
-    for outcome in outcomes:
-        if outcome.multiplicity is not None and outcome.family_size:
-            alpha = outcome.alpha if outcome.alpha is not None else 0.05
-            return describe(outcome.family_size, alpha, outcome.multiplicity, outcome.test)
-    return None
-
-
 def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]:
     """The lines of the ``retrieval gates`` section: every gate with its verdict."""
     lines = []
@@ -212,6 +431,8 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             "regression": "FAIL",
         }.get(regression.status, "FAIL")
         if quiet and verdict != "FAIL" and regression.status != "improvement":
+            if regression.warning:  # noise the budget cannot see through: said under -q too
+                lines.append(f"warning: {regression.name}: {regression.warning}")
             continue
         body = regression.message.splitlines()
         if regression.delta is not None and regression.baseline_mean is not None:

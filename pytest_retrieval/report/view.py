@@ -253,6 +253,26 @@ class GateRow:
             parts.append(f"{level} [{fmt_signed(self.ci[0])}, {fmt_signed(self.ci[1])}]")
         return text + (f" ({'; '.join(parts)})" if parts else "")
 
+    #: The gate's message (for a failed threshold: its value, then the worst queries).
+    message: str = ""
+
+    @property
+    def source(self) -> str:
+        """Where the gate came from: ``test`` (asserted in a test) or ``declared`` (an ini or
+        gates-file line, or a default regression check)."""
+        return "test" if self.kind == "assert" else "declared"
+
+    @property
+    def worst(self) -> list[str]:
+        """A failed threshold's worst queries, one line each (from its message)."""
+        if self.status != "fail" or self.kind == "regression":
+            return []
+        lines = self.message.splitlines()
+        for index, line in enumerate(lines):
+            if line.startswith("worst "):
+                return [item.strip() for item in lines[index + 1 :] if item.startswith("  ")]
+        return []
+
     @property
     def label(self) -> str:
         """``recall@50 ≥ 0.85`` or ``ndcg@10 vs baseline``."""
@@ -285,6 +305,7 @@ def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
         op=op,
         threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
         n=int(gate.get("n") or 0),
+        message=str(gate.get("message") or ""),
     )
 
 
@@ -406,6 +427,12 @@ def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:
     rows += [_regression_row(r, level) for r in artifact.get("regressions") or ()]
     order = {"fail": 0, "pass": 1, "skip": 2}
     return sorted(rows, key=lambda row: order.get(row.status, 3))  # stable: keeps the order
+
+
+def has_regressions(rows: Sequence[GateRow]) -> bool:
+    """True when a row is a regression check: only then do the gate tables show the columns
+    of the comparison with the baseline (delta, significance)."""
+    return any(row.kind == "regression" for row in rows)
 
 
 def verdict(artifact: Mapping[str, Any]) -> Verdict:
