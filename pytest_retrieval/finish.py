@@ -58,6 +58,7 @@ def finish(
     worker_usage_error: str | None = None,
     step_summary: bool = False,
     is_worker: bool = False,
+    verbose: bool = False,
 ) -> Finish:
     """Settle the session: exit status, baseline update, report files, terminal lines.
 
@@ -65,7 +66,8 @@ def finish(
     passing run into ``EXIT_TESTS_FAILED`` (a verdict that belongs to no single test would
     otherwise leave pytest's "N passed"); a worker's usage error makes it ``EXIT_USAGE_ERROR``.
     ``step_summary`` appends the Markdown report to ``$GITHUB_STEP_SUMMARY``. An xdist worker
-    never finishes a session (its controller does): ``is_worker`` is refused.
+    never finishes a session (its controller does): ``is_worker`` is refused. ``verbose``
+    (``-v``) adds the score-floor sweep to the summary.
     """
     if is_worker:
         raise RuntimeError("the baseline is written by the controller, never by a worker")
@@ -102,7 +104,7 @@ def finish(
         notes.append(write_error)
     return Finish(
         exit_status=status,
-        summary=render_summary(session, quiet=quiet) if session.has_run else [],
+        summary=render_summary(session, quiet=quiet, verbose=verbose) if session.has_run else [],
         gates_title=verdict.section_title,
         gates_failed=bool(verdict.failed),
         gates=render_gates(session, quiet=quiet),

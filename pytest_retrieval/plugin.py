@@ -243,6 +243,7 @@ class RetrievalPlugin:
             worker_usage_error=self.usage_error,
             step_summary=settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY")),
             is_worker=self.is_worker,
+            verbose=self.config.get_verbosity() > 0,
         )
         session.exitstatus = self.finished.exit_status
 

@@ -30,8 +30,11 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[str]:
-    """The lines of the ``retrieval`` terminal section."""
+def render_summary(
+    session: RetrievalSession, *, quiet: bool = False, verbose: bool = False
+) -> list[str]:
+    """The lines of the ``retrieval`` terminal section (``verbose``: with the score-floor
+    sweep)."""
     from tabulate import tabulate
 
     lines: list[str] = []
@@ -77,6 +80,7 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
             f"no_relevant={session.settings.no_relevant})"
         )
         lines.extend(run_source_lines(session))
+        lines.extend(abstention_lines(session, verbose=verbose))
         for stage in session.stages:
             pair = session.latency_percentiles(stage)
             if pair is not None:
@@ -106,6 +110,57 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
         lines.extend(f"warning: {w.message}" for w in warnings)
     if quiet and not failed and not failed_gates and not warnings:
         return []
+    return lines
+
+
+def abstention_lines(session: RetrievalSession, *, verbose: bool = False) -> list[str]:
+    """That scores are deduplicated, why abstention cannot be measured, and (``verbose``) the
+    sweep of candidate score floors per stage."""
+    from tabulate import tabulate
+
+    lines: list[str] = []
+    if not session.has_run:
+        return lines
+    if session.duplicates is not None:
+        lines.append(
+            f"scores are deduplicated: {session.duplicates.describe()}; a group counts once, "
+            "at its first rank (distinct@K: the share of the top K that is not a copy)"
+        )
+    specs = session.settings.metric_specs
+    for stage in session.stages:
+        evaluation = session.evaluation(stage, specs)
+        reason = evaluation.unmeasured.get("abstain_rate") or evaluation.unmeasured.get(
+            "answer_rate"
+        )
+        if reason is not None:
+            lines.append(f"abstain_rate, answer_rate [{stage}]: cannot be measured: {reason}")
+    if not verbose:
+        return lines
+    from .. import abstention
+
+    for stage in session.stages:
+        found = session.abstention_sweep(stage)
+        if found is None or not found.no_answer:
+            continue
+        floor = abstention.describe_floor(found.floor)
+        lines.append("")
+        lines.append(
+            f"score floor sweep [{stage}] ({found.no_answer} no-answer, {found.answerable} "
+            f"answerable queries; floor {floor}{', marked *' if found.floor is not None else ''}):"
+        )
+        rows = [
+            [
+                f"{point.floor:.4g}" + (" *" if point.floor == found.floor else ""),
+                _cell(point.abstain_rate),
+                _cell(point.answer_rate),
+            ]
+            for point in found.points
+        ]
+        lines.extend(
+            tabulate(
+                rows, headers=["floor", "abstain_rate", "answer_rate"], disable_numparse=True
+            ).splitlines()
+        )
     return lines
 
 
