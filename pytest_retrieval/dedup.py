@@ -165,13 +165,15 @@ def distinct_column(
 # --- groups from a file ---------------------------------------------------------------------
 
 
-def parse_duplicates(text: str, *, source: str) -> DuplicateGroups:
+def parse_duplicates(
+    text: str, *, source: str, setting: str = "retrieval_duplicates"
+) -> DuplicateGroups:
     """Read a duplicates file: JSON (``{"doc": "group", ...}`` or ``[["a", "b"], ...]``) or
     TSV (``doc<TAB>group`` per line; blank lines and ``#`` comments skipped).
 
     Raises :class:`~pytest_retrieval.errors.InputError` naming the line and the fix.
     """
-    where = f"retrieval_duplicates = {source}"
+    where = f"{setting} = {source}" if setting.startswith("retrieval_") else f"{setting} {source}"
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
@@ -235,7 +237,7 @@ _FILE_FIX = (
 )
 
 
-def load_duplicates(path: str) -> DuplicateGroups:
+def load_duplicates(path: str, *, setting: str = "retrieval_duplicates") -> DuplicateGroups:
     """Read the ``retrieval_duplicates`` file (see :func:`parse_duplicates`)."""
     from .files import read_text_file
 
@@ -255,7 +257,7 @@ def load_duplicates(path: str) -> DuplicateGroups:
         ) from None
     except OSError as exc:
         raise InputError(Problem(f"cannot be read ({exc.strerror or exc})", source=path)) from None
-    return parse_duplicates(text, source=path)
+    return parse_duplicates(text, source=path, setting=setting)
 
 
 # --- groups from texts ----------------------------------------------------------------------
