@@ -4,8 +4,9 @@
 problem list otherwise; it also lists judged documents that are duplicates of each other (from
 ``--duplicates FILE``, or computed from the corpus' texts: ``--dedup exact`` by default when the
 corpus has texts, ``--dedup near[=T]``). ``golden stats PATH`` prints counts per split and slice,
-judged docs per query, the grade histogram, the no-answer count and the fingerprint; ``golden convert SRC DST``
-rewrites any readable format as YAML, JSON or JSONL. A missing input file is a usage error (2).
+judged docs per query, the grade histogram, the no-answer count and the fingerprint;
+``golden convert SRC DST`` rewrites any readable format as YAML, JSON or JSONL. A missing input
+file is a usage error (2).
 """
 
 from __future__ import annotations
