@@ -531,10 +531,16 @@ class RetrievalSession:
     def _explain(
         self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
     ) -> list[str]:
-        lines = [
-            f"queries scored: {evaluation.counts[str(spec)]}, skipped (no relevant document): "
-            f"{len(evaluation.skipped_no_relevant)}"
-        ]
+        n = evaluation.counts[str(spec)]
+        if spec.name == "abstain_rate":
+            lines = [f"no-answer queries scored: {n} (abstain_rate is defined on them only)"]
+        elif spec.name == "answer_rate":
+            lines = [f"answerable queries scored: {n} (answer_rate is defined on them only)"]
+        else:
+            lines = [
+                f"queries scored: {n}, skipped (no relevant document): "
+                f"{len(evaluation.skipped_no_relevant)}"
+            ]
         if evaluation.deduplicated:
             assert self.duplicates is not None
             lines.append(f"scored per duplicate group: {self.duplicates.describe()}")
