@@ -105,6 +105,15 @@ class DuplicateGroups:
     def __len__(self) -> int:
         return len(self._members)
 
+    @property
+    def fingerprint(self) -> str:
+        """A short sha256 of the groups (not of the file's bytes): recorded in baselines, so
+        that changed groups make a comparison incomparable instead of silently different."""
+        import hashlib
+
+        text = "\n".join("\t".join(members) for _key, members in sorted(self._members.items()))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
     def describe(self) -> str:
         """``3 duplicate groups (7 documents) from retrieval_duplicates = dups.tsv``."""
         docs = sum(len(m) for m in self._members.values())

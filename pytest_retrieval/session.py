@@ -744,10 +744,18 @@ class RetrievalSession:
             self.ranking,
             metric_names=[str(s) for s in specs],
             min_grade=self.settings.min_grade,
-            settings={**self.settings.affecting_numbers(), "depth": self.effective_depth},
+            settings=self._snapshot_settings(),
             heldout_ids=held,
             index_version=self.settings.index_version,
         )
+
+    def _snapshot_settings(self) -> dict[str, Any]:
+        """The settings a baseline must share to be comparable; with duplicate groups, which
+        groups (their fingerprint), since other groups give other numbers."""
+        settings = {**self.settings.affecting_numbers(), "depth": self.effective_depth}
+        if self.duplicates is not None:
+            settings["dedup"] = f"{settings.get('dedup', 'file')}:{self.duplicates.fingerprint}"
+        return settings
 
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline; record and return the outcome."""

@@ -351,3 +351,23 @@ def test_golden_validate_lists_judged_copies(
     assert main(["golden", "validate", str(golden), "--corpus", str(ids)]) == 0  # no texts: quiet
     assert main(["golden", "validate", str(golden), "--corpus", str(ids), "--dedup", "exact"]) == 2
     assert "no texts" in capsys.readouterr().err
+
+
+def test_changed_duplicate_groups_make_the_baseline_incomparable(
+    retrieval_project: RetrievalProject,
+) -> None:
+    ini = {
+        "retrieval_duplicates": "dups.tsv",
+        "retrieval_baseline": "baseline.json",
+        "retrieval_regression": "ndcg@3 0.01",
+        "retrieval_resamples": "200",
+    }
+    p = retrieval_project.write(ini=ini, tests="def test_nothing():\n    pass\n")
+    (p.path / "dups.tsv").write_text("refund-policy\tR\ncontact\tR\n", encoding="utf-8")
+    assert p.run("--retrieval-update-baseline").ret == 0
+    assert p.run().ret == 0
+    # Other groups give other numbers: never compared silently.
+    (p.path / "dups.tsv").write_text("okta\tO\nmfa\tO\n", encoding="utf-8")
+    result = p.run()
+    assert result.ret == 1
+    assert "incomparable: setting 'dedup' is 'file:" in result.stdout.str()
