@@ -154,8 +154,9 @@ def headline_metrics(artifact: Mapping[str, Any]) -> list[str]:
     """The short list of metrics the Markdown shows up front.
 
     Each configured metric at K = 10 (or the nearest K below, else the smallest), recall at the
-    largest K (the candidate recall a reranker depends on), and every metric a gate or a
-    regression check names; all restricted to what the results hold, in settings order.
+    largest K (the candidate recall a reranker depends on), ``abstain_rate`` and ``answer_rate``
+    (when a score floor is set), and every metric a gate or a regression check names; all
+    restricted to what the results hold, in settings order.
     """
     names = metric_names(artifact)
     available = set(names)
@@ -172,6 +173,7 @@ def headline_metrics(artifact: Mapping[str, Any]) -> list[str]:
         wanted.add(f"recall@{max(by_family['recall'])}")
     for gate in [*(artifact.get("gates") or ()), *(artifact.get("regressions") or ())]:
         wanted.add(str(gate.get("metric")))
+    wanted |= {"abstain_rate", "answer_rate"}  # the no-answer column's numbers, when measured
     return [name for name in names if name in wanted and name in available]
 
 
