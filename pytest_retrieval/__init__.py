@@ -11,7 +11,8 @@ the same names through the ``TYPE_CHECKING`` imports.
 
 Gates, used inside tests of a session with a golden set:
     ``assert_recall_at``, ``assert_precision_at``, ``assert_hit_rate_at``, ``assert_ndcg_at``,
-    ``assert_map_at``, ``assert_mrr``, ``assert_mrr_at`` (the comparison raises with the worst
+    ``assert_map_at``, ``assert_mrr``, ``assert_mrr_at``, ``assert_distinct_at``,
+    ``assert_abstain_rate``, ``assert_answer_rate`` (the comparison raises with the worst
     queries), and the plain scores ``recall_at``, ``precision_at``, ``hit_rate_at``,
     ``ndcg_at``, ``map_at``, ``mrr``, ``mrr_at`` (a :class:`Score` to compare); ``Selection``
     (stage, split, slice), ``GateUsageError``, ``RetrievalSession`` (the
@@ -19,7 +20,8 @@ Gates, used inside tests of a session with a golden set:
 Golden sets:
     ``Query``, ``GoldenSet``, ``load_golden``, ``write_golden``.
 Scoring without pytest:
-    ``evaluate``, ``Evaluation``, ``MetricSpec`` and the per-query metric functions
+    ``evaluate``, ``Evaluation``, ``MetricSpec``, ``DuplicateGroups`` and the per-query metric
+    functions
     ``recall_at_k``, ``precision_at_k``, ``hit_rate_at_k``, ``reciprocal_rank``,
     ``average_precision``, ``dcg``, ``ndcg_at_k``, ``r_precision``.
 Retrievers:
@@ -35,6 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "DuplicateGroups",
     "Evaluation",
     "GateUsageError",
     "GoldenSet",
@@ -51,6 +54,9 @@ __all__ = [
     "Score",
     "Selection",
     "__version__",
+    "assert_abstain_rate",
+    "assert_answer_rate",
+    "assert_distinct_at",
     "assert_hit_rate_at",
     "assert_map_at",
     "assert_mrr",
@@ -86,6 +92,9 @@ _EXPORTS: dict[str, str] = {
             "GateUsageError",
             "Score",
             "Selection",
+            "assert_abstain_rate",
+            "assert_answer_rate",
+            "assert_distinct_at",
             "assert_hit_rate_at",
             "assert_map_at",
             "assert_mrr",
@@ -106,6 +115,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("GoldenSet", "Query"), "golden"),
     **dict.fromkeys(("load_golden", "write_golden"), "formats.golden_io"),
     **dict.fromkeys(("Evaluation", "evaluate"), "evaluate"),
+    "DuplicateGroups": "dedup",
     **dict.fromkeys(
         (
             "MetricSpec",
@@ -130,6 +140,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .dedup import DuplicateGroups
     from .errors import GoldenSetError, InputError, Problem, RunFileError
     from .evaluate import Evaluation, evaluate
     from .formats.golden_io import load_golden, write_golden
@@ -137,6 +148,9 @@ if TYPE_CHECKING:
         GateUsageError,
         Score,
         Selection,
+        assert_abstain_rate,
+        assert_answer_rate,
+        assert_distinct_at,
         assert_hit_rate_at,
         assert_map_at,
         assert_mrr,

@@ -20,6 +20,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from .baseline import Snapshot
+    from .dedup import DuplicateGroups
     from .golden import GoldenSet
 
 
@@ -159,6 +160,7 @@ def build_session(
     from .runsource import load_runs
 
     runs = load_runs(settings)
+    duplicates = load_duplicate_groups(settings)
     return RetrievalSession(
         settings=settings,
         golden=golden,
@@ -168,6 +170,28 @@ def build_session(
         on_skip=on_skip,
         on_sealed=on_sealed,
         run_files=runs,
+        duplicates=duplicates,
+    )
+
+
+def load_duplicate_groups(settings: Settings) -> DuplicateGroups | None:
+    """The duplicate groups the metrics are scored by: ``retrieval_duplicates`` (a file) or
+    ``retrieval_dedup`` (computed from ``retrieval_corpus`` texts); None when neither is set."""
+    from . import dedup
+
+    if settings.duplicates is not None:
+        return dedup.load_duplicates(settings.duplicates)
+    if settings.dedup == "off" or settings.corpus is None:
+        return None
+    from .formats.corpus import read_corpus_texts
+
+    texts = read_corpus_texts(settings.corpus)
+    source = f"retrieval_dedup = {settings.dedup} over {settings.corpus}"
+    if settings.dedup == "exact":
+        return dedup.exact_groups(texts, source=source)
+    _near, _equals, threshold = settings.dedup.partition("=")
+    return dedup.near_groups(
+        texts, float(threshold) if threshold else dedup.DEFAULT_NEAR_THRESHOLD, source=source
     )
 
 

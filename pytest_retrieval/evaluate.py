@@ -14,6 +14,14 @@ evaluation decides which queries count:
   ``"one"`` (every metric scores 1.0: the no-answer query is treated as always right).
 * Means are macro averages (every query weighs the same) over the queries with a value.
   :attr:`Evaluation.micro` holds micro averages where they are defined (recall, precision).
+* Duplicates (``duplicates=``, a :class:`~pytest_retrieval.dedup.DuplicateGroups`): every
+  metric is scored per duplicate group, as :mod:`pytest_retrieval.dedup` writes down (a group
+  is as relevant as its best-judged member, counts once at its first rank, later members are
+  filler; recall counts relevant groups). ``distinct@K`` is defined there too.
+* ``abstain_rate`` and ``answer_rate`` (``scores=`` and ``score_floor=``) follow
+  :mod:`pytest_retrieval.abstention`: each is defined on its own queries (no-answer,
+  answerable), whatever ``no_relevant`` says; :attr:`Evaluation.unmeasured` says why one
+  cannot be measured.
 
 Speed: all cutoffs of a query come from the ranks of its relevant hits, which are few; the ranking
 is not walked again per metric or per cutoff.
@@ -24,10 +32,20 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .metrics import SAFE_TOP_GRADE, Gain, MetricSpec, check_gain, check_min_grade, scaled_gain
+from .abstention import abstention_columns
+from .dedup import DuplicateGroups, collapse, distinct_column
+from .metrics import (
+    EXTENSION_METRICS,
+    SAFE_TOP_GRADE,
+    Gain,
+    MetricSpec,
+    check_gain,
+    check_min_grade,
+    scaled_gain,
+)
 
 NoRelevant = Literal["skip", "zero", "one"]
 _NO_RELEVANT_VALUES: dict[str, float | None] = {"skip": None, "zero": 0.0, "one": 1.0}
@@ -73,6 +91,10 @@ class Evaluation:
     gain: Gain = "exponential"
     min_grade: int = 1
     no_relevant: NoRelevant = "skip"
+    #: Metric → why it cannot be measured (its values are all None): abstention without a floor.
+    unmeasured: Mapping[str, str] = field(default_factory=dict)
+    #: True when the metrics were scored per duplicate group (see :mod:`.dedup`).
+    deduplicated: bool = False
     _relevant_counts: Sequence[int] = field(default=(), repr=False)
     _hit_counts: Mapping[str, Sequence[int]] = field(default_factory=dict, repr=False)
 
@@ -137,6 +159,8 @@ class Evaluation:
             gain=self.gain,
             min_grade=self.min_grade,
             no_relevant=self.no_relevant,
+            unmeasured=self.unmeasured,
+            deduplicated=self.deduplicated,
             _relevant_counts=[self._relevant_counts[i] for i in rows],
             _hit_counts={name: [hits[i] for i in rows] for name, hits in self._hit_counts.items()},
         )
@@ -173,14 +197,72 @@ def evaluate(
     gain: Gain = "exponential",
     min_grade: int = 1,
     no_relevant: NoRelevant = "skip",
+    duplicates: DuplicateGroups | None = None,
+    scores: Mapping[str, Sequence[float | None]] | None = None,
+    score_floor: float | None = None,
 ) -> Evaluation:
     """Score ``run`` against ``qrels`` on ``metrics``; see the module docstring for conventions.
 
     Doc ids are compared as given (strings); a ranking's duplicate id counts at its first rank.
+    With ``duplicates``, every judged metric is scored per duplicate group (:mod:`.dedup`).
+    ``scores`` (per query, aligned with its ranking) and ``score_floor`` serve
+    ``abstain_rate`` and ``answer_rate`` (:mod:`.abstention`).
     """
     specs = tuple(dict.fromkeys(MetricSpec.parse(m) for m in metrics))
     if not specs:
         raise ValueError("evaluate() needs at least one metric, e.g. ['recall@10', 'mrr']")
+    judged = [s for s in specs if s.name not in EXTENSION_METRICS]
+    extra = [s for s in specs if s.name in EXTENSION_METRICS]
+    if duplicates is None and not extra:  # the common case: the kernel alone, untouched
+        return _evaluate(
+            run, qrels, judged, gain=gain, min_grade=min_grade, no_relevant=no_relevant
+        )
+    scored_run, scored_qrels = (
+        (run, qrels) if duplicates is None else collapse(run, qrels, duplicates)
+    )
+    base = _evaluate(
+        scored_run,
+        scored_qrels,
+        judged,
+        gain=gain,
+        min_grade=min_grade,
+        no_relevant=no_relevant,
+    )
+    columns: dict[str, Sequence[float | None]] = dict(base.columns)
+    unmeasured: dict[str, str] = {}
+    abstain: tuple[list[float | None], list[float | None], str | None] | None = None
+    for spec in extra:
+        if spec.name == "distinct":
+            assert spec.k is not None
+            columns[str(spec)] = distinct_column(base.query_ids, run, spec.k, duplicates)
+            continue
+        if abstain is None:
+            abstain = abstention_columns(
+                base.query_ids, run, qrels, scores, score_floor, min_grade=base.min_grade
+            )
+        columns[str(spec)] = abstain[0] if spec.name == "abstain_rate" else abstain[1]
+        if abstain[2] is not None:
+            unmeasured[str(spec)] = abstain[2]
+    return replace(
+        base,
+        metrics=specs,
+        columns={str(s): columns[str(s)] for s in specs},
+        unmeasured=unmeasured,
+        deduplicated=duplicates is not None,
+    )
+
+
+def _evaluate(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    metrics: Iterable[str | MetricSpec],
+    *,
+    gain: Gain = "exponential",
+    min_grade: int = 1,
+    no_relevant: NoRelevant = "skip",
+) -> Evaluation:
+    """The kernel: the judged metrics of :func:`evaluate`, without duplicates or abstention."""
+    specs = tuple(dict.fromkeys(MetricSpec.parse(m) for m in metrics))
     gain = check_gain(gain)
     min_grade = check_min_grade(min_grade)
     no_relevant = _check_no_relevant(no_relevant)

@@ -388,6 +388,28 @@ def assert_mrr_at(
     return _gate("mrr", k, stage, split, slice)
 
 
+def assert_distinct_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on distinct@K (share of the top K that is not a copy of an earlier result)."""
+    return _gate("distinct", k, stage, split, slice)
+
+
+def assert_abstain_rate(
+    *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on the share of no-answer queries with nothing at or above the score floor:
+    ``assert_abstain_rate(slice="no-answer") >= 0.8``."""
+    return _gate("abstain_rate", None, stage, split, slice)
+
+
+def assert_answer_rate(
+    *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on the share of answerable queries with a result at or above the score floor."""
+    return _gate("answer_rate", None, stage, split, slice)
+
+
 def recall_at(
     k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
 ) -> Score:

@@ -250,10 +250,31 @@ def _scaled_dcg(grades: Sequence[int], gain: Gain, top: int) -> float:
 # --- MetricSpec ----------------------------------------------------------------------------
 
 #: Canonical metric names, in the order tables list them.
-METRIC_NAMES = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr", "r_precision")
+METRIC_NAMES = (
+    "recall",
+    "precision",
+    "hit_rate",
+    "ndcg",
+    "map",
+    "mrr",
+    "r_precision",
+    "distinct",
+    "abstain_rate",
+    "answer_rate",
+)
 
-_K_REQUIRED = frozenset({"recall", "precision", "hit_rate"})
-_K_FORBIDDEN = frozenset({"r_precision"})
+_K_REQUIRED = frozenset({"recall", "precision", "hit_rate", "distinct"})
+_K_FORBIDDEN = frozenset({"r_precision", "abstain_rate", "answer_rate"})
+
+#: Metrics that do not come from the judged ranks (:mod:`.abstention`, :mod:`.dedup`), and
+#: ignore the ``no_relevant`` convention: each has its own domain of queries.
+EXTENSION_METRICS = frozenset({"distinct", "abstain_rate", "answer_rate"})
+
+
+def takes_cutoff(name: str) -> bool:
+    """False for the metrics that take no cutoff (``r_precision``, ``abstain_rate``, ...)."""
+    return name not in _K_FORBIDDEN
+
 
 _ALIASES = {
     "recall": "recall",
@@ -275,6 +296,12 @@ _ALIASES = {
     "r_precision": "r_precision",
     "r-precision": "r_precision",
     "rprec": "r_precision",
+    "distinct": "distinct",
+    "abstain_rate": "abstain_rate",
+    "abstain": "abstain_rate",
+    "abstention": "abstain_rate",
+    "answer_rate": "answer_rate",
+    "answer": "answer_rate",
 }
 
 # trec_eval spells cutoffs with an underscore: P_5, recall_10, ndcg_cut_10, map_cut_100, success_5.
@@ -292,8 +319,9 @@ class MetricSpec:
     ``str(spec)`` is the canonical spelling and ``MetricSpec.parse(str(spec)) == spec``.
     Parsing is case-insensitive and accepts common aliases (``P@5``, ``nDCG@10``, ``R@50``,
     ``success@5``, ``AP``, ``RR``, ``Rprec``, and trec_eval's ``P_5``, ``ndcg_cut_10``, ...).
-    ``recall``, ``precision`` and ``hit_rate`` need a cutoff; ``ndcg``, ``map`` and ``mrr``
-    without one score the whole ranking; ``r_precision`` takes none.
+    ``recall``, ``precision``, ``hit_rate`` and ``distinct`` need a cutoff; ``ndcg``, ``map`` and
+    ``mrr`` without one score the whole ranking; ``r_precision``, ``abstain_rate`` and
+    ``answer_rate`` take none.
     """
 
     name: str
@@ -307,7 +335,8 @@ class MetricSpec:
         if self.name in _K_REQUIRED and self.k is None:
             raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
         if self.name in _K_FORBIDDEN and self.k is not None:
-            raise ValueError(f"{self.name} takes no cutoff (it is precision at R = |relevant|)")
+            why = "it is precision at R = |relevant|" if self.name == "r_precision" else "a floor"
+            raise ValueError(f"{self.name} takes no cutoff ({why})")
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}@{self.k}"
@@ -359,7 +388,10 @@ def _suggestion(name_text: str, k_text: str | None) -> str:
 
     candidates = sorted(set(_ALIASES) | set(METRIC_NAMES))
     close = difflib.get_close_matches(name_text, candidates, n=1, cutoff=0.5)
-    valid = "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision"
+    valid = (
+        "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision, "
+        "distinct@K, abstain_rate, answer_rate"
+    )
     if not close:
         return f"valid metrics: {valid}"
     name = _ALIASES[close[0]]

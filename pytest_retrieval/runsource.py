@@ -197,8 +197,12 @@ def outcomes_from_runs(
     ordered = sorted(runs, key=lambda s: (s != RETRIEVER_STAGE, s != RERANKER_STAGE, s))
     for stage in ordered:
         match = match_run_to_golden(runs[stage], ids)
+        given = runs[stage].scores
         for qid, ranking in match.rankings.items():
             outcomes[qid].rankings[stage] = ranking
+            scores = given.get(qid)
+            if scores and any(s is not None for s in scores):
+                outcomes[qid].scores[stage] = scores
         missing[stage] = tuple(q for q in match.missing if not redacted(by_id[q]))
         hidden[stage] = len(match.missing) - len(missing[stage])
         unknown[stage] = tuple(q for q in match.unknown if q not in known)
@@ -261,7 +265,11 @@ def _lookup(
     first = cache.get_many(keys_for({i: r.text for i, r in enumerate(requests)}, keys.retriever))
     if keys.reranker is None:
         return {
-            i: QueryOutcome(requests[i].id, rankings={RETRIEVER_STAGE: entry.ranking})
+            i: QueryOutcome(
+                requests[i].id,
+                rankings={RETRIEVER_STAGE: entry.ranking},
+                scores=_scores_of((RETRIEVER_STAGE, entry)),
+            )
             for i, entry in first.items()
         }
     second = cache.get_many(
@@ -275,9 +283,15 @@ def _lookup(
         i: QueryOutcome(
             requests[i].id,
             rankings={RETRIEVER_STAGE: first[i].ranking, RERANKER_STAGE: entry.ranking},
+            scores=_scores_of((RETRIEVER_STAGE, first[i]), (RERANKER_STAGE, entry)),
         )
         for i, entry in second.items()
     }
+
+
+def _scores_of(*entries: tuple[str, CacheEntry]) -> dict[str, tuple[float | None, ...]]:
+    """The stored scores per stage (stages stored without scores are absent, as live)."""
+    return {stage: entry.scores for stage, entry in entries if entry.scores is not None}
 
 
 def _entries(
@@ -293,7 +307,11 @@ def _entries(
         items.append(
             (
                 replace(keys.retriever, query=request.text),
-                CacheEntry(first, latency_ms=outcome.latency_ms.get(RETRIEVER_STAGE)),
+                CacheEntry(
+                    first,
+                    scores=outcome.scores.get(RETRIEVER_STAGE),
+                    latency_ms=outcome.latency_ms.get(RETRIEVER_STAGE),
+                ),
             )
         )
         second = outcome.rankings.get(RERANKER_STAGE)
@@ -301,7 +319,11 @@ def _entries(
             items.append(
                 (
                     replace(keys.reranker, query=request.text, candidates=first),
-                    CacheEntry(second, latency_ms=outcome.latency_ms.get(RERANKER_STAGE)),
+                    CacheEntry(
+                        second,
+                        scores=outcome.scores.get(RERANKER_STAGE),
+                        latency_ms=outcome.latency_ms.get(RERANKER_STAGE),
+                    ),
                 )
             )
     return items

@@ -41,8 +41,10 @@ from .settings import Settings
 from .verdict import Verdict
 
 if TYPE_CHECKING:
+    from .abstention import Sweep
     from .baseline import Snapshot
     from .declared import Budget, Threshold
+    from .dedup import DuplicateGroups
     from .formats.runs import RunFile
     from .regression import CompareOptions, Family, RegressionOutcome
     from .runsource import RunInfo
@@ -143,6 +145,8 @@ class RetrievalSession:
     on_sealed: Callable[[str], NoReturn] = _raise_sealed
     #: Run files to gate instead of calling the retriever (``retrieval_run``), by stage.
     run_files: Mapping[str, RunFile] = field(default_factory=dict)
+    #: Duplicate groups: every metric is scored per group (:mod:`.dedup`); None: no groups.
+    duplicates: DuplicateGroups | None = None
     # What the session learns as it goes; changed only through its methods.
     outcomes: dict[str, QueryOutcome] | None = field(default=None, init=False)
     gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
@@ -480,10 +484,44 @@ class RetrievalSession:
             gain=self.settings.gain,  # type: ignore[arg-type]
             min_grade=self.settings.min_grade,
             no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
+            duplicates=self.duplicates,
+            scores=self._scores(stage),
+            score_floor=self.settings.floor_for(stage),
         )
         with self._lock:
             self._cache[key] = result
         return result
+
+    def _scores(self, stage: str) -> dict[str, tuple[float | None, ...]]:
+        """The scores of one stage per query, where its items had them."""
+        assert self.outcomes is not None
+        return {
+            qid: o.scores[stage]
+            for qid, o in self.outcomes.items()
+            if stage in o.scores and o.error is None
+        }
+
+    def abstention_sweep(self, stage: str) -> Sweep | None:
+        """``abstain_rate`` and ``answer_rate`` over candidate floors from this stage's scores,
+        over the overall selection (never the held-out split); None without scores."""
+        from .abstention import sweep
+
+        outcomes = self._require_run()
+        queries = self.select(Selection())
+        run = {
+            q.id: outcomes[q.id].rankings[stage]
+            for q in queries
+            if q.id in outcomes and stage in outcomes[q.id].rankings
+        }
+        return sweep(
+            stage,
+            [q.id for q in queries],
+            run,
+            {q.id: q.judgments for q in queries},
+            self._scores(stage),
+            min_grade=self.settings.min_grade,
+            floor=self.settings.floor_for(stage),
+        )
 
     def _evaluation_for(self, stage: str, spec: MetricSpec) -> Evaluation:
         table = self.settings.metric_specs
@@ -546,6 +584,9 @@ class RetrievalSession:
         stage = self._stage(selection.stage)
         self._check_depth(spec, stage)
         evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
+        unmeasured = evaluation.unmeasured.get(str(spec))
+        if unmeasured is not None:
+            raise GateUsageError(f"{spec} cannot be measured [{stage}]: {unmeasured}")
         value = evaluation.means[str(spec)]
         values = [v for v in evaluation.columns[str(spec)] if v is not None]
         ci = self._interval(values)
@@ -599,10 +640,19 @@ class RetrievalSession:
     def _explain(
         self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
     ) -> list[str]:
-        lines = [
-            f"queries scored: {evaluation.counts[str(spec)]}, skipped (no relevant document): "
-            f"{len(evaluation.skipped_no_relevant)}"
-        ]
+        n = evaluation.counts[str(spec)]
+        if spec.name == "abstain_rate":
+            lines = [f"no-answer queries scored: {n} (abstain_rate is defined on them only)"]
+        elif spec.name == "answer_rate":
+            lines = [f"answerable queries scored: {n} (answer_rate is defined on them only)"]
+        else:
+            lines = [
+                f"queries scored: {n}, skipped (no relevant document): "
+                f"{len(evaluation.skipped_no_relevant)}"
+            ]
+        if evaluation.deduplicated:
+            assert self.duplicates is not None
+            lines.append(f"scored per duplicate group: {self.duplicates.describe()}")
         by_id = {q.id: q for q in queries}
         failed = [o for o in self.failed_queries() if o.query_id in by_id]
         if failed:
@@ -614,7 +664,13 @@ class RetrievalSession:
                 + (": " + ", ".join(named[:10]) if named else "")
                 + (f" ({hidden} held-out, not named)" if hidden else "")
             )
-        worst = self.worst_queries(spec, stage, queries, evaluation)
+        worst = (
+            []
+            if spec.name in ("abstain_rate", "answer_rate", "distinct")
+            else self.worst_queries(spec, stage, queries, evaluation)
+        )
+        if spec.name in ("abstain_rate", "answer_rate"):
+            lines.extend(self._explain_abstention(spec, stage, queries, evaluation))
         if worst:
             lines.append(f"worst {len(worst)} quer{'y' if len(worst) == 1 else 'ies'}:")
             lines.extend(f"  {w.describe(spec)}" for w in worst)
@@ -622,6 +678,33 @@ class RetrievalSession:
             lines.append(
                 "held-out per-query details are hidden (--retrieval-heldout-details shows them)"
             )
+        return lines
+
+    def _explain_abstention(
+        self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
+    ) -> list[str]:
+        """The queries that scored 0: no-answer queries answered, answerable ones abstained."""
+        from .abstention import describe_floor, top_score
+        from .text import for_terminal
+
+        assert self.outcomes is not None
+        column = evaluation.columns[str(spec)]
+        by_id = {q.id: q for q in queries}
+        zero = [
+            qid
+            for qid, value in zip(evaluation.query_ids, column)
+            if value == 0.0 and not self.is_redacted(by_id[qid])
+        ]
+        floor = describe_floor(self.settings.floor_for(stage))
+        what = "answered anyway" if spec.name == "abstain_rate" else "abstained"
+        lines = [f"score floor {floor}: {len(zero)} quer{'y' if len(zero) == 1 else 'ies'} {what}"]
+        for qid in zero[: self.settings.worst]:
+            outcome = self.outcomes.get(qid)
+            ranking = outcome.rankings.get(stage, ()) if outcome else ()
+            top = top_score(outcome.scores.get(stage)) if outcome else None
+            shown = f"top score {top:.4g}" if top is not None else "no score"
+            first = f", top result {for_terminal(ranking[0])}" if ranking else ", nothing returned"
+            lines.append(f"  {for_terminal(qid)}: {shown}{first}")
         return lines
 
     def check(
@@ -794,7 +877,7 @@ class RetrievalSession:
             self.ranking,
             metric_names=[str(s) for s in specs],
             min_grade=self.settings.min_grade,
-            settings={**self.settings.affecting_numbers(), "depth": self.effective_depth},
+            settings=self._snapshot_settings(),
             heldout_ids=held,
             index_version=self.settings.index_version,
         )
@@ -890,6 +973,14 @@ class RetrievalSession:
             if self._family is None:
                 self._family = computed
             return self._family
+
+    def _snapshot_settings(self) -> dict[str, Any]:
+        """The settings a baseline must share to be comparable; with duplicate groups, which
+        groups (their fingerprint), since other groups give other numbers."""
+        settings = {**self.settings.affecting_numbers(), "depth": self.effective_depth}
+        if self.duplicates is not None:
+            settings["dedup"] = f"{settings.get('dedup', 'file')}:{self.duplicates.fingerprint}"
+        return settings
 
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline; record and return the outcome."""

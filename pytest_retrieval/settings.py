@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import InputError, Problem
-from .metrics import METRIC_NAMES, MetricSpec, check_gain
+from .metrics import METRIC_NAMES, MetricSpec, check_gain, takes_cutoff
 from .text import parse_int
 
 IniType = Literal["string", "linelist", "bool"]
@@ -183,6 +183,52 @@ def _run_sources(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(sources.items())
 
 
+def _score_floor(text: str) -> tuple[tuple[str, float], ...]:
+    """``0.5`` (every stage), ``retriever=0.5, reranker=0.2`` (per stage; a bare value among
+    them is the default of the others), or ``empty`` in place of a number (only an empty
+    ranking abstains): ``(("", default), (stage, floor), ...)``."""
+    from .abstention import ANY_RESULT
+
+    floors: dict[str, float] = {}
+    for part in _split_list(text):
+        stage, equals, value = part.partition("=")
+        if not equals:
+            stage, value = "", part
+        stage = stage.strip().lower()
+        if equals and stage not in _RUN_STAGES:
+            raise _Invalid(
+                f"{part!r}: unknown stage {stage!r}; write a score (every stage) or STAGE=SCORE "
+                f"with STAGE one of {', '.join(_RUN_STAGES)}"
+            )
+        value = value.strip()
+        if value.lower() == "empty":
+            floor = ANY_RESULT
+        else:
+            floor = _number(value)
+            if not math.isfinite(floor):
+                raise _Invalid(f"{value!r} is not a finite score; write a number or empty")
+        if stage in floors:
+            raise _Invalid(f"two floors for {stage or 'every stage'}; give one")
+        floors[stage] = floor
+    if not floors:
+        raise _Invalid("no floor given; write e.g. 0.5 or retriever=0.5, reranker=0.2")
+    return tuple(floors.items())
+
+
+def _dedup(text: str) -> str:
+    """``off``, ``exact``, ``near`` or ``near=T`` (T the Jaccard threshold, 0 < T <= 1)."""
+    value = text.strip().lower().replace(" ", "")
+    if value in ("off", "exact", "near"):
+        return value
+    head, equals, threshold = value.partition("=")
+    if head == "near" and equals:
+        number = _number(threshold)
+        if not 0.0 < number <= 1.0:
+            raise _Invalid(f"{threshold!r} is not a Jaccard threshold in (0, 1]")
+        return f"near={number:g}"
+    raise _Invalid(f"{text!r} is not one of off, exact, near, near=THRESHOLD (e.g. near=0.8)")
+
+
 #: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
 DEFAULT_CACHE_DIR = ".retrieval-cache"
 
@@ -238,8 +284,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "corpus",
-        "file of the corpus' document ids (or a BEIR corpus.jsonl): every judged "
-        "id must exist in it",
+        "file of the corpus' document ids (one per line, optionally id<TAB>text) or a BEIR "
+        "corpus.jsonl: every judged id must exist in it",
         None,
         _text,
         metavar="PATH",
@@ -280,6 +326,30 @@ OPTIONS: tuple[Option, ...] = (
         "or score them zero or one",
         "skip",
         _choice("skip", "zero", "one"),
+        metavar="MODE",
+    ),
+    Option(
+        "score_floor",
+        "score at or above which a result is a confident answer (abstain_rate, answer_rate): "
+        "SCORE, STAGE=SCORE[, STAGE=SCORE], or empty (only an empty ranking abstains)",
+        (),
+        _score_floor,
+        metavar="[STAGE=]SCORE",
+    ),
+    Option(
+        "duplicates",
+        "file of duplicate groups (TSV doc<TAB>group, or JSON): metrics are scored per group",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "dedup",
+        "compute duplicate groups from retrieval_corpus texts: off (default), exact "
+        "(normalised text) or near[=JACCARD] (word shingles, MinHash; pytest-retrieval[dedup])",
+        "off",
+        _dedup,
         metavar="MODE",
     ),
     Option(
@@ -594,6 +664,9 @@ class Settings:
     gain: str = "exponential"
     min_grade: int = 1
     no_relevant: str = "skip"
+    score_floor: tuple[tuple[str, float], ...] = ()
+    duplicates: str | None = None
+    dedup: str = "off"
     retriever: str | None = None
     reranker: str | None = None
     doc_id: str | None = None
@@ -643,13 +716,37 @@ class Settings:
         """Every metric of the summary table: each family at every K, full spellings as given."""
         specs: list[MetricSpec] = []
         for name in self.metrics:
-            if name == "r_precision":
-                specs.append(MetricSpec("r_precision"))
+            if name in METRIC_NAMES and not takes_cutoff(name):
+                specs.append(MetricSpec(name))
             elif name in METRIC_NAMES:
                 specs.extend(MetricSpec(name, k) for k in self.ks)
             else:
                 specs.append(MetricSpec.parse(name))
+        # A floor makes abstention measurable, duplicate groups make redundancy meaningful:
+        # the table shows them without being asked.
+        if self.score_floor:
+            specs += [MetricSpec("abstain_rate"), MetricSpec("answer_rate")]
+        if self.deduplicating:
+            specs.extend(MetricSpec("distinct", k) for k in self.ks)
         return tuple(dict.fromkeys(specs))
+
+    @property
+    def deduplicating(self) -> bool:
+        """True when metrics are scored per duplicate group (a file or ``dedup``)."""
+        return self.duplicates is not None or self.dedup != "off"
+
+    def floor_for(self, stage: str) -> float | None:
+        """The score floor of ``stage`` (its own, else the default one); None when unset.
+        ``-inf`` is ``empty`` (any result answers)."""
+        floors = dict(self.score_floor)
+        return floors.get(stage, floors.get(""))
+
+    def floors_dict(self) -> dict[str, float | str]:
+        """The floors as builtins (``"*"`` for every stage, ``"empty"`` for -inf)."""
+        return {
+            (stage or "*"): ("empty" if math.isinf(floor) else floor)
+            for stage, floor in self.score_floor
+        }
 
     @property
     def retrieval_depth(self) -> int:
@@ -668,11 +765,17 @@ class Settings:
 
     def affecting_numbers(self) -> dict[str, Any]:
         """The settings that change metric values (recorded in baselines and artifacts)."""
-        return {
+        out: dict[str, Any] = {
             "gain": self.gain,
             "min_grade": self.min_grade,
             "no_relevant": self.no_relevant,
         }
+        # Only when set, so that baselines written before these settings stay comparable.
+        if self.score_floor:
+            out["score_floor"] = self.floors_dict()
+        if self.deduplicating:
+            out["dedup"] = "file" if self.duplicates is not None else self.dedup
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins only, for the JSON artifact."""
@@ -681,6 +784,9 @@ class Settings:
             value = getattr(self, f.name)
             if f.name == "run":
                 out[f.name] = [{"stage": stage, "path": path} for stage, path in value]
+                continue
+            if f.name == "score_floor":
+                out[f.name] = self.floors_dict()
                 continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
@@ -744,6 +850,25 @@ def resolve(
                 f"({max(ks)}): metrics at K > {depth} would be scored on a shorter list",
                 fix=f"raise retrieval_depth to at least {max(ks)}, or drop the larger cutoffs",
                 source="retrieval_depth",
+            )
+        )
+    if values.get("duplicates") is not None and values.get("dedup", "off") != "off":
+        problems.append(
+            Problem(
+                "retrieval_duplicates and retrieval_dedup both say where duplicate groups come "
+                "from",
+                fix="keep one: the groups file, or groups computed from retrieval_corpus",
+                source="retrieval_dedup",
+            )
+        )
+    if values.get("dedup", "off") != "off" and values.get("corpus") is None:
+        problems.append(
+            Problem(
+                f"retrieval_dedup = {values['dedup']} computes duplicate groups from the corpus' "
+                "texts, but retrieval_corpus is not set",
+                fix="set retrieval_corpus to a BEIR corpus.jsonl or an id<TAB>text file, or "
+                "declare the groups with retrieval_duplicates = PATH",
+                source="retrieval_dedup",
             )
         )
     if problems:

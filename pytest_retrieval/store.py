@@ -212,7 +212,7 @@ class CacheEntry:
     0 until stored)."""
 
     ranking: tuple[str, ...]
-    scores: tuple[float, ...] | None = None
+    scores: tuple[float | None, ...] | None = None
     latency_ms: float | None = None
     created: float = field(default=0.0, compare=False)
 
@@ -227,7 +227,7 @@ class CacheEntry:
         scores = None
         if self.scores is not None:
             # JSON has no NaN/inf: keep them as strings so the entry round-trips exactly.
-            scores = [s if math.isfinite(s) else repr(float(s)) for s in self.scores]
+            scores = [s if s is None or math.isfinite(s) else repr(float(s)) for s in self.scores]
         document = {"ranking": list(self.ranking), "scores": scores, "latency_ms": self.latency_ms}
         return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
@@ -241,11 +241,11 @@ def _entry_from_value(value: str, created: float) -> CacheEntry:
     if not isinstance(ranking, list) or not all(isinstance(d, str) for d in ranking):
         raise ValueError("ranking is not a list of strings")
     raw_scores = document.get("scores")
-    scores: tuple[float, ...] | None = None
+    scores: tuple[float | None, ...] | None = None
     if raw_scores is not None:
         if not isinstance(raw_scores, list):
             raise ValueError("scores is not a list")
-        scores = tuple(float(s) for s in raw_scores)
+        scores = tuple(None if s is None else float(s) for s in raw_scores)
     latency = document.get("latency_ms")
     if latency is not None and not isinstance(latency, (int, float)):
         raise ValueError("latency_ms is not a number")

@@ -179,9 +179,42 @@ def test_a_cached_rerun_searches_nothing_and_gives_the_same_numbers(
     assert broken["run"]["cache"]["called"] == 119
 
 
+def _declared_groups() -> dict[str, str]:
+    """doc id → group id from the example's duplicates.tsv, read here without the plugin."""
+    groups = {}
+    for line in (EXAMPLE / "duplicates.tsv").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            doc, group = line.split("\t")
+            groups[doc] = group
+    return groups
+
+
+def _per_group(
+    retrieved: list[str], grades: dict[str, int], groups: dict[str, str]
+) -> tuple[list[str], dict[str, int]]:
+    """The convention, written out independently: every doc becomes its group; a group is as
+    relevant as its best-judged member; a later copy in the ranking is filler (a fresh id that
+    nothing judges), so it still takes up a rank."""
+    group_grades: dict[str, int] = {}
+    for doc, grade in grades.items():
+        key = groups.get(doc, doc)
+        group_grades[key] = max(grade, group_grades.get(key, grade))
+    seen: set[str] = set()
+    ranking = []
+    for rank, doc in enumerate(retrieved):
+        key = groups.get(doc, doc)
+        ranking.append(f"filler-{rank}" if key in seen else key)
+        seen.add(key)
+    return ranking, group_grades
+
+
 def _seed_recall(retrieved: list[str], relevant: set[str], k: int) -> float:
     # The design seed's formula, written out here independently of pytest_retrieval.
     return sum(1 for d in retrieved[:k] if d in relevant) / len(relevant)
+
+
+def _seed_precision(retrieved: list[str], relevant: set[str], k: int) -> float:
+    return sum(1 for d in retrieved[:k] if d in relevant) / k
 
 
 def _seed_ndcg(retrieved: list[str], grades: dict[str, int], k: int) -> float:
@@ -197,10 +230,7 @@ def _seed_ndcg(retrieved: list[str], grades: dict[str, int], k: int) -> float:
     return dcg(actual) / dcg(ideal)
 
 
-def test_the_numbers_are_real_recomputed_from_the_rankings(
-    shipped: tuple[int, str, dict[str, Any]],
-) -> None:
-    _status, _output, document = shipped
+def _labels() -> dict[str, dict[str, int]]:
     golden = yaml.safe_load((EXAMPLE / "golden" / "acme-help.yaml").read_text())
     labels: dict[str, dict[str, int]] = {}
     for query in golden["queries"]:
@@ -210,17 +240,93 @@ def test_the_numbers_are_real_recomputed_from_the_rankings(
             if isinstance(relevant, list)
             else {str(d): int(g) for d, g in relevant.items()}
         )
+    return labels
+
+
+def test_the_numbers_are_real_recomputed_from_the_rankings(
+    shipped: tuple[int, str, dict[str, Any]],
+) -> None:
+    _status, _output, document = shipped
+    labels = _labels()
+    groups = _declared_groups()  # the example scores per duplicate group (duplicates.tsv)
     recalls, ndcgs = [], []
     for row in document["queries"]:
-        grades = labels[row["id"]]
-        relevant = {d for d, g in grades.items() if g >= 1}
-        if not relevant:
+        if not any(g >= 1 for g in labels[row["id"]].values()):
             continue  # no-answer queries are skipped in the means (the default convention)
-        recalls.append(_seed_recall(row["rankings"]["retriever"], relevant, 50))
-        ndcgs.append(_seed_ndcg(row["rankings"]["reranker"], grades, 5))
+        first, grades = _per_group(row["rankings"]["retriever"], labels[row["id"]], groups)
+        final, _grades = _per_group(row["rankings"]["reranker"], labels[row["id"]], groups)
+        relevant = {d for d, g in grades.items() if g >= 1}
+        recalls.append(_seed_recall(first, relevant, 50))
+        ndcgs.append(_seed_ndcg(final, grades, 5))
     overall = {(r["stage"], r["column"]): r["metrics"] for r in document["results"]}
     assert len(recalls) == 108
     assert overall[("retriever", "overall")]["recall@50"] == pytest.approx(
         sum(recalls) / len(recalls)
     )
     assert overall[("reranker", "overall")]["ndcg@5"] == pytest.approx(sum(ndcgs) / len(ndcgs))
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def test_the_declared_duplicates_inflate_precision_and_are_measured(
+    shipped: tuple[int, str, dict[str, Any]],
+) -> None:
+    _status, output, document = shipped
+    # From the corpus: the declared groups are exactly its near-identical pages (word 3-shingle
+    # Jaccard >= 0.8; the next most similar pair is below 0.4), computed here pair by pair,
+    # without MinHash or the plugin.
+    texts = {p.stem: _shingles(p.read_text()) for p in (EXAMPLE / "corpus").glob("*.md")}
+    ids = sorted(texts)
+    near = set()
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            union = len(texts[a] | texts[b])
+            if union and len(texts[a] & texts[b]) / union >= 0.8:
+                near.add(frozenset((a, b)))
+    groups = _declared_groups()
+    declared = {
+        frozenset((a, b)) for a in groups for b in groups if a < b and groups[a] == groups[b]
+    }
+    assert near == declared
+    assert len(declared) == 3
+    # From the artifact's rankings and the seed's formulas: precision@5 of the final stage,
+    # raw (every id its own document) and per duplicate group, and distinct@5.
+    labels = _labels()
+    raw, deduplicated, distinct = [], [], []
+    for row in document["queries"]:
+        ranking, grades = row["rankings"]["reranker"], labels[row["id"]]
+        keys = [groups.get(d, d) for d in ranking[:5]]
+        if keys:
+            distinct.append(len(set(keys)) / len(keys))
+        if not any(g >= 1 for g in grades.values()):
+            continue
+        raw.append(_seed_precision(ranking, {d for d, g in grades.items() if g >= 1}, 5))
+        grouped, group_grades = _per_group(ranking, grades, groups)
+        relevant = {d for d, g in group_grades.items() if g >= 1}
+        deduplicated.append(_seed_precision(grouped, relevant, 5))
+    raw_p5 = sum(raw) / len(raw)
+    dedup_p5 = sum(deduplicated) / len(deduplicated)
+    distinct_5 = sum(distinct) / len(distinct)
+    assert dedup_p5 < raw_p5
+    assert distinct_5 < 1.0
+    overall = {(r["stage"], r["column"]): r["metrics"] for r in document["results"]}
+    assert overall[("reranker", "overall")]["precision@5"] == pytest.approx(dedup_p5)
+    assert overall[("reranker", "overall")]["distinct@5"] == pytest.approx(distinct_5)
+    assert document["dedup"]["groups"] == 3
+    assert "scores are deduplicated: 3 duplicate groups (6 documents)" in output
+
+
+def test_the_no_answer_column_is_filled(shipped: tuple[int, str, dict[str, Any]]) -> None:
+    _status, _output, document = shipped
+    results = {(r["stage"], r["column"]): r["metrics"] for r in document["results"]}
+    no_answer = results[("retriever", "no-answer")]
+    assert no_answer["abstain_rate"] is not None
+    assert no_answer["answer_rate"] is None  # answer_rate is defined on answerable queries only
+    assert results[("retriever", "overall")]["answer_rate"] is not None
+    sweeps = {s["stage"]: s for s in document["abstention"]["sweeps"]}
+    assert sweeps["retriever"]["floor"] == 4
+    rates = [p["abstain_rate"] for p in sweeps["retriever"]["points"]]
+    assert rates == sorted(rates)  # a higher floor abstains more, never less

@@ -1,9 +1,12 @@
 """``pytest-retrieval golden``: validate, summarise and convert golden sets.
 
 ``golden validate PATH [--corpus IDS]`` exits 0 if the golden set is valid and 1 with the full
-problem list otherwise; ``golden stats PATH`` prints counts per split and slice, judged docs per
-query, the grade histogram, the no-answer count and the fingerprint; ``golden convert SRC DST``
-rewrites any readable format as YAML, JSON or JSONL. A missing input file is a usage error (2).
+problem list otherwise; it also lists judged documents that are duplicates of each other (from
+``--duplicates FILE``, or computed from the corpus' texts: ``--dedup exact`` by default when the
+corpus has texts, ``--dedup near[=T]``). ``golden stats PATH`` prints counts per split and slice,
+judged docs per query, the grade histogram, the no-answer count and the fingerprint;
+``golden convert SRC DST`` rewrites any readable format as YAML, JSON or JSONL. A missing input
+file is a usage error (2).
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import os
 import statistics
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GoldenSetError, InputError
 from ..formats.golden_io import READ_FORMATS, WRITE_FORMATS, load_golden, write_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
 from ..text import for_terminal, guard_lines
+
+if TYPE_CHECKING:
+    from ..dedup import DuplicateGroups
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -42,6 +48,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     validate.add_argument("path", metavar="PATH", help="golden-set file or BEIR folder")
     _input_options(validate)
+    validate.add_argument(
+        "--duplicates",
+        metavar="FILE",
+        help="duplicate groups (TSV doc<TAB>group, or JSON): list judged documents that are "
+        "copies of each other",
+    )
+    validate.add_argument(
+        "--dedup",
+        metavar="MODE",
+        help="compute duplicate groups from the --corpus texts: exact (default when the corpus "
+        "has texts), near or near=JACCARD (needs pytest-retrieval[dedup]), or off",
+    )
     validate.set_defaults(func=run_validate)
 
     stats = commands.add_parser(
@@ -142,11 +160,84 @@ def run_validate(args: argparse.Namespace) -> int:
     splits = Counter(q.split for q in golden)
     per_split = ", ".join(f"{name} {splits[name]}" for name in golden.splits)
     checked = f", every judged doc is in {args.corpus}" if args.corpus else ""
+    try:
+        groups = _duplicate_groups(args)
+    except InputError as exc:
+        print(guard_lines(str(exc)), file=sys.stderr)
+        return EXIT_USAGE if args.dedup is not None or args.duplicates else EXIT_FAILED
     print(
         f"ok: {args.path}: {len(golden)} queries ({per_split}){checked}; "
         f"fingerprint {golden.short_fingerprint}"
     )
+    if groups is not None:
+        for line in duplicate_lines(golden, groups):
+            print(guard_lines(line))
     return EXIT_OK
+
+
+def _duplicate_groups(args: argparse.Namespace) -> DuplicateGroups | None:
+    """The groups ``validate`` checks the judgments against (None: none asked for or possible)."""
+    from .. import dedup
+
+    if args.duplicates:
+        return dedup.load_duplicates(args.duplicates, setting="--duplicates")
+    mode = (args.dedup or "").strip().lower()
+    if mode == "off" or not args.corpus:
+        if args.dedup is not None and mode != "off":
+            raise InputError(
+                f"--dedup {args.dedup} computes duplicates from --corpus texts; pass --corpus"
+            )
+        return None
+    from ..formats.corpus import read_corpus_texts
+
+    try:
+        texts = read_corpus_texts(args.corpus)
+    except GoldenSetError:
+        if args.dedup is None:
+            return None  # a file of bare ids: nothing to compare, and nobody asked
+        raise
+    source = f"--dedup {mode or 'exact'} over {args.corpus}"
+    if mode in ("", "exact"):
+        return dedup.exact_groups(texts, source=source)
+    head, _equals, threshold = mode.partition("=")
+    if head != "near":
+        raise InputError(f"--dedup {args.dedup}: not one of off, exact, near, near=JACCARD")
+    try:
+        value = float(threshold) if threshold else dedup.DEFAULT_NEAR_THRESHOLD
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise InputError(f"--dedup {args.dedup}: the Jaccard threshold must be in (0, 1]")
+    return dedup.near_groups(texts, value, source=source)
+
+
+def duplicate_lines(golden: GoldenSet, groups: DuplicateGroups) -> list[str]:
+    """The judged documents that are copies of each other, one group a line, with the queries
+    that judge them (and a warning where one query grades copies differently)."""
+    from ..dedup import judged_duplicates
+
+    found = judged_duplicates({q.id: q.judgments for q in golden}, groups)
+    if not found:
+        return [f"duplicates: no two judged documents are copies ({groups.describe()})"]
+    lines = [
+        f"duplicates: {len(found)} group(s) of judged documents are copies of each other "
+        f"({groups.describe()}); scored per group, each counts once:"
+    ]
+    for _key, members, per_query in found:
+        shown = []
+        differ = []
+        for qid, grades in sorted(per_query.items()):
+            shown.append(f"{qid} ({', '.join(f'{d} {g}' for d, g in sorted(grades.items()))})")
+            if len(set(grades.values())) > 1:
+                differ.append(qid)
+        more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
+        lines.append(f"  {', '.join(members)}: judged in {'; '.join(shown[:5])}{more}")
+        if differ:
+            lines.append(
+                f"    warning: graded differently within {', '.join(differ[:5])}: copies usually "
+                "deserve one grade (a group takes its best member's)"
+            )
+    return lines
 
 
 def golden_stats(golden: GoldenSet) -> dict[str, Any]:

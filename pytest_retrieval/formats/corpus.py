@@ -15,16 +15,45 @@ def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
 
     ``corpus`` is a path to a BEIR folder (its ``corpus.jsonl`` is read), a ``.jsonl`` file with
     one JSON object per line (``_id`` as in BEIR, or ``id``), or any other file with one id per
-    line (blank lines skipped, surrounding white space ignored); or an iterable of ids from
-    code. Unreadable files raise :class:`~pytest_retrieval.errors.GoldenSetError`.
+    line (blank lines skipped, surrounding white space ignored; an id may be followed by a tab
+    and the document's text); or an iterable of ids from code. Unreadable files raise
+    :class:`~pytest_retrieval.errors.GoldenSetError`.
     """
     if not isinstance(corpus, (str, os.PathLike)):
         return frozenset(str(doc) for doc in corpus)
+    return frozenset(_read_corpus(corpus, texts=False))
+
+
+def read_corpus_texts(corpus: str | os.PathLike[str]) -> dict[str, str]:
+    """``{doc id: text}`` of a corpus file, for computing duplicate groups.
+
+    A BEIR ``corpus.jsonl`` (or its folder) gives ``title`` and ``text`` joined by a space; any
+    other file gives, per line, the text after the id and a tab. A corpus without texts (a file
+    of bare ids) raises :class:`~pytest_retrieval.errors.GoldenSetError` saying so.
+    """
+    texts = _read_corpus(corpus, texts=True)
+    if texts and not any(texts.values()):
+        source = os.fspath(corpus)
+        raise GoldenSetError(
+            [
+                Problem(
+                    "the corpus holds ids but no texts, so duplicates cannot be computed from it",
+                    "give a BEIR corpus.jsonl (title, text) or one `id<TAB>text` line per "
+                    "document, or declare the groups with retrieval_duplicates = PATH",
+                    source=source,
+                )
+            ],
+            title=f"{source}: no document texts",
+        )
+    return texts
+
+
+def _read_corpus(corpus: str | os.PathLike[str], *, texts: bool) -> dict[str, str]:
     source = os.fspath(corpus)
     if os.path.isdir(source):
         source = os.path.join(source, "corpus.jsonl")
     is_jsonl = source.lower().endswith((".jsonl", ".ndjson"))
-    ids: set[str] = set()
+    ids: dict[str, str] = {}
     problems: list[Problem] = []
     try:
         with open(source, encoding="utf-8-sig") as handle:
@@ -32,9 +61,10 @@ def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
                 if not line.strip():
                     continue
                 if not is_jsonl:
-                    ids.add(line.strip())
+                    doc, _tab, text = line.strip().partition("\t")
+                    ids[doc.strip()] = text.strip()
                     continue
-                doc_id = _jsonl_doc_id(line)
+                doc_id, text = _jsonl_doc(line, texts=texts)
                 if doc_id is None:
                     problems.append(
                         Problem(
@@ -45,7 +75,7 @@ def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
                         )
                     )
                 else:
-                    ids.add(doc_id)
+                    ids[doc_id] = text
     except FileNotFoundError:
         problems.append(Problem("corpus file not found", "check the path", source=source))
     except UnicodeDecodeError as exc:
@@ -56,20 +86,23 @@ def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
         problems.append(Problem(f"cannot read the corpus: {exc.strerror}", source=source))
     if problems:
         raise GoldenSetError(problems, title=f"{source}: cannot read corpus ids")
-    return frozenset(ids)
+    return ids
 
 
-def _jsonl_doc_id(line: str) -> str | None:
+def _jsonl_doc(line: str, *, texts: bool) -> tuple[str | None, str]:
     try:
         record = json.loads(line)
     except ValueError:
-        return None
+        return None, ""
     if not isinstance(record, dict):
-        return None
+        return None, ""
     doc_id = record.get("_id", record.get("id"))
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        return None
-    return str(doc_id)
+        return None, ""
+    if not texts:
+        return str(doc_id), ""
+    parts = [record.get("title"), record.get("text")]
+    return str(doc_id), " ".join(p for p in parts if isinstance(p, str) and p)
 
 
 _LISTED_STALE_IDS = 10

@@ -160,6 +160,41 @@ def build_artifact(
             if session.probe is not None
             else None
         ),
+        "abstention": abstention_block(session),
+        "dedup": dedup_block(session),
+    }
+
+
+def abstention_block(session: RetrievalSession) -> dict[str, Any] | None:
+    """The score floors, per stage the sweep of candidate floors (stages with scores and
+    no-answer queries), and why abstention cannot be measured where it cannot."""
+    if not session.has_run:
+        return None
+    sweeps = []
+    unmeasured: dict[str, str] = {}
+    for stage in session.stages:
+        found = session.abstention_sweep(stage)
+        if found is not None and found.no_answer:
+            sweeps.append(found.to_dict())
+        evaluation = session.evaluation(stage, session.settings.metric_specs)
+        for name in ("abstain_rate", "answer_rate"):
+            if name in evaluation.unmeasured:
+                unmeasured[stage] = evaluation.unmeasured[name]
+    floors = session.settings.floors_dict()
+    if not sweeps and not unmeasured and not floors:
+        return None
+    return {"floors": floors, "sweeps": sweeps, "unmeasured": unmeasured}
+
+
+def dedup_block(session: RetrievalSession) -> dict[str, Any] | None:
+    """Where the duplicate groups came from and how many there are (None: no groups)."""
+    groups = session.duplicates
+    if groups is None:
+        return None
+    return {
+        "source": groups.source,
+        "groups": len(groups),
+        "documents": sum(len(m) for m in groups.groups.values()),
     }
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from . import view
 from .markup import Markup, el, escape
-from .svg import _curves_section, _slices_section
+from .svg import _abstention_section, _curves_section, _slices_section
 from .view import BaselineLike
 
 #: Query diffs listed per regression check (the artifact holds them all).
@@ -68,6 +68,9 @@ svg .axis { stroke: #8c959f; stroke-width: 1; }
 svg .line { fill: none; stroke-width: 2; }
 svg .line.base { stroke-dasharray: 5 4; stroke-width: 1.5; }
 svg .pt.base { fill: #fff; stroke-width: 1.5; }
+svg .floor { stroke: #59636e; stroke-width: 1.5; stroke-dasharray: 4 3; }
+.swatch.s-abstain_rate { background: #2563eb; }
+.swatch.s-answer_rate { background: #ea580c; }
 svg .bar { fill: #54aeff; }
 svg .bar.below { fill: #ff8182; }
 svg .marker { stroke-width: 2.5; }
@@ -639,6 +642,7 @@ def render_html(
         _header(artifact),
         _curves_section(artifact, document),
         _slices_section(artifact),
+        _abstention_section(artifact),
         _gates_section(artifact),
         _regressions_section(artifact),
         _queries_section(artifact, document),

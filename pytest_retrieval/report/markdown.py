@@ -378,6 +378,37 @@ def _errors_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
     return lines
 
 
+def _abstention_section(artifact: Mapping[str, Any], *, full: bool = True) -> list[str]:
+    """That scores are deduplicated, why abstention cannot be measured, and the score-floor
+    sweeps (in a collapsed block; left out of a report that must be shortened)."""
+    lines: list[str] = []
+    for note in view.notes(artifact):
+        lines.extend(["", f"_{md_text(note)}_"])
+    if not full:
+        return lines
+    for sweep in view.sweeps(artifact):
+        lines.append("")
+        lines.append(f"<details><summary>Score floor sweep · {md_text(sweep.caption)}</summary>")
+        lines.append("")
+        rows = [
+            [
+                md_code(view.fmt_floor(row.floor)) + (" (set)" if row.chosen else ""),
+                view.fmt(row.abstain_rate),
+                view.fmt(row.answer_rate),
+            ]
+            for row in sweep.rows
+        ]
+        lines.extend(_table(["Floor", "`abstain_rate`", "`answer_rate`"], rows, "lrr"))
+        lines.append("")
+        lines.append(
+            "_A query answers at a floor when its top score is at or above it; "
+            "`abstain_rate` averages the no-answer queries, `answer_rate` the answerable ones._"
+        )
+        lines.append("")
+        lines.append("</details>")
+    return lines
+
+
 def _footer(artifact: Mapping[str, Any]) -> list[str]:
     golden = artifact.get("golden") or {}
     name = golden.get("name") or os.path.basename(str(golden.get("path") or "")) or "—"
@@ -487,6 +518,7 @@ def _render(
         lines.extend(f"> {md_text(line)}" for line in noise)
     lines.extend(_errors_section(artifact, max_rows))
     lines.extend(_metrics_section(artifact, baseline, max_metrics, full=full))
+    lines.extend(_abstention_section(artifact, full=full))
     lines.extend(_regressions_section(artifact, max_rows))
     lines.extend(_footer(artifact))
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -384,3 +384,144 @@ def _slices_section(artifact: Mapping[str, Any]) -> Markup:
         if figures
         else None,
     )
+
+
+# --- the score-floor sweep ----------------------------------------------------------------------
+
+_SWEEP_SERIES = (("abstain_rate", "#2563eb"), ("answer_rate", "#ea580c"))
+
+
+def _sweep_chart(sweep: view.SweepView) -> Markup:
+    """``abstain_rate`` and ``answer_rate`` against the candidate floor, the set floor marked."""
+    width, height = 460.0, 250.0
+    left, right, top, bottom = 42.0, 16.0, 12.0, 40.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+    floors = [row.floor for row in sweep.rows]
+    low, high = min(floors), max(floors)
+
+    def x(value: float) -> float:
+        if high == low:
+            return left + plot_w / 2
+        return left + (value - low) / (high - low) * plot_w
+
+    def y(v: float) -> float:
+        return top + (1.0 - min(1.0, max(0.0, v))) * plot_h
+
+    parts: list[Markup] = _value_grid(left, width - right, y)
+    axis_y = _num(top + plot_h)
+    parts.append(
+        el(
+            "line",
+            {
+                "class": "axis",
+                "x1": _num(left),
+                "x2": _num(width - right),
+                "y1": axis_y,
+                "y2": axis_y,
+            },
+        )
+    )
+    for value in sorted({low, high}):
+        parts.append(
+            el(
+                "text",
+                {"x": _num(x(value)), "y": _num(top + plot_h + 15), "text-anchor": "middle"},
+                view.fmt_floor(value),
+            )
+        )
+    parts.append(
+        el(
+            "text",
+            {"x": _num(left + plot_w / 2), "y": _num(height - 4), "text-anchor": "middle"},
+            "score floor",
+        )
+    )
+    if sweep.floor is not None and low <= sweep.floor <= high:
+        parts.append(
+            el(
+                "line",
+                {
+                    "class": "floor",
+                    "x1": _num(x(sweep.floor)),
+                    "x2": _num(x(sweep.floor)),
+                    "y1": _num(top),
+                    "y2": axis_y,
+                },
+                el("title", None, f"retrieval_score_floor = {view.fmt_floor(sweep.floor)}"),
+            )
+        )
+    for name, color in _SWEEP_SERIES:
+        points = [
+            (row.floor, value) for row in sweep.rows if (value := getattr(row, name)) is not None
+        ]
+        if not points:
+            continue
+        coords = " ".join(f"{_num(x(f))},{_num(y(v))}" for f, v in points)
+        parts.append(
+            el("polyline", {"class": f"line run s-{name}", "points": coords, "stroke": color})
+        )
+        for f, v in points:
+            parts.append(
+                el(
+                    "circle",
+                    {
+                        "class": f"pt run s-{name}",
+                        "cx": _num(x(f)),
+                        "cy": _num(y(v)),
+                        "r": "3.5",
+                        "fill": color,
+                        "stroke": color,
+                        "data-floor": view.fmt_floor(f),
+                        "data-value": view.fmt(v),
+                    },
+                    el("title", None, f"{name} = {view.fmt(v)} at floor {view.fmt_floor(f)}"),
+                )
+            )
+    svg = el(
+        "svg",
+        {
+            "class": "sweep",
+            "data-stage": sweep.stage,
+            "width": _num(width),
+            "height": _num(height),
+            "viewBox": f"0 0 {_num(width)} {_num(height)}",
+            "role": "img",
+            "aria-label": f"abstain_rate and answer_rate by score floor, stage {sweep.stage}",
+        },
+        parts,
+    )
+    return el("figure", None, el("figcaption", None, sweep.caption), svg)
+
+
+def _abstention_section(artifact: Mapping[str, Any]) -> Markup | None:
+    """The notes (deduplicated scores, abstention not measurable) and the sweep charts."""
+    notes = view.notes(artifact)
+    sweeps = [s for s in view.sweeps(artifact) if s.rows]
+    if not notes and not sweeps:
+        return None
+    return el(
+        "section",
+        {"id": "abstention"},
+        el("h2", None, "No-answer queries and duplicates"),
+        [el("p", {"class": "note"}, note) for note in notes],
+        el("div", {"class": "charts"}, [_sweep_chart(s) for s in sweeps]) if sweeps else None,
+        el(
+            "div",
+            {"class": "legend"},
+            el(
+                "span",
+                None,
+                el("span", {"class": "swatch s-abstain_rate"}),
+                "abstain_rate (no-answer queries)",
+            ),
+            el(
+                "span",
+                None,
+                el("span", {"class": "swatch s-answer_rate"}),
+                "answer_rate (answerable queries)",
+            ),
+            el("span", None, "dashed: the floor set"),
+        )
+        if sweeps
+        else None,
+    )

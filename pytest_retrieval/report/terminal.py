@@ -275,6 +275,7 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
     lines = [queries] if full else _fit(queries, width)
     for line in run_source_lines(session):
         lines.extend(_fit(line, width) if not full else [line])
+    lines.extend(abstention_lines(session, verbose=full))
     latencies = []
     for stage in session.stages:
         pair = session.latency_percentiles(stage)
@@ -354,6 +355,57 @@ def family_line(outcomes: Iterable[Any]) -> str | None:
             alpha = outcome.alpha if outcome.alpha is not None else 0.05
             return describe(outcome.family_size, alpha, outcome.multiplicity, outcome.test)
     return None
+
+
+def abstention_lines(session: RetrievalSession, *, verbose: bool = False) -> list[str]:
+    """That scores are deduplicated, why abstention cannot be measured, and (``verbose``) the
+    sweep of candidate score floors per stage."""
+    from tabulate import tabulate
+
+    lines: list[str] = []
+    if not session.has_run:
+        return lines
+    if session.duplicates is not None:
+        lines.append(
+            f"scores are deduplicated: {session.duplicates.describe()}; a group counts once, "
+            "at its first rank (distinct@K: the share of the top K that is not a copy)"
+        )
+    specs = session.settings.metric_specs
+    for stage in session.stages:
+        evaluation = session.evaluation(stage, specs)
+        reason = evaluation.unmeasured.get("abstain_rate") or evaluation.unmeasured.get(
+            "answer_rate"
+        )
+        if reason is not None:
+            lines.append(f"abstain_rate, answer_rate [{stage}]: cannot be measured: {reason}")
+    if not verbose:
+        return lines
+    from .. import abstention
+
+    for stage in session.stages:
+        found = session.abstention_sweep(stage)
+        if found is None or not found.no_answer:
+            continue
+        floor = abstention.describe_floor(found.floor)
+        lines.append("")
+        lines.append(
+            f"score floor sweep [{stage}] ({found.no_answer} no-answer, {found.answerable} "
+            f"answerable queries; floor {floor}{', marked *' if found.floor is not None else ''}):"
+        )
+        rows = [
+            [
+                f"{point.floor:.4g}" + (" *" if point.floor == found.floor else ""),
+                _cell(point.abstain_rate),
+                _cell(point.answer_rate),
+            ]
+            for point in found.points
+        ]
+        lines.extend(
+            tabulate(
+                rows, headers=["floor", "abstain_rate", "answer_rate"], disable_numparse=True
+            ).splitlines()
+        )
+    return lines
 
 
 def run_source_lines(session: RetrievalSession) -> list[str]:

@@ -154,8 +154,9 @@ def headline_metrics(artifact: Mapping[str, Any]) -> list[str]:
     """The short list of metrics the Markdown shows up front.
 
     Each configured metric at K = 10 (or the nearest K below, else the smallest), recall at the
-    largest K (the candidate recall a reranker depends on), and every metric a gate or a
-    regression check names; all restricted to what the results hold, in settings order.
+    largest K (the candidate recall a reranker depends on), ``abstain_rate`` and ``answer_rate``
+    (when a score floor is set), and every metric a gate or a regression check names; all
+    restricted to what the results hold, in settings order.
     """
     names = metric_names(artifact)
     available = set(names)
@@ -172,6 +173,7 @@ def headline_metrics(artifact: Mapping[str, Any]) -> list[str]:
         wanted.add(f"recall@{max(by_family['recall'])}")
     for gate in [*(artifact.get("gates") or ()), *(artifact.get("regressions") or ())]:
         wanted.add(str(gate.get("metric")))
+    wanted |= {"abstain_rate", "answer_rate"}  # the no-answer column's numbers, when measured
     return [name for name in names if name in wanted and name in available]
 
 
@@ -596,3 +598,96 @@ def top_returned(row: Mapping[str, Any], stage: str | None, n: int = RETURNED_SH
 def warnings(artifact: Mapping[str, Any]) -> list[str]:
     """The run's findings that make numbers meaningless where they apply (short rankings)."""
     return [str(w.get("message")) for w in artifact.get("warnings") or () if w.get("message")]
+
+
+# --- no-answer queries and duplicates ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRow:
+    """One candidate floor of a sweep; ``chosen`` marks the configured floor."""
+
+    floor: float
+    abstain_rate: float | None
+    answer_rate: float | None
+    chosen: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SweepView:
+    """The sweep of one stage: ``abstain_rate`` and ``answer_rate`` at candidate floors."""
+
+    stage: str
+    floor: float | None
+    no_answer: int
+    answerable: int
+    rows: tuple[SweepRow, ...]
+
+    @property
+    def caption(self) -> str:
+        """``stage reranker · 14 no-answer, 105 answerable queries · floor 0.5``."""
+        floor = "no floor set" if self.floor is None else f"floor {self.floor:g}"
+        return (
+            f"stage {self.stage} · {self.no_answer} no-answer, {self.answerable} answerable "
+            f"queries · {floor}"
+        )
+
+
+def _number_or_none(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def sweeps(artifact: Mapping[str, Any]) -> list[SweepView]:
+    """The score-floor sweeps of the artifact, in stage order (empty when it has none)."""
+    block = artifact.get("abstention") or {}
+    out = []
+    for entry in block.get("sweeps") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        floor = _number_or_none(entry.get("floor"))
+        rows = []
+        for point in entry.get("points") or ():
+            value = _number_or_none(point.get("floor")) if isinstance(point, Mapping) else None
+            if value is None:
+                continue
+            rows.append(
+                SweepRow(
+                    value,
+                    _number_or_none(point.get("abstain_rate")),
+                    _number_or_none(point.get("answer_rate")),
+                    floor is not None and value == floor,
+                )
+            )
+        out.append(
+            SweepView(
+                stage=str(entry.get("stage")),
+                floor=floor,
+                no_answer=int(_number_or_none(entry.get("no_answer")) or 0),
+                answerable=int(_number_or_none(entry.get("answerable")) or 0),
+                rows=tuple(rows),
+            )
+        )
+    return out
+
+
+def fmt_floor(value: float) -> str:
+    """A candidate floor as the setting would take it (4 significant digits)."""
+    return f"{value:.4g}"
+
+
+def notes(artifact: Mapping[str, Any]) -> list[str]:
+    """What the numbers mean here: scored per duplicate group; abstention not measurable."""
+    out = []
+    dedup = artifact.get("dedup")
+    if isinstance(dedup, Mapping):
+        out.append(
+            f"Scores are deduplicated: {dedup.get('groups')} duplicate groups "
+            f"({dedup.get('documents')} documents) from {dedup.get('source')}; a group counts "
+            "once, at its first rank."
+        )
+    block = artifact.get("abstention") or {}
+    for stage, reason in (block.get("unmeasured") or {}).items():
+        out.append(f"abstain_rate and answer_rate cannot be measured [{stage}]: {reason}")
+    return out
