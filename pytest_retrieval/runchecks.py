@@ -94,10 +94,11 @@ def short_rankings(
     """The short-ranking finding of one stage, or None when the rankings are long enough.
 
     A ranking is short when it holds fewer results than ``min(largest cutoff, depth)`` (an empty
-    ranking counts too: it is how a retriever says "nothing"). The stage is reported when most of
-    its rankings are short, or when even the longest is shorter than the largest cutoff (then the
-    metrics past it are flat). A few short rankings beside long ones are what a retriever with a
-    score threshold, or a small corpus, returns: not reported.
+    ranking counts too: it is how a retriever says "nothing"). The stage is reported when even
+    the longest ranking is shorter than that (the metrics past it are flat, and the depth did not
+    reach the retriever), or when the median ranking is less than half of it. Shorter rankings
+    beside full ones (chunks collapsing into documents, a score threshold, a small corpus) are
+    not reported.
     """
     if not rankings or not cutoffs:
         return None
@@ -106,7 +107,10 @@ def short_rankings(
     lengths = [len(r) for r in rankings]
     short = sum(1 for n in lengths if n < needed)
     longest = max(lengths)
-    if short * 2 <= len(lengths) and longest >= needed:
+    if longest >= needed and statistics.median(lengths) * 2 >= needed:
+        # Some ranking is full length, so the depth reaches the retriever; most are at least
+        # half as long: chunks collapsing into documents, or a retriever that returns fewer for
+        # some queries. Not reported: every cutoff is scored on the results there are.
         return None
     flat = tuple(sorted(k for k in set(cutoffs) if k > longest))
     return ShortRankings(

@@ -64,9 +64,14 @@ def test_a_floor_fills_the_no_answer_column_and_gates_abstention(
             ]
         )
     )
-    # The summary table: abstain_rate in the no-answer column, answer_rate where it is defined.
-    result.stdout.re_match_lines([r"abstain_rate\s+1\.0000\s+—\s+—\s+1\.0000\s*$"])
-    result.stdout.re_match_lines([r"answer_rate\s+0\.6667\s+0\.5000\s+1\.0000\s+—\s*$"])
+    # The slice table (the compact summary): abstain_rate for the no-answer slice, answer_rate
+    # where it is defined.
+    result.stdout.re_match_lines([r"exact-lookup \(n=2\)\s.*\s—\s+0\.5000\s*$"])
+    result.stdout.re_match_lines([r"no-answer \(n=1\)\s.*\s1\.0000\s+—\s*$"])
+    # The full table (-v): a column per slice, the no-answer column filled.
+    full = p.run("-v")
+    full.stdout.re_match_lines([r"abstain_rate\s+1\.0000\s+—\s+—\s+1\.0000\s*$"])
+    full.stdout.re_match_lines([r"answer_rate\s+0\.6667\s+0\.5000\s+1\.0000\s+—\s*$"])
     assert "score floor sweep" not in result.stdout.str()  # the sweep is for -v
     document = p.artifact()
     assert schema_errors(document) == []

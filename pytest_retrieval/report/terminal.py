@@ -198,8 +198,13 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     rows = []
     for label, queries in columns:
         sub = by_slice.restrict(q.id for q in queries)
-        if sub.evaluated:
-            rows.append([f"{label} (n={sub.evaluated})", *(_cell(sub.means[m]) for m in wanted)])
+        if sub.evaluated or any(sub.means[m] is not None for m in wanted):  # abstain_rate too
+            rows.append(
+                [
+                    f"{label} (n={sub.evaluated or len(queries)})",
+                    *(_cell(sub.means[m]) for m in wanted),
+                ]
+            )
     table, dropped = _fitted_table(headers, rows, width, keep=2)
     lines.extend(table)  # no blank line: its "slice" header sets it apart
     if dropped:
@@ -218,11 +223,13 @@ def empty_slices(session: RetrievalSession) -> list[str]:
     if not session.has_run:
         return []
     evaluation = session.evaluation(session.default_stage, session.settings.metric_specs)
-    return [
-        label
-        for label, queries in _scored_columns(session)[1:]
-        if evaluation.restrict(q.id for q in queries).evaluated == 0
-    ]
+
+    def has_value(queries: list[Any]) -> bool:
+        # A no-answer slice has no recall, but it has an abstain_rate when a floor is set.
+        sub = evaluation.restrict(q.id for q in queries)
+        return sub.evaluated > 0 or any(v is not None for v in sub.means.values())
+
+    return [label for label, queries in _scored_columns(session)[1:] if not has_value(queries)]
 
 
 def summary_metrics(session: RetrievalSession, stage: str) -> list[str]:
@@ -287,7 +294,11 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
             latencies.append(f"{stage} p50 {pair[0]:.1f} ms, p95 {pair[1]:.1f} ms")
     if latencies:
         lines.append("latency: " + "; ".join(latencies))
-    lines.extend(noise_lines(session))  # one line each, unwrapped: CI logs are grepped for it
+    # One line each, unwrapped (CI logs are grepped for them); a deterministic probe is news only
+    # in the full summary (the artifact always has it).
+    noise = noise_lines(session)
+    if full or (session.probe is not None and session.probe.noisy):
+        lines.extend(noise)
     return lines
 
 
@@ -366,10 +377,10 @@ def abstention_lines(session: RetrievalSession, *, verbose: bool = False) -> lis
     if not session.has_run:
         return lines
     if session.duplicates is not None:
-        lines.append(
-            f"scores are deduplicated: {session.duplicates.describe()}; a group counts once, "
-            "at its first rank (distinct@K: the share of the top K that is not a copy)"
-        )
+        import os
+
+        described = session.duplicates.describe().replace(os.getcwd() + os.sep, "")
+        lines.append(f"scores are deduplicated: {described}")
     specs = session.settings.metric_specs
     for stage in session.stages:
         evaluation = session.evaluation(stage, specs)
@@ -444,7 +455,7 @@ def run_source_lines(session: RetrievalSession) -> list[str]:
     total = info.cached + info.called
     lines.append(
         f"cache {info.cache_mode}: {info.cached} of {total} queries served from the cache"
-        f"{version}, {info.called} called, {info.stored} entries stored ({info.cache_path})"
+        f"{version}, {info.called} called, {info.stored} stored"
         + ("; latency covers the called queries only" if info.cached and info.called else "")
     )
     lines.extend(f"  cache warning: {warning}" for warning in info.warnings)
