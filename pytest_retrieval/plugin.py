@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .finish import Finish
     from .golden import GoldenSet
     from .retriever import QueryOutcome, QueryRequest
+    from .runsource import Distribute
     from .session import RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
@@ -374,17 +375,22 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
         from .runsource import describe_runs
         from .specs import corpus_ids, depth_hint, describe_callable
 
-        def compute() -> list[QueryOutcome]:
-            return _run(active, retriever, reranker)
-
+        distribute: Distribute | None = None
         worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
-        if worker is not None:
-            from .report.payload import shared_run
+        if worker is not None and not session.run_files:
+            from .runsource import sharded
 
+            # Workers that need the run share its queries: shards in the session's shared
+            # temporary folder, each query run by one worker (see shards.py).
             factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-            outcomes = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
-        else:
-            outcomes = compute()
+            distribute = sharded(
+                factory.getbasetemp().parent,
+                worker["testrunuid"],
+                workers=int(worker.get("workercount", 1)),
+                batch_size=session.settings.batch_size,
+                key=f"{session.settings.cache} depth={session.effective_depth}",
+            )
+        outcomes = _run(active, retriever, reranker, distribute)
         name = describe_runs(session.run_files) if session.run_files else None
         session.set_outcomes(
             outcomes,
@@ -397,7 +403,9 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             _usage_error(active.config, refusal)
 
 
-def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOutcome]:
+def _run(
+    active: RetrievalPlugin, retriever: Any, reranker: Any, distribute: Distribute | None = None
+) -> list[QueryOutcome]:
     from .errors import InputError
     from .runsource import obtain
     from .specs import doc_id_option
@@ -433,6 +441,7 @@ def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> list[QueryOu
             retriever=retriever,
             reranker=reranker,
             warn=warn,
+            distribute=distribute,
         )
     except InputError as exc:  # a replay the cache cannot serve
         _usage_error(active.config, str(exc))

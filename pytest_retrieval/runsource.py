@@ -59,6 +59,13 @@ if TYPE_CHECKING:
 #: the order given).
 Compute = Callable[[Sequence[QueryRequest]], list[QueryOutcome]]
 
+#: Runs a list of requests and says where their outcomes came from (one shard's work).
+Process = Callable[[Sequence[QueryRequest]], "tuple[list[QueryOutcome], RunInfo]"]
+
+#: Spreads ``requests`` over several processes (xdist workers sharing shards), running
+#: ``process`` on this process's part; returns every outcome in order and the merged info.
+Distribute = Callable[[Sequence[QueryRequest], Process], "tuple[list[QueryOutcome], RunInfo]"]
+
 #: How many query ids a message names before it says "and N more".
 _NAMED = 10
 
@@ -132,6 +139,49 @@ class RunInfo:
             missing_hidden={f["stage"]: int(f.get("missing_hidden", 0)) for f in files},
             unknown={f["stage"]: tuple(f.get("unknown", ())) for f in files},
         )
+
+
+def merge_infos(infos: Sequence[RunInfo]) -> RunInfo:
+    """The info of a run computed in parts (xdist shards): counts summed, warnings once each in
+    the order met; the rest is the first part's (every part has the same mode, file and index
+    version)."""
+    if not infos:
+        return RunInfo()
+    warnings = tuple(dict.fromkeys(w for info in infos for w in info.warnings))
+    return replace(
+        infos[0],
+        cached=sum(i.cached for i in infos),
+        called=sum(i.called for i in infos),
+        stored=sum(i.stored for i in infos),
+        warnings=warnings,
+    )
+
+
+def sharded(base: Path, uid: str, *, workers: int, batch_size: int, key: str = "") -> Distribute:
+    """A :data:`Distribute` over xdist workers: shards claimed from one SQLite file in ``base``
+    (a folder every worker of the session shares), named after the session's run id ``uid``
+    (see :mod:`.shards`). ``key`` names what else the workers must agree on (mode, depth)."""
+    import json
+
+    from .shards import run_sharded, shard_size
+
+    path = base / f"pytest-retrieval-shards-{uid}.sqlite3"
+
+    def distribute(
+        requests: Sequence[QueryRequest], process: Process
+    ) -> tuple[list[QueryOutcome], RunInfo]:
+        outcomes, infos = run_sharded(
+            path,
+            requests,
+            process,
+            size=shard_size(len(requests), workers, batch_size),
+            info_to_json=lambda info: json.dumps(info.to_dict()),
+            info_from_json=lambda text: RunInfo.from_dict(json.loads(text)),
+            extra_key=key,
+        )
+        return outcomes, merge_infos(infos)
+
+    return distribute
 
 
 def _named(ids: Sequence[str]) -> str:
@@ -429,12 +479,18 @@ def obtain(
     retriever: Any = None,
     reranker: Any = None,
     warn: Callable[[str], None] | None = None,
+    distribute: Distribute | None = None,
 ) -> list[QueryOutcome]:
     """The outcomes of every scorable query of ``session``, from its run files, the cache or
     ``compute``; records where they came from (:attr:`RetrievalSession.run_info`).
 
     ``compute`` (and ``retriever``/``reranker``, whose identities key the cache) may be None
     only when the session has run files. Raises InputError for a replay that cannot be served.
+
+    ``distribute`` (xdist) shares the queries the retriever may be called on with other
+    processes: each part goes through the cache as a whole run would, so a query is looked up,
+    called and stored by one process only. Run files and ``replay`` never call the retriever
+    and are read whole by every process.
     """
     settings = session.settings
     queries = session.scorable_queries()
@@ -451,20 +507,43 @@ def obtain(
         raise ValueError("no run files and nothing to compute the run with")
     requests = [QueryRequest(q.id, q.text or "") for q in queries]
     if settings.cache == "off":
-        session.run_info = RunInfo(called=len(requests), index_version=settings.index_version)
-        return compute(requests)
+        if distribute is None:
+            session.run_info = RunInfo(called=len(requests), index_version=settings.index_version)
+            return compute(requests)
+        live = compute
+
+        def call(part: Sequence[QueryRequest]) -> tuple[list[QueryOutcome], RunInfo]:
+            return live(part), RunInfo(called=len(part), index_version=settings.index_version)
+
+        outcomes, session.run_info = distribute(requests, call)
+        return outcomes
     by_id = {q.id: q for q in queries}
-    outcomes, info = through_cache(
-        requests,
-        compute,
-        mode=settings.cache,
-        path=cache_file(settings.cache_directory(rootdir)),
-        keys=key_templates(
-            settings, retriever=retriever, reranker=reranker, depth=session.effective_depth
-        ),
-        redacted=lambda qid: session.is_redacted(by_id[qid]),
-        warn=warn,
-        index_version=settings.index_version,
+    path = cache_file(settings.cache_directory(rootdir))
+    keys = key_templates(
+        settings, retriever=retriever, reranker=reranker, depth=session.effective_depth
     )
+    seen: set[str] = set()
+
+    def warn_once(message: str) -> None:  # every shard meets a damaged cache: one warning
+        if warn is not None and message not in seen:
+            seen.add(message)
+            warn(message)
+
+    def cached(part: Sequence[QueryRequest]) -> tuple[list[QueryOutcome], RunInfo]:
+        return through_cache(
+            part,
+            compute,
+            mode=settings.cache,
+            path=path,
+            keys=keys,
+            redacted=lambda qid: session.is_redacted(by_id[qid]),
+            warn=warn_once,
+            index_version=settings.index_version,
+        )
+
+    if distribute is None or settings.cache == "replay":
+        outcomes, info = cached(requests)
+    else:
+        outcomes, info = distribute(requests, cached)
     session.run_info = info
     return outcomes

@@ -8,9 +8,8 @@ worker payloads in any order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..gates import GateOutcome
@@ -153,26 +152,3 @@ def merge_all(reports: Iterable[Report]) -> Report:
     for report in reports:
         merged = merged.merge(report)
     return merged
-
-
-# --- the JSON artifact ----------------------------------------------------------------------
-
-
-def shared_run(
-    base: Path, uid: str, compute: Callable[[], list[QueryOutcome]]
-) -> list[QueryOutcome]:
-    """Under xdist: the first worker runs the retriever, the others read its cached run.
-
-    ``base`` is a folder every worker of the session shares, ``uid`` the session's run id.
-    """
-    from ..files import atomic_write_text, file_lock
-
-    cache = base / f"pytest-retrieval-run-{uid}.json"
-    with file_lock(base / f"pytest-retrieval-run-{uid}.lock"):
-        if cache.exists():
-            return [outcome_from_dict(o) for o in json.loads(cache.read_text(encoding="utf-8"))]
-        outcomes = compute()
-        atomic_write_text(
-            cache, json.dumps([outcome_to_dict(o) for o in outcomes]), what="run cache"
-        )
-        return outcomes
