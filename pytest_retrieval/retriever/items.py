@@ -283,6 +283,12 @@ def adapt_scored(
     """
     _check_separator(doc_id_separator)
     items = list(_check_ranking(result))
+    if doc_id is None and doc_map is None and doc_id_separator is None:
+        # The common case, plain string ids: each is its own document and carries no score
+        # (what the loop below gives them, without a lookup per item).
+        if all(type(item) is str for item in items):
+            ranking_ids = tuple(dict.fromkeys(items))
+            return ranking_ids, (None,) * len(ranking_ids)
     mapper: Callable[[str], Any] | None = doc_map.get if isinstance(doc_map, Mapping) else doc_map
     ranking: dict[str, float | None] = {}
     for item in items:
