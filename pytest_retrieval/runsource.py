@@ -231,7 +231,9 @@ def outcomes_from_runs(
     """One outcome per scorable query from the run files (an empty ranking where a file lists
     no entry for it), and what was missing or unknown per stage.
 
-    The rankings are the files' (TREC ordered as ``pytest-retrieval evaluate`` orders it), uncut.
+    The rankings are the files' (TREC ordered as ``pytest-retrieval evaluate`` orders it), uncut;
+    latencies and errors a JSONL run recorded (``pytest-retrieval run``) are kept, so a failed
+    query fails the session as it would in-process.
     Ids of held-out queries (``redacted``) are counted, never named; a sealed held-out query the
     run lists is ignored without a word (naming it would leak it).
     """
@@ -246,9 +248,21 @@ def outcomes_from_runs(
     unknown: dict[str, tuple[str, ...]] = {}
     ordered = sorted(runs, key=lambda s: (s != RETRIEVER_STAGE, s != RERANKER_STAGE, s))
     for stage in ordered:
-        match = match_run_to_golden(runs[stage], ids)
+        run = runs[stage]
+        match = match_run_to_golden(run, ids)
         for qid, ranking in match.rankings.items():
-            outcomes[qid].rankings[stage] = ranking
+            outcome = outcomes[qid]
+            outcome.rankings[stage] = ranking
+            if qid in run.latency_ms:
+                outcome.latency_ms[stage] = run.latency_ms[qid]
+            if qid in run.errors and outcome.error is None:
+                # As the in-process runner records it: the failed stage has no ranking. A
+                # stage this session does not gate is named as the file's own.
+                failed, kind, message = run.errors[qid]
+                failed = failed if failed in runs else stage
+                outcome.error_stage, outcome.error_type, outcome.error = failed, kind, message
+                if not ranking:
+                    outcome.rankings.pop(stage, None)
         missing[stage] = tuple(q for q in match.missing if not redacted(by_id[q]))
         hidden[stage] = len(match.missing) - len(missing[stage])
         unknown[stage] = tuple(q for q in match.unknown if q not in known)
