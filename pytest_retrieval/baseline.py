@@ -80,7 +80,7 @@ class QuerySnapshot:
             "slices": list(self.slices),
             "labels": self.labels,
             "metrics": {
-                stage: {m: round_value(v) for m, v in values.items()}
+                stage: {m: None if v is None else round(v, DECIMALS) for m, v in values.items()}
                 for stage, values in self.metrics.items()
             },
             "relevant_ranks": {s: dict(r) for s, r in self.relevant_ranks.items()},
@@ -116,8 +116,18 @@ class Snapshot:
     #: regression check is for). Older baselines have none.
     index_version: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The baseline document (builtins)."""
+    def to_dict(self, *, lazy: bool = False) -> dict[str, Any]:
+        """The baseline document (builtins). ``lazy``: the per-query entries are built as they
+        are read (:class:`~pytest_retrieval.files.LazyMapping`), for a document written once
+        (the artifact's snapshot), not held."""
+        if lazy:
+            from .files import LazyMapping
+
+            queries: Mapping[str, Any] = LazyMapping(
+                sorted(self.queries), lambda qid: self.queries[qid].to_dict()
+            )
+        else:
+            queries = {qid: q.to_dict() for qid, q in sorted(self.queries.items())}
         return {
             "schema": BASELINE_SCHEMA,
             "schema_version": BASELINE_SCHEMA_VERSION,
@@ -130,7 +140,7 @@ class Snapshot:
             "metrics": list(self.metrics),
             "means": self.means_by_column(),
             "heldout": _round_all(dict(self.heldout)),
-            "queries": {qid: q.to_dict() for qid, q in sorted(self.queries.items())},
+            "queries": queries,
         }
 
     def means_by_column(self) -> dict[str, dict[str, dict[str, float | None]]]:
@@ -143,13 +153,12 @@ class Snapshot:
         for stage in self.stages:
             out[stage] = {}
             for label, members in sorted(columns.items()):
+                # One pass per metric over this column's metric dicts (the same values, summed
+                # in the same order, as a lookup per query and metric: the same bits).
+                rows = [q.metrics.get(stage, {}) for q in members]
                 means: dict[str, float | None] = {}
                 for metric in self.metrics:
-                    values = [
-                        v
-                        for q in members
-                        if (v := q.metrics.get(stage, {}).get(metric)) is not None
-                    ]
+                    values = [v for row in rows if (v := row.get(metric)) is not None]
                     means[metric] = round_value(sum(values) / len(values)) if values else None
                 out[stage][label] = means
         return out

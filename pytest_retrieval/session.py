@@ -95,6 +95,9 @@ class RetrievalSession:
     _ensure_run: Callable[[], None] | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
+    #: Snapshots by metric list: every budget and the artifact ask for one (a pass over every
+    #: query each); the run does not change between them.
+    _snapshots: dict[tuple[str, ...], Snapshot] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # --- which queries -------------------------------------------------------------------
@@ -165,6 +168,7 @@ class RetrievalSession:
             if depth_hint is not None:
                 self.depth_hint = depth_hint
             self._cache.clear()
+            self._snapshots.clear()
 
     # --- checks of the run ------------------------------------------------------------------
 
@@ -653,9 +657,14 @@ class RetrievalSession:
 
         budgeted = [b.spec for b in self.budgets]
         specs = tuple(dict.fromkeys([*self.settings.metric_specs, *budgeted, *extra]))
+        key = tuple(str(s) for s in specs)
+        with self._lock:
+            cached = self._snapshots.get(key)
+        if cached is not None:
+            return cached
         stages = self.stages
         held = [q.id for q in self.golden if q.split == self.heldout_name] if self.unsealed else []
-        return build_snapshot(
+        snapshot = build_snapshot(
             self.visible_golden(),
             {stage: self.evaluation(stage, specs) for stage in stages},
             self.ranking,
@@ -665,6 +674,9 @@ class RetrievalSession:
             heldout_ids=held,
             index_version=self.settings.index_version,
         )
+        with self._lock:
+            self._snapshots[key] = snapshot
+        return snapshot
 
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline; record and return the outcome."""
