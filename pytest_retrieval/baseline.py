@@ -407,6 +407,24 @@ def snapshot_mean(
     return (sum(values) / len(values) if values else None), len(values), stage
 
 
+def _first_ranks(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, int | None]:
+    """Each relevant doc's first rank (1-based) in ``ranking``, None when it is absent."""
+    if len(relevant) <= 16:  # a few C-level scans beat a Python loop over the whole ranking
+        ranks: dict[str, int | None] = {}
+        for doc in relevant:
+            try:
+                ranks[doc] = ranking.index(doc) + 1
+            except ValueError:
+                ranks[doc] = None
+        return ranks
+    first: dict[str, int] = {}
+    wanted = set(relevant)
+    for rank, doc in enumerate(ranking, start=1):
+        if doc in wanted and doc not in first:
+            first[doc] = rank
+    return {doc: first.get(doc) for doc in relevant}
+
+
 def build_snapshot(
     visible: GoldenSet,
     per_stage: Mapping[str, Evaluation],
@@ -428,6 +446,7 @@ def build_snapshot(
         stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
     }
     names = list(metric_names)
+    stage_columns = {stage: [e.columns[n] for n in names] for stage, e in per_stage.items()}
     queries: dict[str, QuerySnapshot] = {}
     for query in visible:
         relevant = [d for d, g in query.judgments.items() if g >= min_grade]
@@ -437,16 +456,13 @@ def build_snapshot(
         for stage in stages:
             row = columns[stage].get(query.id)
             evaluation = per_stage[stage]
-            metrics[stage] = {
-                n: (evaluation.columns[n][row] if row is not None else None) for n in names
-            }
+            metrics[stage] = (
+                dict(zip(names, [values[row] for values in stage_columns[stage]]))
+                if row is not None
+                else dict.fromkeys(names)
+            )
             ranking = ranking_of(query.id, stage)
-            first: dict[str, int] = {}
-            wanted = set(relevant)
-            for rank, doc in enumerate(ranking, start=1):
-                if doc in wanted and doc not in first:
-                    first[doc] = rank
-            ranks[stage] = {doc: first.get(doc) for doc in relevant}
+            ranks[stage] = _first_ranks(ranking, relevant)
             tops[stage] = ranking[:TOP_KEPT]
         queries[query.id] = QuerySnapshot(
             split=query.split,

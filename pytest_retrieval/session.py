@@ -123,7 +123,10 @@ class RetrievalSession:
 
     def visible_golden(self) -> GoldenSet:
         """The golden set the ``golden_set`` fixture gives: without the held-out split."""
-        return self.golden.where(lambda q: q.split != self.heldout_name)
+        heldout = self.heldout_name
+        if all(q.split != heldout for q in self.golden):
+            return self.golden  # the same set (and its fingerprint, computed once)
+        return self.golden.where(lambda q: q.split != heldout)
 
     def is_redacted(self, query: Query) -> bool:
         """True when this query's details must not be shown."""
