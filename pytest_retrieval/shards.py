@@ -108,7 +108,7 @@ def shard_size(total: int, workers: int, batch_size: int = 1) -> int:
     size = max(1, -(-total // (max(1, workers) * 8)))
     step = max(1, batch_size)
     size = -(-size // step) * step
-    return max(1, min(size, max(1000, step)))
+    return min(size, max(step, 1000 // step * step))
 
 
 def run_key(requests: Sequence[QueryRequest], extra: str = "") -> str:
