@@ -152,12 +152,16 @@ def write_project(folder: Path, n: int, *, test_files: int = 1) -> None:
     )
 
 
-def measure(folder: Path, argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+def measure(
+    folder: Path, argv: list[str], env: dict[str, str] | None = None
+) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one child process (and its waited-for children)."""
     environment = {**os.environ, "PYTHONPATH": str(folder), **(env or {})}
     with open(folder / "out.log", "w") as out:
         start = time.perf_counter()
-        child = subprocess.Popen(argv, cwd=folder, stdout=out, stderr=subprocess.STDOUT, env=environment)
+        child = subprocess.Popen(
+            argv, cwd=folder, stdout=out, stderr=subprocess.STDOUT, env=environment
+        )
         _pid, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)

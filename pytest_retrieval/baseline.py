@@ -455,7 +455,7 @@ def build_snapshot(
         tops: dict[str, tuple[str, ...]] = {}
         for stage in stages:
             row = columns[stage].get(query.id)
-            evaluation = per_stage[stage]
+            per_stage[stage]
             metrics[stage] = (
                 dict(zip(names, [values[row] for values in stage_columns[stage]]))
                 if row is not None

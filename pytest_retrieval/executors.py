@@ -31,7 +31,9 @@ from .shards import decode_outcome, encode_outcome
 
 #: What ``--executor ray`` says when Ray is not installed.
 RAY_MISSING = "--executor ray needs Ray, which is not installed in this environment"
-RAY_FIX = "pip install 'pytest-retrieval[ray]' (or pip install 'ray[data]'), or use --executor local"
+RAY_FIX = (
+    "pip install 'pytest-retrieval[ray]' (or pip install 'ray[data]'), or use --executor local"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +89,7 @@ def run_local(
     the optional reranker, in this process, ``concurrency`` queries at a time."""
     built = _build(retriever, "--retriever")
     second = _build(reranker, "--reranker")
-    return _pipeline(
-        requests, built, second, options, concurrency=concurrency, what="--retriever"
-    )
+    return _pipeline(requests, built, second, options, concurrency=concurrency, what="--retriever")
 
 
 class RayRunner:
@@ -107,8 +107,7 @@ class RayRunner:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         requests = [
-            QueryRequest(str(qid), str(text))
-            for qid, text in zip(batch["query_id"], batch["text"])
+            QueryRequest(str(qid), str(text)) for qid, text in zip(batch["query_id"], batch["text"])
         ]
         outcomes = _pipeline(
             requests, self.retriever, self.reranker, self.options, concurrency=1, what="--retriever"
@@ -132,7 +131,7 @@ def _cause(exc: BaseException) -> BaseException | None:
 def _import_ray() -> Any:
     try:
         import ray
-        import ray.data  # noqa: F401  (Ray Data: the ray[data] extra)
+        import ray.data
     except ImportError as exc:
         raise InputError(
             Problem(f"{RAY_MISSING} ({exc})", fix=RAY_FIX, source="--executor")

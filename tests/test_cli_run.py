@@ -155,7 +155,11 @@ def test_a_reranked_run_writes_the_final_and_the_candidate_rankings(project: Pat
     final, candidates = load_run_file("final.jsonl"), load_run_file("candidates.jsonl")
     assert candidates.rankings["sso"] == ("okta", "mfa", "sso-setup")
     assert final.rankings["sso"] == ("sso-setup", "mfa", "okta")  # reversed by the reranker
-    assert final.errors == candidates.errors == {"fax": ("retriever", "RuntimeError", "shard 3 offline")}
+    assert (
+        final.errors
+        == candidates.errors
+        == {"fax": ("retriever", "RuntimeError", "shard 3 offline")}
+    )
     # fax failed in the retriever: it never reached the reranker, so it has no reranker latency.
     assert sorted(candidates.latency_ms) == sorted(SCORABLE_AND_HELDOUT)
     assert sorted(final.latency_ms) == sorted(q for q in SCORABLE_AND_HELDOUT if q != "fax")
@@ -186,7 +190,8 @@ def test_usage_errors_are_one_line_and_write_nothing(
     assert status == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1
-    assert not list(project.glob("*.jsonl")) and not list(project.glob("*.trec"))
+    assert not list(project.glob("*.jsonl"))
+    assert not list(project.glob("*.trec"))
 
 
 def test_a_factory_that_cannot_be_imported_is_a_usage_error(
@@ -225,4 +230,6 @@ def test_a_run_file_with_a_malformed_latency_or_error_names_the_line(tmp_path: P
         load_run_file(path)
     text = str(caught.value)
     assert "run.jsonl:1: query 'a': latency_ms -1 is not a number of milliseconds" in text
-    assert """run.jsonl:2: query 'b': error "boom" is not an object with a "message" string""" in text
+    assert (
+        """run.jsonl:2: query 'b': error "boom" is not an object with a "message" string""" in text
+    )

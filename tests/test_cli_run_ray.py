@@ -70,7 +70,12 @@ def test_the_ray_executor_writes_the_local_run_file_and_it_gates(
     marks = tmp_path / "marks"
     marks.mkdir()
     common = ["run", "golden.yaml", "--retriever", "ray_factory:build", "--batch-size", "2"]
-    env = {**os.environ, "MARKS": str(marks), "PYTHONPATH": str(tmp_path), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {
+        **os.environ,
+        "MARKS": str(marks),
+        "PYTHONPATH": str(tmp_path),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
     child = subprocess.run(
         [sys.executable, "driver.py", *common, "--output", "ray.jsonl", "--executor", "ray",
          "--concurrency", "2"],
@@ -87,11 +92,17 @@ def test_the_ray_executor_writes_the_local_run_file_and_it_gates(
     assert main([*common, "--output", "local.jsonl"]) == 1
 
     ray_run, local = load_run_file(tmp_path / "ray.jsonl"), load_run_file(tmp_path / "local.jsonl")
-    assert list(ray_run.rankings) == list(local.rankings) == ["refund", "sso", "invoice", "fax", HELDOUT_ID]
+    assert (
+        list(ray_run.rankings)
+        == list(local.rankings)
+        == ["refund", "sso", "invoice", "fax", HELDOUT_ID]
+    )
     assert ray_run.rankings == local.rankings
     assert ray_run.scores == local.scores
     assert ray_run.scores["sso"] == (1.0, 0.5, 1 / 3)
-    assert ray_run.errors == local.errors == {"fax": ("retriever", "RuntimeError", "shard 3 offline")}
+    assert (
+        ray_run.errors == local.errors == {"fax": ("retriever", "RuntimeError", "shard 3 offline")}
+    )
     assert sorted(ray_run.latency_ms) == sorted(local.latency_ms) == sorted(local.rankings)
 
     monkeypatch.chdir(pytester.path)
@@ -112,6 +123,11 @@ def test_the_ray_executor_writes_the_local_run_file_and_it_gates(
     assert overall["metrics"]["recall@3"] == pytest.approx(2 / 3)
     assert overall["metrics"]["mrr@3"] == pytest.approx(0.5)
     assert artifact["errors"] == [
-        {"query_id": "fax", "stage": "retriever", "type": "RuntimeError", "message": "shard 3 offline"}
+        {
+            "query_id": "fax",
+            "stage": "retriever",
+            "type": "RuntimeError",
+            "message": "shard 3 offline",
+        }
     ]
     assert artifact["run"]["source"] == "run files"

@@ -42,7 +42,9 @@ def requests(n: int) -> list[QueryRequest]:
 
 def outcome_of(request: QueryRequest) -> QueryOutcome:
     i = int(request.id[1:])
-    return QueryOutcome(request.id, rankings={"retriever": (f"d{i}", "x")}, latency_ms={"retriever": 1.0})
+    return QueryOutcome(
+        request.id, rankings={"retriever": (f"d{i}", "x")}, latency_ms={"retriever": 1.0}
+    )
 
 
 def as_json(info: RunInfo) -> str:
@@ -78,7 +80,9 @@ def test_the_codec_keeps_every_field_of_an_outcome() -> None:
         scores={"retriever": (0.5, None)},
     )
     plain = QueryOutcome("q2", rankings={"retriever": ("a",)}, latency_ms={"retriever": 1.0})
-    failed = QueryOutcome("q3", latency_ms={"retriever": 3.0}, error="x", error_type="E", error_stage="retriever")
+    failed = QueryOutcome(
+        "q3", latency_ms={"retriever": 3.0}, error="x", error_type="E", error_stage="retriever"
+    )
     for outcome in (full, plain, failed, QueryOutcome("q4")):
         assert decode_outcome(json.loads(json.dumps(encode_outcome(outcome)))) == outcome
     assert decode_outcomes(encode_outcomes([full, plain])) == [full, plain]
@@ -112,7 +116,9 @@ def test_run_key_changes_with_ids_texts_order_and_the_extra() -> None:
 def test_merged_infos_sum_the_counts_and_keep_each_warning_once() -> None:
     parts = [
         RunInfo(cache_mode="use", cache_path="c", cached=2, called=3, stored=3, warnings=("w1",)),
-        RunInfo(cache_mode="use", cache_path="c", cached=5, called=0, stored=0, warnings=("w1", "w2")),
+        RunInfo(
+            cache_mode="use", cache_path="c", cached=5, called=0, stored=0, warnings=("w1", "w2")
+        ),
     ]
     merged = merge_infos(parts)
     assert (merged.cached, merged.called, merged.stored) == (7, 3, 3)
@@ -227,8 +233,10 @@ def test_three_processes_share_the_shards_each_request_run_once(tmp_path: Path) 
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=300)
-    | st.dictionaries(st.text(max_size=5), children, max_size=300),
+    lambda children: (
+        st.lists(children, max_size=300)
+        | st.dictionaries(st.text(max_size=5), children, max_size=300)
+    ),
     max_leaves=2000,
 )
 
@@ -262,12 +270,17 @@ def test_lazy_containers_build_items_on_access_and_write_as_their_contents() -> 
         return {"i": i}
 
     rows = LazyList(700, row)
-    assert len(rows) == 700 and built == []
-    assert rows[3] == {"i": 3} and rows[-1] == {"i": 699} and rows[1:3] == [{"i": 1}, {"i": 2}]
+    assert len(rows) == 700
+    assert built == []
+    assert rows[3] == {"i": 3}
+    assert rows[-1] == {"i": 699}
+    assert rows[1:3] == [{"i": 1}, {"i": 2}]
     with pytest.raises(IndexError):
         rows[700]
     by_id = LazyMapping(["b", "a"], lambda key: key * 2)
-    assert list(by_id) == ["b", "a"] and by_id["a"] == "aa" and by_id.get("c") is None
+    assert list(by_id) == ["b", "a"]
+    assert by_id["a"] == "aa"
+    assert by_id.get("c") is None
     document = {"rows": rows, "nested": {"by_id": by_id, "small": LazyList(2, lambda i: i)}}
     out = io.StringIO()
     write_json(out, document)

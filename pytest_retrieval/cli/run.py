@@ -122,8 +122,7 @@ def _output(path: str, what: str) -> None:
     if Path(path).suffix.lower() not in _JSONL:
         raise InputError(
             Problem(
-                "the run file is written as JSONL, and --retrieval-run reads a file by its "
-                "suffix",
+                "the run file is written as JSONL, and --retrieval-run reads a file by its suffix",
                 fix="name it with .jsonl (e.g. run.jsonl)",
                 source=f"{what} {path}",
             )
@@ -164,9 +163,7 @@ def run(args: argparse.Namespace) -> int:
         sys.path.insert(0, os.getcwd())
     golden = load_golden(args.golden, heldout_split=args.heldout_split or DEFAULT_HELDOUT_SPLIT)
     requests = [QueryRequest(q.id, q.text or "") for q in golden]
-    options = RunOptions(
-        depth=args.depth, timeout=args.timeout or None, batch_size=args.batch_size
-    )
+    options = RunOptions(depth=args.depth, timeout=args.timeout or None, batch_size=args.batch_size)
     start = time.perf_counter()
     if args.executor == "ray":
         outcomes = run_ray(
