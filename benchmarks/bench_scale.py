@@ -18,6 +18,9 @@
 4. **Concurrency.** A retriever that sleeps 20 ms per query, at concurrency 1 and 32: the
    retrieval phase against the ideal n x latency / concurrency.
 
+Every child runs with byte-code caches on (``PYTHONDONTWRITEBYTECODE`` removed from its
+environment) after one warm-up run of each kind, as on a machine with a warm venv.
+
 Run: ``python benchmarks/bench_scale.py [--sizes 10000,100000] [--cpu-queries 1000]
 [--ray-queries 1000] [--skip-ray] [--sleep-queries 400] [--only floor|xdist|ray|sleep]``
 """
@@ -162,6 +165,9 @@ def measure(
 ) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one child process (and its waited-for children)."""
     environment = {**os.environ, "PYTHONPATH": str(folder), **(env or {})}
+    # Byte-code caches on, as on a developer's machine or a CI runner with a warm venv: without
+    # them every process (each xdist worker too) compiles pytest, its plugins and ours again.
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
     with open(folder / "out.log", "w") as out:
         start = time.perf_counter()
         child = subprocess.Popen(
@@ -295,6 +301,17 @@ def concurrency(n: int, sleep_ms: float) -> None:
     print("retrieval s = first call's start to last call's end; ideal = n x latency / concurrency")
 
 
+def warm_up() -> None:
+    """One small run of each kind first, so that every figure is measured with warm byte-code
+    caches (the first process to import a module writes its cache)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_project(folder, 100, test_files=2)
+        measure(folder, [sys.executable, "floor.py"])
+        measure(folder, [*PYTEST, "-n", "2", "--retrieval-json", "report.json"])
+        measure(folder, [*PYTEST, "-n", "0"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
@@ -306,6 +323,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("floor", "xdist", "ray", "sleep"), default=None)
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    warm_up()
     if args.only in (None, "floor"):
         floor_and_plugin([int(s) for s in args.sizes.split(",")])
     if args.only in (None, "xdist"):
