@@ -1,14 +1,28 @@
 """Does the plugin scale? Prints figures; asserts nothing.
 
-1. The plugin, through pytest, over synthetic golden sets of 1,000, 10,000 and 100,000 queries
-   with a trivial in-memory retriever returning 100 ids: wall time and peak RSS of each run (a
-   fresh pytest process each), and the time per query, so linear growth is visible.
-2. A retriever that sleeps 20 ms per query, at concurrency 1 and 32: wall time of the retrieval
-   against the ideal n x latency / concurrency.
+1. **The floor and the plugin.** Over synthetic golden sets (default 10,000 and 100,000 queries)
+   with a trivial in-memory retriever returning 100 ids, the *floor* is the same work done
+   plainly in one process: load the JSONL golden set, call the retriever on every query,
+   score the run with our own ``evaluate`` on the same metrics (6 families at K=1,5,10,50,100),
+   and write the same per-query content (id, text, split, slices, ranking, metric values,
+   latency, error) with ``json.dumps``. The plugin is ``pytest --retrieval-json`` on the same
+   project, with the same retriever function. Each is a fresh process; the table shows its wall
+   time and peak RSS (``wait4``), and the plugin's ratios to the floor.
+2. **xdist.** A CPU-bound retriever (4 ms of CPU per query: threads cannot overlap it), 1,000
+   queries, 4 test files whose tests all need the run: ``pytest -n 0`` against ``pytest -n 2``.
+   Wall time of the whole run, the retrieval phase (first call's start to the last call's end,
+   across processes), how many calls and how many processes made them.
+3. **Ray.** ``pytest-retrieval run --executor local`` against ``--executor ray`` (a local Ray
+   instance started by the command, 2 actors) on the CPU-bound retriever; whether the two run
+   files hold the same rankings. Skipped with a note when Ray is not installed.
+4. **Concurrency.** A retriever that sleeps 20 ms per query, at concurrency 1 and 32: the
+   retrieval phase against the ideal n x latency / concurrency.
 
-Each run writes the JSON artifact too, as CI would.
+Every child runs with byte-code caches on (``PYTHONDONTWRITEBYTECODE`` removed from its
+environment) after one warm-up run of each kind, as on a machine with a warm venv.
 
-Run: ``python benchmarks/bench_scale.py [--sizes 1000,10000,100000] [--sleep-queries 400]``
+Run: ``python benchmarks/bench_scale.py [--sizes 10000,100000] [--cpu-queries 1000]
+[--ray-queries 1000] [--skip-ray] [--sleep-queries 400] [--only floor|xdist|ray|sleep]``
 """
 
 from __future__ import annotations
@@ -17,7 +31,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,51 +38,101 @@ import textwrap
 import time
 from pathlib import Path
 
-CONFTEST = """
-import json
+#: The retriever, one module imported by the floor, the conftest and ``pytest-retrieval run``.
+SEARCH = """
 import os
 import time
 
+DEPTH = 100
+CPU_SECONDS = float(os.environ.get("BENCH_CPU", "0"))
+SLEEP_SECONDS = float(os.environ.get("BENCH_SLEEP", "0"))
+LOG = os.environ.get("BENCH_LOG")
+
+
+def search(text, k=DEPTH):
+    start = time.perf_counter()
+    if CPU_SECONDS:
+        began = time.thread_time()
+        while time.thread_time() - began < CPU_SECONDS:
+            pass
+    if SLEEP_SECONDS:
+        time.sleep(SLEEP_SECONDS)
+    n = int(text.split()[-1])
+    # Relevant docs are d<n>-0..2; put one of them at rank (n % 50) + 1.
+    ranking = [f"x{n}-{i}" for i in range(DEPTH)]
+    ranking[n % 50] = f"d{n}-0"
+    if LOG:
+        with open(LOG, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()} {start} {time.perf_counter()}\\n")
+    return ranking[:k]
+
+
+def build():
+    return search
+"""
+
+CONFTEST = """
 import pytest
 
-DEPTH = 100
-SPAN = []  # [first call's start, last call's end]: the retrieval phase, timed from inside
+from search import search
 
 
 @pytest.fixture(scope="session")
 def retriever_under_test():
-    sleep = float(os.environ.get("BENCH_SLEEP", "0"))
-
-    def search(text):
-        start = time.perf_counter()
-        if sleep:
-            time.sleep(sleep)
-        n = int(text.split()[-1])
-        # Relevant docs are d<n>-0..2; put one of them at rank (n % 50) + 1.
-        ranking = [f"x{n}-{i}" for i in range(DEPTH)]
-        ranking[n % 50] = f"d{n}-0"
-        end = time.perf_counter()
-        SPAN[:] = [min(SPAN[0], start), max(SPAN[1], end)] if SPAN else [start, end]
-        return ranking
-
     return search
-
-
-def pytest_sessionfinish(session):
-    with open("span.json", "w") as out:
-        json.dump(SPAN, out)
 """
 
 TEST = """
 from pytest_retrieval.gates import assert_recall_at
 
 
-def test_recall():
+def test_recall_{n}():
     assert_recall_at(100) >= 0.0
 """
 
+#: The floor: the plugin's work done plainly, in one process.
+FLOOR = """
+import json
+import sys
+import time
 
-def write_project(folder: Path, n: int) -> None:
+from pytest_retrieval.evaluate import evaluate
+
+from search import search
+
+KS = (1, 5, 10, 50, 100)
+METRICS = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr")
+specs = [f"{m}@{k}" for m in METRICS for k in KS]
+
+with open("golden.jsonl", encoding="utf-8") as handle:
+    lines = handle.read().splitlines()
+queries = [json.loads(line) for line in lines[1:]]
+run, latency = {}, {}
+for q in queries:
+    start = time.perf_counter()
+    run[q["id"]] = search(q["text"])
+    latency[q["id"]] = (time.perf_counter() - start) * 1000
+evaluation = evaluate(run, {q["id"]: q["relevant"] for q in queries}, specs)
+per_query = evaluation.per_query
+rows = [
+    {
+        "id": q["id"],
+        "text": q["text"],
+        "split": "test",
+        "slices": q["slices"],
+        "rankings": {"retriever": run[q["id"]]},
+        "metrics": {"retriever": per_query[q["id"]]},
+        "latency_ms": {"retriever": latency[q["id"]]},
+        "error": None,
+    }
+    for q in queries
+]
+with open("floor.json", "w", encoding="utf-8") as out:
+    out.write(json.dumps({"queries": rows}, ensure_ascii=False, separators=(",", ":")))
+"""
+
+
+def write_project(folder: Path, n: int, *, test_files: int = 1) -> None:
     rng = random.Random(n)
     with open(folder / "golden.jsonl", "w", encoding="utf-8") as out:
         out.write(json.dumps({"version": 1, "name": f"synthetic-{n}"}) + "\n")
@@ -82,90 +145,193 @@ def write_project(folder: Path, n: int) -> None:
                 "slices": [f"s{q % 5}"],
             }
             out.write(json.dumps(row) + "\n")
+    (folder / "search.py").write_text(textwrap.dedent(SEARCH))
     (folder / "conftest.py").write_text(textwrap.dedent(CONFTEST))
-    (folder / "test_scale.py").write_text(textwrap.dedent(TEST))
+    (folder / "floor.py").write_text(textwrap.dedent(FLOOR))
+    for i in range(test_files):
+        (folder / f"test_scale_{i}.py").write_text(textwrap.dedent(TEST.format(n=i)))
     (folder / "pytest.ini").write_text(
         "[pytest]\nretrieval_golden = golden.jsonl\nretrieval_ks = 1,5,10,50,100\n"
     )
 
 
-def run_pytest(
-    folder: Path, *args: str, env: dict[str, str] | None = None
-) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB of the pytest child, last output line)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            "--retrieval-json",
-            str(folder / "report.json"),
-            *args,
-        ],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        check=False,
+#: CPU seconds (user + system) of the last child measured: on a shared machine, where the wall
+#: time also counts waiting for a core, the CPU time is the steadier figure.
+LAST_CPU = [0.0]
+
+
+def measure(
+    folder: Path, argv: list[str], env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of one child process (and its waited-for children)."""
+    environment = {**os.environ, "PYTHONPATH": str(folder), **(env or {})}
+    # Byte-code caches on, as on a developer's machine or a CI runner with a warm venv: without
+    # them every process (each xdist worker too) compiles pytest, its plugins and ours again.
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    with open(folder / "out.log", "w") as out:
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            argv, cwd=folder, stdout=out, stderr=subprocess.STDOUT, env=environment
+        )
+        _pid, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        print((folder / "out.log").read_text()[-3000:], file=sys.stderr)
+        raise SystemExit(f"{argv[:4]} exited {child.returncode} in {folder}")
+    return wall, usage.ru_maxrss / 1024  # Linux: KiB
+
+
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+
+
+def floor_and_plugin(sizes: list[int]) -> None:
+    print("1. the plugin against the floor: trivial retriever returning 100 ids, 30 metrics")
+    print(
+        f"{'queries':>9}  {'floor s':>8}  {'plugin s':>8}  {'time x':>6}  {'CPU x':>6}  "
+        f"{'floor MiB':>9}  {'plugin MiB':>10}  {'memory x':>8}  {'plugin ms/query':>15}"
     )
-    wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if result.returncode != 0:
-        print(result.stdout[-2000:], result.stderr[-2000:], file=sys.stderr)
-        raise SystemExit(f"pytest exited {result.returncode} in {folder}")
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    # ru_maxrss of children is the largest child so far: each size runs after the smaller ones,
-    # so the figure is this run's peak (the runs grow).
-    return wall, max(peak, before) / 1024, lines[-1] if lines else ""
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--sleep-queries", type=int, default=400)
-    parser.add_argument("--sleep-ms", type=float, default=20.0)
-    args = parser.parse_args()
-
-    sizes = [int(s) for s in args.sizes.split(",")]
-    print("1. scale: trivial retriever returning 100 ids, full metric table at K=1,5,10,50,100")
-    print(f"{'queries':>9}  {'wall s':>8}  {'ms/query':>9}  {'peak RSS MiB':>12}")
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             write_project(folder, n)
-            wall, rss, _last = run_pytest(folder)
-            print(f"{n:>9,}  {wall:8.2f}  {wall / n * 1000:9.3f}  {rss:12.0f}")
+            floor_s, floor_mb = measure(folder, [sys.executable, "floor.py"])
+            floor_cpu = LAST_CPU[0]
+            plugin_s, plugin_mb = measure(folder, [*PYTEST, "--retrieval-json", "report.json"])
+            plugin_cpu = LAST_CPU[0]
+            print(
+                f"{n:>9,}  {floor_s:8.2f}  {plugin_s:8.2f}  {plugin_s / floor_s:6.2f}  "
+                f"{plugin_cpu / floor_cpu:6.2f}  {floor_mb:9.0f}  {plugin_mb:10.0f}  {plugin_mb / floor_mb:8.2f}  "
+                f"{plugin_s / n * 1000:15.3f}"
+            )
+    print(
+        "floor = load the JSONL, call the retriever, evaluate(), json.dumps the per-query rows; "
+        "plugin = pytest --retrieval-json (golden-set checks, summary, gates, snapshot, artifact); "
+        "time x, CPU x: the plugin's wall and CPU (user + system) seconds over the floor's."
+    )
 
-    n = args.sleep_queries
-    latency = args.sleep_ms / 1000
+
+def _calls(log: Path) -> tuple[int, int, float]:
+    """(calls, processes that called, retrieval span in seconds) from the retriever's log."""
+    rows = [line.split() for line in log.read_text().splitlines()]
+    starts = [float(r[1]) for r in rows]
+    ends = [float(r[2]) for r in rows]
+    return len(rows), len({r[0] for r in rows}), max(ends) - min(starts)
+
+
+def xdist(n: int) -> None:
     print()
-    print(f"2. concurrency: {n} queries, retriever sleeps {args.sleep_ms:g} ms per query")
-    print(f"{'concurrency':>11}  {'retrieval s':>11}  {'ideal s':>8}  {'ratio':>6}")
+    print(f"2. xdist: {n:,} queries, a retriever burning 4 ms of CPU per query, 4 test files")
+    print(
+        f"{'mode':>6}  {'wall s':>7}  {'retrieval s':>11}  {'calls':>6}  {'processes calling':>17}"
+    )
+    figures = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_project(folder, n, test_files=4)
+        log = folder / "calls.log"
+        for mode in ("0", "2"):
+            if log.exists():
+                log.unlink()
+            env = {"BENCH_CPU": "0.004", "BENCH_LOG": str(log)}
+            wall, _rss = measure(folder, [*PYTEST, "-n", mode], env=env)
+            calls, processes, span = _calls(log)
+            figures[mode] = (wall, span)
+            label = "serial" if mode == "0" else f"-n {mode}"
+            print(f"{label:>6}  {wall:7.2f}  {span:11.2f}  {calls:>6}  {processes:>17}")
+    (serial_wall, serial_span), (two_wall, two_span) = figures["0"], figures["2"]
+    print(
+        f"speedup of -n 2: {serial_span / two_span:.2f}x on the retrieval phase, "
+        f"{serial_wall / two_wall:.2f}x on the whole run (which includes starting the workers)"
+    )
+
+
+def ray(n: int) -> None:
+    print()
+    print(f"3. pytest-retrieval run: {n:,} queries, the 4 ms CPU-bound retriever")
+    try:
+        import ray as _ray  # noqa: F401
+    except ImportError:
+        print("skipped: Ray is not installed (pip install 'pytest-retrieval[ray]')")
+        return
+    print(f"{'executor':>9}  {'wall s':>7}")
+    outputs = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_project(folder, n)
-        for concurrency in (1, 32):
-            run_pytest(
-                folder,
-                f"--retrieval-concurrency={concurrency}",
-                env={"BENCH_SLEEP": str(latency)},
-            )
-            first, last = json.loads((folder / "span.json").read_text())
-            retrieval = last - first
-            ideal = n * latency / concurrency
-            print(f"{concurrency:>11}  {retrieval:11.2f}  {ideal:8.2f}  {retrieval / ideal:6.2f}")
-    print()
+        env = {"BENCH_CPU": "0.004"}
+        for executor, extra in (("local", ["--concurrency", "8"]), ("ray", ["--concurrency", "2"])):
+            output = folder / f"{executor}.jsonl"
+            argv = [
+                sys.executable, "-m", "pytest_retrieval.cli", "run", "golden.jsonl",
+                "--retriever", "search:build", "--output", str(output),
+                "--executor", executor, "--batch-size", "50", *extra,
+            ]  # fmt: skip
+            wall, _rss = measure(folder, argv, env=env)
+            outputs[executor] = [
+                (r["query_id"], r["ranking"])
+                for r in map(json.loads, output.read_text().splitlines())
+            ]
+            print(f"{executor:>9}  {wall:7.2f}")
+    same = outputs["local"] == outputs["ray"]
     print(
-        "retrieval s = from the start of the first retriever call to the end of the last one, "
-        "inside the pytest run; ideal = queries x latency / concurrency."
+        f"run files equal (query ids and rankings, in order): {same}; the ray figure includes "
+        "starting a local Ray instance (2 CPUs, one actor per CPU, each building the retriever once)"
     )
+
+
+def concurrency(n: int, sleep_ms: float) -> None:
+    print()
+    print(f"4. concurrency: {n} queries, retriever sleeps {sleep_ms:g} ms per query")
+    print(f"{'concurrency':>11}  {'retrieval s':>11}  {'ideal s':>8}  {'ratio':>6}")
+    latency = sleep_ms / 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_project(folder, n)
+        log = folder / "calls.log"
+        for level in (1, 32):
+            if log.exists():
+                log.unlink()
+            env = {"BENCH_SLEEP": str(latency), "BENCH_LOG": str(log)}
+            measure(folder, [*PYTEST, f"--retrieval-concurrency={level}"], env=env)
+            _calls_made, _processes, span = _calls(log)
+            ideal = n * latency / level
+            print(f"{level:>11}  {span:11.2f}  {ideal:8.2f}  {span / ideal:6.2f}")
+    print("retrieval s = first call's start to last call's end; ideal = n x latency / concurrency")
+
+
+def warm_up() -> None:
+    """One small run of each kind first, so that every figure is measured with warm byte-code
+    caches (the first process to import a module writes its cache)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_project(folder, 100, test_files=2)
+        measure(folder, [sys.executable, "floor.py"])
+        measure(folder, [*PYTEST, "-n", "2", "--retrieval-json", "report.json"])
+        measure(folder, [*PYTEST, "-n", "0"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--cpu-queries", type=int, default=1000)
+    parser.add_argument("--ray-queries", type=int, default=1000)
+    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--sleep-queries", type=int, default=400)
+    parser.add_argument("--sleep-ms", type=float, default=20.0)
+    parser.add_argument("--only", choices=("floor", "xdist", "ray", "sleep"), default=None)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    warm_up()
+    if args.only in (None, "floor"):
+        floor_and_plugin([int(s) for s in args.sizes.split(",")])
+    if args.only in (None, "xdist"):
+        xdist(args.cpu_queries)
+    if args.only in (None, "ray") and not args.skip_ray:
+        ray(args.ray_queries)
+    if args.only in (None, "sleep"):
+        concurrency(args.sleep_queries, args.sleep_ms)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ class QuerySnapshot:
             "slices": list(self.slices),
             "labels": self.labels,
             "metrics": {
-                stage: {m: round_value(v) for m, v in values.items()}
+                stage: {m: None if v is None else round(v, DECIMALS) for m, v in values.items()}
                 for stage, values in self.metrics.items()
             },
             "relevant_ranks": {s: dict(r) for s, r in self.relevant_ranks.items()},
@@ -129,8 +129,18 @@ class Snapshot:
     #: key is then left out of the file, so single-run baselines read as before).
     n_runs: int = 1
 
-    def to_dict(self) -> dict[str, Any]:
-        """The baseline document (builtins)."""
+    def to_dict(self, *, lazy: bool = False) -> dict[str, Any]:
+        """The baseline document (builtins). ``lazy``: the per-query entries are built as they
+        are read (:class:`~pytest_retrieval.files.LazyMapping`), for a document written once
+        (the artifact's snapshot), not held."""
+        if lazy:
+            from .files import LazyMapping
+
+            queries: Mapping[str, Any] = LazyMapping(
+                sorted(self.queries), lambda qid: self.queries[qid].to_dict()
+            )
+        else:
+            queries = {qid: q.to_dict() for qid, q in sorted(self.queries.items())}
         out = {
             "schema": BASELINE_SCHEMA,
             "schema_version": BASELINE_SCHEMA_VERSION,
@@ -143,7 +153,7 @@ class Snapshot:
             "metrics": list(self.metrics),
             "means": self.means_by_column(),
             "heldout": _round_all(dict(self.heldout)),
-            "queries": {qid: q.to_dict() for qid, q in sorted(self.queries.items())},
+            "queries": queries,
         }
         if self.n_runs != 1:
             out["n_runs"] = self.n_runs
@@ -159,13 +169,12 @@ class Snapshot:
         for stage in self.stages:
             out[stage] = {}
             for label, members in sorted(columns.items()):
+                # One pass per metric over this column's metric dicts (the same values, summed
+                # in the same order, as a lookup per query and metric: the same bits).
+                rows = [q.metrics.get(stage, {}) for q in members]
                 means: dict[str, float | None] = {}
                 for metric in self.metrics:
-                    values = [
-                        v
-                        for q in members
-                        if (v := q.metrics.get(stage, {}).get(metric)) is not None
-                    ]
+                    values = [v for row in rows if (v := row.get(metric)) is not None]
                     means[metric] = round_value(sum(values) / len(values)) if values else None
                 out[stage][label] = means
         return out
@@ -416,6 +425,24 @@ def snapshot_mean(
     return (sum(values) / len(values) if values else None), len(values), stage
 
 
+def _first_ranks(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, int | None]:
+    """Each relevant doc's first rank (1-based) in ``ranking``, None when it is absent."""
+    if len(relevant) <= 16:  # a few C-level scans beat a Python loop over the whole ranking
+        ranks: dict[str, int | None] = {}
+        for doc in relevant:
+            try:
+                ranks[doc] = ranking.index(doc) + 1
+            except ValueError:
+                ranks[doc] = None
+        return ranks
+    first: dict[str, int] = {}
+    wanted = set(relevant)
+    for rank, doc in enumerate(ranking, start=1):
+        if doc in wanted and doc not in first:
+            first[doc] = rank
+    return {doc: first.get(doc) for doc in relevant}
+
+
 def build_snapshot(
     visible: GoldenSet,
     per_stage: Mapping[str, Evaluation],
@@ -437,6 +464,7 @@ def build_snapshot(
         stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
     }
     names = list(metric_names)
+    stage_columns = {stage: [e.columns[n] for n in names] for stage, e in per_stage.items()}
     queries: dict[str, QuerySnapshot] = {}
     for query in visible:
         relevant = [d for d, g in query.judgments.items() if g >= min_grade]
@@ -445,17 +473,14 @@ def build_snapshot(
         tops: dict[str, tuple[str, ...]] = {}
         for stage in stages:
             row = columns[stage].get(query.id)
-            evaluation = per_stage[stage]
-            metrics[stage] = {
-                n: (evaluation.columns[n][row] if row is not None else None) for n in names
-            }
+            per_stage[stage]
+            metrics[stage] = (
+                dict(zip(names, [values[row] for values in stage_columns[stage]]))
+                if row is not None
+                else dict.fromkeys(names)
+            )
             ranking = ranking_of(query.id, stage)
-            first: dict[str, int] = {}
-            wanted = set(relevant)
-            for rank, doc in enumerate(ranking, start=1):
-                if doc in wanted and doc not in first:
-                    first[doc] = rank
-            ranks[stage] = {doc: first.get(doc) for doc in relevant}
+            ranks[stage] = _first_ranks(ranking, relevant)
             tops[stage] = ranking[:TOP_KEPT]
         queries[query.id] = QuerySnapshot(
             split=query.split,

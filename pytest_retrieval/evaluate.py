@@ -149,6 +149,8 @@ class Evaluation:
         """The same evaluation over a subset of its queries (a slice or a split)."""
         wanted = set(query_ids)
         rows = [i for i, qid in enumerate(self.query_ids) if qid in wanted]
+        if len(rows) == len(self.query_ids) and not self.without_judgments:
+            return self  # every query (the "overall" column): the same evaluation, no copy
         return Evaluation(
             metrics=self.metrics,
             query_ids=tuple(self.query_ids[i] for i in rows),

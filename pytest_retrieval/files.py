@@ -27,9 +27,9 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, overload
 
 from .errors import InputError, Problem
 
@@ -44,17 +44,136 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "f
 
 
 def atomic_write_json(path: str | os.PathLike[str], document: Any, *, what: str = "file") -> None:
-    """Stream ``document`` as compact JSON (one trailing newline) to ``path`` atomically.
+    """Write ``document`` as compact JSON (one trailing newline) to ``path`` atomically.
 
     Compact, because an artifact of 100,000 queries indented would be several times larger and
-    slower; streamed, so the whole text never sits in memory at once.
+    slower; in chunks (:func:`write_json`), so the whole text never sits in memory at once.
     """
 
     def write(out: TextIO) -> None:
-        json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+        write_json(out, document)
         out.write("\n")
 
     atomic_write(path, write, what=what)
+
+
+class LazyList(Sequence[Any]):
+    """A read-only list whose items are built on access (``build(i)``), for documents too large
+    to hold whole: :func:`write_json` builds, writes and drops them a slice at a time."""
+
+    def __init__(self, length: int, build: Callable[[int], Any]) -> None:
+        self._length = length
+        self._build = build
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._build(i) for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._build(index)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (list, tuple, LazyList)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class LazyMapping(Mapping[str, Any]):
+    """A read-only mapping over ``keys`` whose values are built on access (``build(key)``); see
+    :class:`LazyList`."""
+
+    def __init__(self, keys: Sequence[str], build: Callable[[str], Any]) -> None:
+        self._keys = list(keys)
+        self._known = set(self._keys)
+        self._build = build
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._known:
+            raise KeyError(key)
+        return self._build(key)
+
+
+#: A container with more members than this is written in slices of this many members.
+_CHUNK = 256
+#: Containers this deep or deeper are encoded whole (their members are small).
+_STREAM_DEPTH = 3
+
+
+def write_json(out: TextIO, value: Any) -> None:
+    """Write ``value`` to ``out`` as compact JSON (``ensure_ascii=False``), exactly the text of
+    ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``.
+
+    ``json.dump`` to a file runs the pure-Python encoder (ten times slower than the C one);
+    ``json.dumps`` of a whole artifact would hold all of its text at once. Here the outer
+    levels are walked in Python, and every slice of up to :data:`_CHUNK` members of a large
+    container (the per-query rows) goes through the C encoder in one call.
+    """
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def key_text(key: Any) -> str:
+        if isinstance(key, str):
+            return encode(key)
+        return encode({key: None})[1:-6]  # json's own key conversion (numbers, bools, None)
+
+    def emit(item: Any, depth: int) -> None:
+        if isinstance(item, LazyMapping):
+            item = item if depth < _STREAM_DEPTH else dict(item)
+        elif isinstance(item, LazyList):
+            item = item if depth < _STREAM_DEPTH else list(item)
+        if (
+            depth >= _STREAM_DEPTH
+            or not isinstance(item, (dict, list, tuple, LazyList, LazyMapping))
+            or not item
+        ):
+            out.write(encode(item))
+            return
+        many = len(item) > _CHUNK
+        if isinstance(item, (dict, LazyMapping)):
+            out.write("{")
+            if many:
+                keys = list(item)
+                for start in range(0, len(keys), _CHUNK):
+                    if start:
+                        out.write(",")
+                    part = {key: item[key] for key in keys[start : start + _CHUNK]}
+                    out.write(encode(part)[1:-1])
+            else:
+                for position, (key, member) in enumerate(item.items()):
+                    out.write(("," if position else "") + key_text(key) + ":")
+                    emit(member, depth + 1)
+            out.write("}")
+            return
+        out.write("[")
+        if many:
+            for start in range(0, len(item), _CHUNK):
+                if start:
+                    out.write(",")
+                out.write(encode(list(item[start : start + _CHUNK]))[1:-1])  # built, then dropped
+        else:
+            for position, member in enumerate(item):
+                if position:
+                    out.write(",")
+                emit(member, depth + 1)
+        out.write("]")
+
+    emit(value, 0)
 
 
 def atomic_write(

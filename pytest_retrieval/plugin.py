@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .golden import GoldenSet
     from .report.payload import RunBundle
     from .retriever import QueryOutcome, QueryRequest
+    from .runsource import Distribute
     from .session import DeterminismProbe, RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
@@ -460,18 +461,24 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
         from .runsource import describe_runs
         from .specs import corpus_ids, depth_hint, describe_callable
 
-        def compute() -> RunBundle:
-            return _run(active, retriever, reranker)
-
+        distribute: Distribute | None = None
         worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
-        if worker is not None:
-            from .report.payload import shared_run
+        if worker is not None and not session.run_files:
+            from .runsource import sharded
 
+            # Workers that need the run share its queries: shards in the session's shared
+            # temporary folder, each query run by one worker (see shards.py).
             factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-            bundle = shared_run(factory.getbasetemp().parent, worker["testrunuid"], compute)
-        else:
-            bundle = compute()
-        outcomes, probe, extra = bundle
+            distribute = sharded(
+                factory.getbasetemp().parent,
+                worker["testrunuid"],
+                workers=int(worker.get("workercount", 1)),
+                batch_size=session.settings.batch_size,
+                key=f"{session.settings.cache} depth={session.effective_depth}",
+            )
+        # Under xdist every worker that needs the run probes it too (a few extra calls each);
+        # the controller keeps one probe, chosen deterministically.
+        outcomes, probe, extra = _run(active, retriever, reranker, distribute)
         session.set_checks(probe, extra)
         name = describe_runs(session.run_files) if session.run_files else None
         session.set_outcomes(
@@ -485,8 +492,11 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
             _usage_error(active.config, refusal)
 
 
-def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> RunBundle:
-    """The run, then the determinism probe and any extra baseline runs."""
+def _run(
+    active: RetrievalPlugin, retriever: Any, reranker: Any, distribute: Distribute | None = None
+) -> RunBundle:
+    """The run (shared out under xdist), then the determinism probe and any extra baseline
+    runs."""
     from .errors import InputError
     from .runsource import obtain
     from .specs import doc_id_option
@@ -522,6 +532,7 @@ def _run(active: RetrievalPlugin, retriever: Any, reranker: Any) -> RunBundle:
             retriever=retriever,
             reranker=reranker,
             warn=warn,
+            distribute=distribute,
         )
         probe: DeterminismProbe | None = None
         extra: list[list[QueryOutcome]] = []

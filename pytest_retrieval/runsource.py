@@ -59,6 +59,13 @@ if TYPE_CHECKING:
 #: the order given).
 Compute = Callable[[Sequence[QueryRequest]], list[QueryOutcome]]
 
+#: Runs a list of requests and says where their outcomes came from (one shard's work).
+Process = Callable[[Sequence[QueryRequest]], "tuple[list[QueryOutcome], RunInfo]"]
+
+#: Spreads ``requests`` over several processes (xdist workers sharing shards), running
+#: ``process`` on this process's part; returns every outcome in order and the merged info.
+Distribute = Callable[[Sequence[QueryRequest], Process], "tuple[list[QueryOutcome], RunInfo]"]
+
 #: How many query ids a message names before it says "and N more".
 _NAMED = 10
 
@@ -134,6 +141,49 @@ class RunInfo:
         )
 
 
+def merge_infos(infos: Sequence[RunInfo]) -> RunInfo:
+    """The info of a run computed in parts (xdist shards): counts summed, warnings once each in
+    the order met; the rest is the first part's (every part has the same mode, file and index
+    version)."""
+    if not infos:
+        return RunInfo()
+    warnings = tuple(dict.fromkeys(w for info in infos for w in info.warnings))
+    return replace(
+        infos[0],
+        cached=sum(i.cached for i in infos),
+        called=sum(i.called for i in infos),
+        stored=sum(i.stored for i in infos),
+        warnings=warnings,
+    )
+
+
+def sharded(base: Path, uid: str, *, workers: int, batch_size: int, key: str = "") -> Distribute:
+    """A :data:`Distribute` over xdist workers: shards claimed from one SQLite file in ``base``
+    (a folder every worker of the session shares), named after the session's run id ``uid``
+    (see :mod:`.shards`). ``key`` names what else the workers must agree on (mode, depth)."""
+    import json
+
+    from .shards import run_sharded, shard_size
+
+    path = base / f"pytest-retrieval-shards-{uid}.sqlite3"
+
+    def distribute(
+        requests: Sequence[QueryRequest], process: Process
+    ) -> tuple[list[QueryOutcome], RunInfo]:
+        outcomes, infos = run_sharded(
+            path,
+            requests,
+            process,
+            size=shard_size(len(requests), workers, batch_size),
+            info_to_json=lambda info: json.dumps(info.to_dict()),
+            info_from_json=lambda text: RunInfo.from_dict(json.loads(text)),
+            extra_key=key,
+        )
+        return outcomes, merge_infos(infos)
+
+    return distribute
+
+
 def _named(ids: Sequence[str]) -> str:
     shown = ", ".join(ids[:_NAMED])
     return shown + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
@@ -181,7 +231,9 @@ def outcomes_from_runs(
     """One outcome per scorable query from the run files (an empty ranking where a file lists
     no entry for it), and what was missing or unknown per stage.
 
-    The rankings are the files' (TREC ordered as ``pytest-retrieval evaluate`` orders it), uncut.
+    The rankings are the files' (TREC ordered as ``pytest-retrieval evaluate`` orders it), uncut;
+    latencies and errors a JSONL run recorded (``pytest-retrieval run``) are kept, so a failed
+    query fails the session as it would in-process.
     Ids of held-out queries (``redacted``) are counted, never named; a sealed held-out query the
     run lists is ignored without a word (naming it would leak it).
     """
@@ -196,13 +248,25 @@ def outcomes_from_runs(
     unknown: dict[str, tuple[str, ...]] = {}
     ordered = sorted(runs, key=lambda s: (s != RETRIEVER_STAGE, s != RERANKER_STAGE, s))
     for stage in ordered:
-        match = match_run_to_golden(runs[stage], ids)
-        given = runs[stage].scores
+        run = runs[stage]
+        match = match_run_to_golden(run, ids)
+        given = run.scores
         for qid, ranking in match.rankings.items():
-            outcomes[qid].rankings[stage] = ranking
+            outcome = outcomes[qid]
+            outcome.rankings[stage] = ranking
             scores = given.get(qid)
             if scores and any(s is not None for s in scores):
-                outcomes[qid].scores[stage] = scores
+                outcome.scores[stage] = scores
+            if qid in run.latency_ms:
+                outcome.latency_ms[stage] = run.latency_ms[qid]
+            if qid in run.errors and outcome.error is None:
+                # As the in-process runner records it: the failed stage has no ranking. A
+                # stage this session does not gate is named as the file's own.
+                failed, kind, message = run.errors[qid]
+                failed = failed if failed in runs else stage
+                outcome.error_stage, outcome.error_type, outcome.error = failed, kind, message
+                if not ranking:
+                    outcome.rankings.pop(stage, None)
         missing[stage] = tuple(q for q in match.missing if not redacted(by_id[q]))
         hidden[stage] = len(match.missing) - len(missing[stage])
         unknown[stage] = tuple(q for q in match.unknown if q not in known)
@@ -451,12 +515,18 @@ def obtain(
     retriever: Any = None,
     reranker: Any = None,
     warn: Callable[[str], None] | None = None,
+    distribute: Distribute | None = None,
 ) -> list[QueryOutcome]:
     """The outcomes of every scorable query of ``session``, from its run files, the cache or
     ``compute``; records where they came from (:attr:`RetrievalSession.run_info`).
 
     ``compute`` (and ``retriever``/``reranker``, whose identities key the cache) may be None
     only when the session has run files. Raises InputError for a replay that cannot be served.
+
+    ``distribute`` (xdist) shares the queries the retriever may be called on with other
+    processes: each part goes through the cache as a whole run would, so a query is looked up,
+    called and stored by one process only. Run files and ``replay`` never call the retriever
+    and are read whole by every process.
     """
     settings = session.settings
     queries = session.scorable_queries()
@@ -473,20 +543,43 @@ def obtain(
         raise ValueError("no run files and nothing to compute the run with")
     requests = [QueryRequest(q.id, q.text or "") for q in queries]
     if settings.cache == "off":
-        session.run_info = RunInfo(called=len(requests), index_version=settings.index_version)
-        return compute(requests)
+        if distribute is None:
+            session.run_info = RunInfo(called=len(requests), index_version=settings.index_version)
+            return compute(requests)
+        live = compute
+
+        def call(part: Sequence[QueryRequest]) -> tuple[list[QueryOutcome], RunInfo]:
+            return live(part), RunInfo(called=len(part), index_version=settings.index_version)
+
+        outcomes, session.run_info = distribute(requests, call)
+        return outcomes
     by_id = {q.id: q for q in queries}
-    outcomes, info = through_cache(
-        requests,
-        compute,
-        mode=settings.cache,
-        path=cache_file(settings.cache_directory(rootdir)),
-        keys=key_templates(
-            settings, retriever=retriever, reranker=reranker, depth=session.effective_depth
-        ),
-        redacted=lambda qid: session.is_redacted(by_id[qid]),
-        warn=warn,
-        index_version=settings.index_version,
+    path = cache_file(settings.cache_directory(rootdir))
+    keys = key_templates(
+        settings, retriever=retriever, reranker=reranker, depth=session.effective_depth
     )
+    seen: set[str] = set()
+
+    def warn_once(message: str) -> None:  # every shard meets a damaged cache: one warning
+        if warn is not None and message not in seen:
+            seen.add(message)
+            warn(message)
+
+    def cached(part: Sequence[QueryRequest]) -> tuple[list[QueryOutcome], RunInfo]:
+        return through_cache(
+            part,
+            compute,
+            mode=settings.cache,
+            path=path,
+            keys=keys,
+            redacted=lambda qid: session.is_redacted(by_id[qid]),
+            warn=warn_once,
+            index_version=settings.index_version,
+        )
+
+    if distribute is None or settings.cache == "replay":
+        outcomes, info = cached(requests)
+    else:
+        outcomes, info = distribute(requests, cached)
     session.run_info = info
     return outcomes

@@ -165,6 +165,9 @@ class RetrievalSession:
     _family: Family | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
+    #: Snapshots by metric list: every budget and the artifact ask for one (a pass over every
+    #: query each); the run does not change between them.
+    _snapshots: dict[tuple[str, ...], Snapshot] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # --- which queries -------------------------------------------------------------------
@@ -190,7 +193,10 @@ class RetrievalSession:
 
     def visible_golden(self) -> GoldenSet:
         """The golden set the ``golden_set`` fixture gives: without the held-out split."""
-        return self.golden.where(lambda q: q.split != self.heldout_name)
+        heldout = self.heldout_name
+        if all(q.split != heldout for q in self.golden):
+            return self.golden  # the same set (and its fingerprint, computed once)
+        return self.golden.where(lambda q: q.split != heldout)
 
     def is_redacted(self, query: Query) -> bool:
         """True when this query's details must not be shown."""
@@ -235,6 +241,7 @@ class RetrievalSession:
             if depth_hint is not None:
                 self.depth_hint = depth_hint
             self._cache.clear()
+            self._snapshots.clear()
 
     # --- checks of the run ------------------------------------------------------------------
 
@@ -869,9 +876,14 @@ class RetrievalSession:
 
         budgeted = [b.spec for b in self.budgets]
         specs = tuple(dict.fromkeys([*self.settings.metric_specs, *budgeted, *extra]))
+        key = tuple(str(s) for s in specs)
+        with self._lock:
+            cached = self._snapshots.get(key)
+        if cached is not None:
+            return cached
         stages = self.stages
         held = [q.id for q in self.golden if q.split == self.heldout_name] if self.unsealed else []
-        return build_snapshot(
+        snapshot = build_snapshot(
             self.visible_golden(),
             {stage: self.evaluation(stage, specs) for stage in stages},
             self.ranking,
@@ -881,6 +893,9 @@ class RetrievalSession:
             heldout_ids=held,
             index_version=self.settings.index_version,
         )
+        with self._lock:
+            self._snapshots[key] = snapshot
+        return snapshot
 
     def baseline_snapshot(self) -> Snapshot:
         """What ``--retrieval-update-baseline`` writes: this run's snapshot, or with extra runs

@@ -7,6 +7,7 @@ way while every test passes.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -140,3 +141,113 @@ def test_n2_calls_the_retriever_once_per_query_and_writes_the_n0_artifact(
     )
     gate_lines = [line for line in parallel.outlines if line.startswith("PASS ")]
     assert len(gate_lines) == 5
+
+
+# --- a CPU-bound retriever: the workers share the queries ----------------------------------------
+
+#: Queries of the CPU-bound project; query i's relevant document d<i> is at rank (i % 7) + 1.
+MANY = 240
+
+CPU_CONFTEST = """
+import os
+import time
+
+import pytest
+
+HERE = os.path.dirname(__file__)
+
+
+def barrier():
+    # On its first call, a process waits (up to 20 s) until a second process has called too:
+    # if the workers did not share the queries, the second one would never call, and the
+    # first would go on alone after the wait (the test then sees one process in calls.log).
+    mark = os.path.join(HERE, f"started-{os.getpid()}")
+    if os.path.exists(mark):
+        return
+    open(mark, "w").close()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if len([n for n in os.listdir(HERE) if n.startswith("started-")]) >= 2:
+            return
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text, k):
+        if os.environ.get("BARRIER"):
+            barrier()
+        start = time.thread_time()
+        while time.thread_time() - start < 0.003:  # 3 ms of CPU: threads cannot overlap it
+            pass
+        i = int(text.split()[-1])
+        ranking = [f"x{i}-{j}" for j in range(10)]
+        ranking[i % 7] = f"d{i}"
+        with open(os.path.join(HERE, "calls.log"), "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()} {text}\\n")
+        return ranking[:k]
+
+    return search
+"""
+
+
+def cpu_golden() -> str:
+    rows = [
+        json.dumps({"id": f"q{i}", "text": f"question {i}", "relevant": [f"d{i}"]})
+        for i in range(MANY)
+    ]
+    return "\n".join([json.dumps({"version": 1, "name": "cpu"}), *rows]) + "\n"
+
+
+def test_n2_shares_a_cpu_bound_run_between_workers_with_the_n0_numbers(
+    retrieval_project: RetrievalProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = retrieval_project
+    (project.path / "golden.jsonl").write_text(cpu_golden(), encoding="utf-8")
+    project.write(golden=None, conftest=CPU_CONFTEST, ks="1,3,10")
+    ini = (project.path / "pytest.ini").read_text(encoding="utf-8")
+    (project.path / "pytest.ini").write_text(ini + "retrieval_golden = golden.jsonl\n")
+    for n in range(4):  # several files, so that both workers have tests that need the run
+        project.tests(
+            f"""
+            from pytest_retrieval.gates import assert_mrr, assert_recall_at
+
+            def test_recall_{n}():
+                assert_recall_at(3) >= 0.4
+
+            def test_mrr_{n}():
+                assert_mrr() >= 0.3
+            """,
+            name=f"test_cpu_{n}.py",
+        )
+    log = project.path / "calls.log"
+
+    serial = project.run_subprocess("-n", "0", "--retrieval-json", "serial.json")
+    serial.assert_outcomes(passed=8)
+    serial_calls = log.read_text(encoding="utf-8").splitlines()
+    log.unlink()
+
+    monkeypatch.setenv("BARRIER", "1")
+    parallel = project.run_subprocess("-n", "2", "--retrieval-json", "parallel.json")
+    parallel.assert_outcomes(passed=8)
+    parallel_calls = log.read_text(encoding="utf-8").splitlines()
+
+    texts = sorted(f"question {i}" for i in range(MANY))
+    for calls in (serial_calls, parallel_calls):
+        assert sorted(line.split(" ", 1)[1] for line in calls) == texts  # once per query
+    # Both workers called the retriever: the queries were shared, not run by one of them.
+    assert len({line.split(" ", 1)[0] for line in parallel_calls}) == 2
+
+    one, two = project.artifact("serial.json"), project.artifact("parallel.json")
+    assert two["results"] == one["results"]
+    assert [(q["id"], q["rankings"], q["metrics"]) for q in two["queries"]] == [
+        (q["id"], q["rankings"], q["metrics"]) for q in one["queries"]
+    ]
+    assert [q["id"] for q in two["queries"]] == [f"q{i}" for i in range(MANY)]
+    assert two["run"]["cache"]["called"] == MANY
+    # By hand: d<i> at rank (i % 7) + 1 (within the top 10), one relevant document per query.
+    ranks = [i % 7 + 1 for i in range(MANY)]
+    (overall,) = [r for r in two["results"] if r["column"] == "overall"]
+    assert overall["metrics"]["mrr@10"] == pytest.approx(sum(1 / r for r in ranks) / MANY)
+    assert overall["metrics"]["recall@3"] == pytest.approx(sum(r <= 3 for r in ranks) / MANY)
+    assert overall["metrics"]["recall@1"] == pytest.approx(sum(r == 1 for r in ranks) / MANY)

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import golden as golden_command
     from . import offline as offline_command
     from . import report as report_command
+    from . import run as run_command
 
     parser = _Parser(
         prog="pytest-retrieval",
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     offline_command.register(subparsers)
     report_command.register(subparsers)
     cache_command.register(subparsers)
+    run_command.register(subparsers)
     return parser
 
 

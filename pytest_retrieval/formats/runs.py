@@ -10,6 +10,9 @@ order given, best first (scores never reorder it); each item is a doc id (string
 an ``[id, score]`` pair, or an object ``{"id": ..., "score": ...}`` (``score`` optional). Ids
 are compared as strings: ``12`` and ``"12"`` are the same document. A query listed twice, or a
 document listed twice for one query, is an error naming the lines, as for a TREC run.
+Two optional keys carry what the in-process runner records (``pytest-retrieval run`` writes
+them): ``"latency_ms"``, the query's latency in milliseconds, and ``"error"``, ``{"stage": ...,
+"type": ..., "message": ...}`` when the retriever failed on it (its ranking is then empty).
 
 Which format: ``format=`` when given; else the extension (``.jsonl``/``.ndjson`` JSONL,
 ``.trec``/``.run``/``.txt``/``.tsv`` TREC); else the content (a first line starting with ``{``
@@ -22,7 +25,7 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -46,6 +49,10 @@ class RunFile:
     format: RunFormat
     rankings: dict[str, tuple[str, ...]]
     scores: dict[str, tuple[float | None, ...]]
+    #: Per query id, the latency (ms) and the error ``(stage, type, message)`` a JSONL run
+    #: recorded; absent for the queries (and formats) that have none.
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def pairs(self, query_id: str) -> list[tuple[str, float | None]]:
         """``[(doc id, score or None), ...]`` of one query, best first."""
@@ -209,6 +216,8 @@ def _item(raw: Any) -> tuple[str, float | None] | str:
 def _load_jsonl(name: str) -> RunFile:
     rankings: dict[str, tuple[str, ...]] = {}
     scores: dict[str, tuple[float | None, ...]] = {}
+    latency: dict[str, float] = {}
+    errors: dict[str, tuple[str, str, str]] = {}
     first_line: dict[str, int] = {}
     problems: list[Problem] = []
 
@@ -295,12 +304,50 @@ def _load_jsonl(name: str) -> RunFile:
             docs.append(doc)
             doc_scores.append(score)
         first_line[qid] = number
+        recorded = _recorded(record)
+        if isinstance(recorded, str):
+            problem(recorded, number, _RECORDED_FIX, qid)
+            bad = True
+        else:
+            if recorded[0] is not None:
+                latency[qid] = recorded[0]
+            if recorded[1] is not None:
+                errors[qid] = recorded[1]
         if not bad:
             rankings[qid] = tuple(docs)
             scores[qid] = tuple(doc_scores)
     if problems:
         raise RunFileError(problems, title=f"{name}: cannot read run ({len(problems)} problems)")
-    return RunFile(source=name, format="jsonl", rankings=rankings, scores=scores)
+    return RunFile(
+        source=name,
+        format="jsonl",
+        rankings=rankings,
+        scores=scores,
+        latency_ms=latency,
+        errors=errors,
+    )
+
+
+_RECORDED_FIX = (
+    'write "latency_ms" as a number of milliseconds and "error" as '
+    '{"stage": "retriever", "type": "TimeoutError", "message": "..."}, or leave them out'
+)
+
+
+def _recorded(record: Mapping[str, Any]) -> tuple[float | None, tuple[str, str, str] | None] | str:
+    """A line's optional latency and error, or a message saying what is wrong with them."""
+    latency = record.get("latency_ms")
+    if latency is not None and (not _is_score(latency) or float(latency) < 0):
+        return f"latency_ms {_describe(latency)} is not a number of milliseconds (>= 0)"
+    error = record.get("error")
+    if error is None:
+        return (None if latency is None else float(latency)), None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return f'error {_describe(error)} is not an object with a "message" string'
+    stage, kind = error.get("stage", "retriever"), error.get("type", "Error")
+    if not isinstance(stage, str) or not isinstance(kind, str):
+        return f'error {_describe(error)}: "stage" and "type" must be strings'
+    return (None if latency is None else float(latency)), (stage, kind, error["message"])
 
 
 def match_run_to_golden(
@@ -323,12 +370,17 @@ def write_run_jsonl(
     path: str | os.PathLike[str],
     rankings: Mapping[str, Sequence[str]],
     scores: Mapping[str, Sequence[float | None] | None] | None = None,
+    *,
+    latency_ms: Mapping[str, float] | None = None,
+    errors: Mapping[str, tuple[str, str, str]] | None = None,
 ) -> None:
     """Write ``{query id: ranking}`` as a JSONL run, atomically (temp file and rename).
 
     With ``scores`` for a query (one per doc), its items are ``[id, score]`` pairs (an item
-    whose score is None is written as a bare id); otherwise bare ids. Reading the file back
-    with :func:`load_run_file` gives the same rankings and scores.
+    whose score is None is written as a bare id); otherwise bare ids. ``latency_ms`` and
+    ``errors`` (``(stage, type, message)``) add those keys to the queries they name. Reading
+    the file back with :func:`load_run_file` gives the same rankings, scores, latencies and
+    errors.
     """
 
     def write(out: TextIO) -> None:
@@ -346,7 +398,12 @@ def write_run_jsonl(
                     str(doc) if score is None else [str(doc), score]
                     for doc, score in zip(docs, given, strict=True)
                 ]
-            record = {"query_id": str(qid), "ranking": items}
+            record: dict[str, Any] = {"query_id": str(qid), "ranking": items}
+            if latency_ms is not None and qid in latency_ms:
+                record["latency_ms"] = latency_ms[qid]
+            if errors is not None and qid in errors:
+                stage, kind, message = errors[qid]
+                record["error"] = {"stage": stage, "type": kind, "message": message}
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
             out.write("\n")
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..files import read_text_file
+from ..files import LazyList, read_text_file
 from ..metrics import MetricSpec
 from ..session import RetrievalSession
+
+if TYPE_CHECKING:
+    from ..golden import Query
 
 ARTIFACT_SCHEMA = "pytest-retrieval/artifact"
 ARTIFACT_SCHEMA_VERSION = 1
@@ -58,42 +61,13 @@ def build_artifact(
                         "metrics": sub.means,
                     }
                 )
-    rows: list[dict[str, Any]] = []
+    rows: Sequence[dict[str, Any]] = []
     redacted = 0
-    largest_k = max(settings.ks)
     if session.has_run:
-        per_stage = {stage: session.evaluation(stage, specs).per_query for stage in session.stages}
-        assert session.outcomes is not None
-        for query in session.scorable_queries():
-            if session.is_redacted(query):
-                redacted += 1
-                continue
-            outcome = session.outcomes.get(query.id)
-            rows.append(
-                {
-                    "id": query.id,
-                    "text": query.text,
-                    "split": query.split,
-                    "slices": list(query.slices),
-                    "rankings": {
-                        stage: list(r[:largest_k])
-                        for stage, r in (outcome.rankings.items() if outcome else ())
-                    },
-                    "metrics": {
-                        stage: values.get(query.id, {}) for stage, values in per_stage.items()
-                    },
-                    "latency_ms": dict(outcome.latency_ms) if outcome else {},
-                    "error": (
-                        {
-                            "stage": outcome.error_stage,
-                            "type": outcome.error_type,
-                            "message": outcome.error,
-                        }
-                        if outcome and outcome.error
-                        else None
-                    ),
-                }
-            )
+        scorable = session.scorable_queries()
+        shown = [q for q in scorable if not session.is_redacted(q)]
+        redacted = len(scorable) - len(shown)
+        rows = _query_rows(session, shown, specs)
     gates = []
     for gate in session.gate_outcomes:
         entry = gate.to_dict()
@@ -153,7 +127,9 @@ def build_artifact(
         "declared": {k: list(v) for k, v in (declared or {}).items()},
         "queries": rows,
         "redacted_queries": redacted,
-        "snapshot": session.snapshot(extra=extra_specs).to_dict() if session.has_run else None,
+        "snapshot": (
+            session.snapshot(extra=extra_specs).to_dict(lazy=True) if session.has_run else None
+        ),
         "family": _family(session),
         "determinism": (
             {**session.probe.to_dict(), "noisy": session.probe.noisy}
@@ -215,6 +191,54 @@ def _family(session: RetrievalSession) -> dict[str, Any] | None:
                 ),
             }
     return None
+
+
+def _query_rows(
+    session: RetrievalSession, queries: Sequence[Query], specs: Sequence[MetricSpec]
+) -> LazyList:
+    """The artifact's per-query rows, each built when it is read: the writer encodes them a
+    slice at a time, so 100,000 rows never sit in memory at once (nor a second copy of every
+    ranking and metric value)."""
+    assert session.outcomes is not None
+    outcomes = session.outcomes
+    largest_k = max(session.settings.ks)
+    columns = {stage: session.evaluation(stage, specs) for stage in session.stages}
+    positions = {
+        stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in columns.items()
+    }
+
+    def metrics(stage: str, query_id: str) -> dict[str, float | None]:
+        row = positions[stage].get(query_id)
+        if row is None:
+            return {}
+        return {name: values[row] for name, values in columns[stage].columns.items()}
+
+    def build(i: int) -> dict[str, Any]:
+        query = queries[i]
+        outcome = outcomes.get(query.id)
+        return {
+            "id": query.id,
+            "text": query.text,
+            "split": query.split,
+            "slices": list(query.slices),
+            "rankings": {
+                stage: list(r[:largest_k])
+                for stage, r in (outcome.rankings.items() if outcome else ())
+            },
+            "metrics": {stage: metrics(stage, query.id) for stage in columns},
+            "latency_ms": dict(outcome.latency_ms) if outcome else {},
+            "error": (
+                {
+                    "stage": outcome.error_stage,
+                    "type": outcome.error_type,
+                    "message": outcome.error,
+                }
+                if outcome and outcome.error
+                else None
+            ),
+        }
+
+    return LazyList(len(queries), build)
 
 
 # --- terminal ------------------------------------------------------------------------------

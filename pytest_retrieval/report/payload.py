@@ -8,9 +8,8 @@ worker payloads in any order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..gates import GateOutcome
@@ -175,34 +174,3 @@ def merge_all(reports: Iterable[Report]) -> Report:
     for report in reports:
         merged = merged.merge(report)
     return merged
-
-
-# --- the JSON artifact ----------------------------------------------------------------------
-
-
-def shared_run(base: Path, uid: str, compute: Callable[[], RunBundle]) -> RunBundle:
-    """Under xdist: the first worker runs the retriever, the others read its cached run (with
-    the determinism probe and any extra baseline runs, so every worker knows the same).
-
-    ``base`` is a folder every worker of the session shares, ``uid`` the session's run id.
-    """
-    from ..files import atomic_write_text, file_lock
-
-    cache = base / f"pytest-retrieval-run-{uid}.json"
-    with file_lock(base / f"pytest-retrieval-run-{uid}.lock"):
-        if cache.exists():
-            data = json.loads(cache.read_text(encoding="utf-8"))
-            probe = data.get("probe")
-            return (
-                [outcome_from_dict(o) for o in data["outcomes"]],
-                DeterminismProbe.from_dict(probe) if probe is not None else None,
-                [[outcome_from_dict(o) for o in run] for run in data.get("extra", [])],
-            )
-        outcomes, found, extra = compute()
-        document = {
-            "outcomes": [outcome_to_dict(o) for o in outcomes],
-            "probe": found.to_dict() if found is not None else None,
-            "extra": [[outcome_to_dict(o) for o in run] for run in extra],
-        }
-        atomic_write_text(cache, json.dumps(document), what="run cache")
-        return outcomes, found, extra

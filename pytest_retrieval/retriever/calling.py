@@ -26,7 +26,7 @@ from .items import (
     _check_separator,
     _describe,
     _looks_like_one_item,
-    adapt_scored,
+    adapt_fast,
 )
 from .shapes import (
     _is_async,
@@ -507,12 +507,14 @@ def run_pipeline(
     lock = threading.Lock()
 
     def record(stage: str) -> Done:
+        keep_raw = rerank_plan is not None and stage == RETRIEVER_STAGE
+
         def on_result(i: int, value: Any, error: BaseException | None, elapsed: float) -> None:
             outcome = outcomes[i]
             outcome.latency_ms[stage] = elapsed * 1000.0
             if error is None:
                 try:
-                    ranking, scores = adapt_scored(
+                    ranking, scores = adapt_fast(
                         value, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator
                     )
                 except KeyboardInterrupt:
@@ -521,9 +523,10 @@ def run_pipeline(
                     error = exc
                 else:
                     outcome.rankings[stage] = ranking
-                    if any(s is not None for s in scores):
+                    if scores is not None:
                         outcome.scores[stage] = scores
-                    raw[i] = _check_ranking(value)
+                    if keep_raw:  # the reranker is handed the retriever's own items
+                        raw[i] = _check_ranking(value)
             if error is not None:
                 outcome.error_type, outcome.error = _error_text(error)
                 outcome.error_stage = stage

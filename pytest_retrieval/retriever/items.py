@@ -281,8 +281,30 @@ def adapt_scored(
     The chunk → document rule of the module docstring: id, then ``doc_map``, then the separator;
     each document at its best rank, later copies removed; its score is its best item's.
     """
+    ranking, scores = adapt_fast(
+        result, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator
+    )
+    return ranking, (None,) * len(ranking) if scores is None else scores
+
+
+def adapt_fast(
+    result: Any,
+    *,
+    doc_id: DocIdOption = None,
+    doc_map: DocMap = None,
+    doc_id_separator: str | None = None,
+) -> tuple[tuple[str, ...], tuple[float | None, ...] | None]:
+    """:func:`adapt_scored`, with ``None`` for the scores when no item carries one: the
+    runner's hot path (100,000 queries of 100 ids are 10,000,000 items)."""
+    plain = doc_id is None and doc_map is None and doc_id_separator is None
+    # The common case, a list of plain string ids: each is its own document and carries no
+    # score (what the general loop gives them, without a lookup per item).
+    if plain and type(result) in (list, tuple) and set(map(type, result)) == _ONLY_STR:
+        return tuple(dict.fromkeys(result)), None
     _check_separator(doc_id_separator)
     items = list(_check_ranking(result))
+    if plain and set(map(type, items)) == _ONLY_STR:
+        return tuple(dict.fromkeys(items)), None
     mapper: Callable[[str], Any] | None = doc_map.get if isinstance(doc_map, Mapping) else doc_map
     ranking: dict[str, float | None] = {}
     for item in items:
@@ -297,7 +319,11 @@ def adapt_scored(
                 document = head
         if document not in ranking:
             ranking[document] = _score_of(item)
-    return tuple(ranking), tuple(ranking.values())
+    scores = tuple(ranking.values())
+    return tuple(ranking), scores if any(s is not None for s in scores) else None
+
+
+_ONLY_STR = {str}
 
 
 def adapt_ranking(

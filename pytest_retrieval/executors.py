@@ -1,0 +1,211 @@
+"""Running the retriever over a golden set outside pytest (``pytest-retrieval run``).
+
+Two executors, one result: a list of :class:`~pytest_retrieval.retriever.QueryOutcome`, one per
+request in order, with each query's rankings, latency and error exactly as the plugin's
+in-process runner records them (both call :func:`~pytest_retrieval.retriever.run_pipeline`).
+
+* ``local``: this process builds the retriever (and reranker) once from its ``module:factory``
+  and runs every query, ``concurrency`` at a time on threads, batch methods given
+  ``batch_size`` queries per call.
+* ``ray``: Ray Data. The queries become a dataset, and ``map_batches`` sends batches of
+  ``batch_size`` queries to a fixed pool of ``concurrency`` actors; each actor builds the
+  retriever once from the factory (a model loads once per actor, not once per batch) and runs
+  its batches through ``run_pipeline`` one call at a time (a batch method gets the whole batch
+  in one call). The same command runs on a laptop (a local Ray instance is started when no
+  address is given) or on a cluster (``--ray-address``; the factory's module must be
+  importable on its nodes). Ray is imported only here, only when asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputError, Problem
+from .retriever import QueryOutcome, QueryRequest, RetrieverShapeError
+from .shards import decode_outcome, encode_outcome
+
+#: What ``--executor ray`` says when Ray is not installed.
+RAY_MISSING = "--executor ray needs Ray, which is not installed in this environment"
+RAY_FIX = (
+    "pip install 'pytest-retrieval[ray]' (or pip install 'ray[data]'), or use --executor local"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How each query is called: ``depth`` results asked for, ``timeout`` seconds per query
+    (None: no limit), ``batch_size`` queries per batch call (and per Ray batch)."""
+
+    depth: int = 100
+    timeout: float | None = 60.0
+    batch_size: int = 32
+
+
+def _build(spec: str | None, what: str) -> Any:
+    from .specs import build
+
+    return build(spec, what) if spec else None
+
+
+def _pipeline(
+    requests: Sequence[QueryRequest],
+    retriever: Any,
+    reranker: Any,
+    options: RunOptions,
+    *,
+    concurrency: int,
+    what: str,
+) -> list[QueryOutcome]:
+    from .retriever import run_pipeline
+
+    try:
+        return run_pipeline(
+            requests,
+            retriever,
+            reranker,
+            depth=options.depth,
+            concurrency=concurrency,
+            timeout=options.timeout,
+            batch_size=options.batch_size,
+        )
+    except RetrieverShapeError as exc:
+        raise InputError(Problem(str(exc), source=what)) from None
+
+
+def run_local(
+    requests: Sequence[QueryRequest],
+    *,
+    retriever: str,
+    reranker: str | None = None,
+    options: RunOptions = RunOptions(),
+    concurrency: int = 8,
+) -> list[QueryOutcome]:
+    """Every request through the retriever built from ``retriever`` (``module:factory``) and
+    the optional reranker, in this process, ``concurrency`` queries at a time."""
+    built = _build(retriever, "--retriever")
+    second = _build(reranker, "--reranker")
+    return _pipeline(requests, built, second, options, concurrency=concurrency, what="--retriever")
+
+
+class RayRunner:
+    """One actor of the pool: builds the retriever once, then runs batch after batch.
+
+    A batch is Ray Data's ``{"position": [...], "query_id": [...], "text": [...]}``; the result
+    keeps the positions and gives each query's outcome as compact JSON (:mod:`.shards`' codec),
+    so nothing about the rankings depends on how Ray stores columns.
+    """
+
+    def __init__(self, retriever: str, reranker: str | None, options: dict[str, Any]) -> None:
+        self.retriever = _build(retriever, "--retriever")
+        self.reranker = _build(reranker, "--reranker")
+        self.options = RunOptions(**options)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        requests = [
+            QueryRequest(str(qid), str(text)) for qid, text in zip(batch["query_id"], batch["text"])
+        ]
+        outcomes = _pipeline(
+            requests, self.retriever, self.reranker, self.options, concurrency=1, what="--retriever"
+        )
+        return {
+            "position": list(batch["position"]),
+            "outcome": [json.dumps(encode_outcome(o), separators=(",", ":")) for o in outcomes],
+        }
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """The user's exception inside a Ray error (Ray wraps it, sometimes twice)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None or isinstance(seen, InputError):
+            return seen
+        seen = getattr(seen, "cause", None) or seen.__cause__
+    return seen
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise InputError(
+            Problem(f"{RAY_MISSING} ({exc})", fix=RAY_FIX, source="--executor")
+        ) from None
+    return ray
+
+
+def run_ray(
+    requests: Sequence[QueryRequest],
+    *,
+    retriever: str,
+    reranker: str | None = None,
+    options: RunOptions = RunOptions(),
+    concurrency: int = 2,
+    address: str | None = None,
+    num_cpus: int | None = None,
+) -> list[QueryOutcome]:
+    """Every request through a pool of ``concurrency`` Ray actors (see the module docstring).
+
+    Connects to ``address`` (``auto``, ``ray://host:10001``, ...) or, without one, starts a
+    local instance (``num_cpus`` CPUs, no dashboard) and shuts it down afterwards. The factory
+    modules are imported here first, so a typo is a usage error before Ray starts.
+    """
+    from .specs import import_object
+
+    import_object(retriever, "--retriever")
+    if reranker:
+        import_object(reranker, "--reranker")
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["num_cpus"] = num_cpus
+            # The actors run in fresh interpreters: they import the factory's module from the
+            # same folders as this process (the current folder first, as `python -m` does).
+            path = os.pathsep.join([os.getcwd(), *[p for p in sys.path if p]])
+            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+        ray.init(**kwargs)
+        started = True
+    try:
+        dataset = ray.data.from_items(
+            [{"position": i, "query_id": r.id, "text": r.text} for i, r in enumerate(requests)]
+        )
+        mapped = dataset.map_batches(
+            RayRunner,
+            fn_constructor_kwargs={
+                "retriever": retriever,
+                "reranker": reranker,
+                "options": {
+                    "depth": options.depth,
+                    "timeout": options.timeout,
+                    "batch_size": options.batch_size,
+                },
+            },
+            batch_size=options.batch_size,
+            compute=ray.data.ActorPoolStrategy(size=concurrency),
+            batch_format="numpy",
+        )
+        try:
+            rows = mapped.take_all()
+        except ray.exceptions.RayError as exc:
+            # A usage error inside an actor (a retriever it cannot call) is the user's, with
+            # our message; anything else is Ray's own story, told by Ray.
+            cause = _cause(exc)
+            if isinstance(cause, InputError):
+                raise cause from None
+            raise
+    finally:
+        if started:
+            ray.shutdown()
+    by_position = {int(row["position"]): decode_outcome(json.loads(row["outcome"])) for row in rows}
+    if sorted(by_position) != list(range(len(requests))):  # pragma: no cover - Ray's contract
+        raise RuntimeError(f"Ray returned {len(by_position)} outcomes for {len(requests)} queries")
+    return [by_position[i] for i in range(len(requests))]
