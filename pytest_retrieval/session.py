@@ -371,6 +371,7 @@ class RetrievalSession:
             gain=self.settings.gain,  # type: ignore[arg-type]
             min_grade=self.settings.min_grade,
             no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
+            unjudged=self.settings.unjudged,  # type: ignore[arg-type]
         )
         with self._lock:
             self._cache[key] = result
