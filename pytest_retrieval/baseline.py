@@ -1,8 +1,11 @@
 """The baseline file: a committed snapshot of per-query quality (the format only).
 
 A **snapshot** holds, per query (outside the held-out split) and per stage, every metric's value,
-the rank of each relevant document and the top of the ranking; plus the golden-set fingerprint,
-a label hash per query, and the settings that change numbers. The **baseline file** is a snapshot
+the rank of each relevant document and the ranking to the retrieval depth; plus the golden-set
+fingerprint, a label hash per query, the query's judgments and a hash of its text (schema
+version 2: what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings against
+new labels, see :mod:`pytest_retrieval.rescore`), and the settings that change numbers.
+Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no judgments) are still read. The **baseline file** is a snapshot
 written as deterministic JSON (sorted keys, indent 2, rounded floats, trailing newline), only on
 an explicit update, atomically. The JSON artifact carries the same snapshot, so the offline CLI
 (``pytest-retrieval compare``) and the plugin run the very same comparison, whose rule lives in
@@ -28,10 +31,13 @@ from .gates import Selection
 from .golden import GoldenSet
 
 BASELINE_SCHEMA = "pytest-retrieval/baseline"
-BASELINE_SCHEMA_VERSION = 1
+BASELINE_SCHEMA_VERSION = 2
+#: Every baseline schema version this release reads (1: no judgments, top 10 ids only).
+READABLE_VERSIONS = (1, 2)
 #: Decimals kept for every float in a baseline (enough for 4-decimal reports, short diffs).
 DECIMALS = 6
-#: How many ids of each ranking a snapshot keeps for context.
+#: How many ids of each ranking a version-1 snapshot kept; version 2 keeps the ranking to the
+#: retrieval depth (the ``depth`` setting it records).
 TOP_KEPT = 10
 
 
@@ -48,6 +54,11 @@ def _round_all(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_round_all(v) for v in value]
     return value
+
+
+def text_hash(text: str | None) -> str:
+    """A short hash of a query's text (rescoring needs to know the text did not change)."""
+    return hashlib.sha256(json.dumps(text, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 def label_hash(
@@ -71,11 +82,15 @@ class QuerySnapshot:
     labels: str
     metrics: Mapping[str, Mapping[str, float | None]]  # stage -> metric -> value
     relevant_ranks: Mapping[str, Mapping[str, int | None]]  # stage -> doc -> rank (None: missing)
-    top: Mapping[str, tuple[str, ...]]  # stage -> first ids
+    top: Mapping[str, tuple[str, ...]]  # stage -> the ranking, to the retrieval depth
+    #: The labels the values were scored with (version 2; ``None`` in a version-1 baseline).
+    judgments: Mapping[str, int] | None = None
+    #: :func:`text_hash` of the query text (version 2; ``None`` in a version-1 baseline).
+    text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins, floats rounded."""
-        return {
+        out: dict[str, Any] = {
             "split": self.split,
             "slices": list(self.slices),
             "labels": self.labels,
@@ -86,10 +101,17 @@ class QuerySnapshot:
             "relevant_ranks": {s: dict(r) for s, r in self.relevant_ranks.items()},
             "top": {s: list(t) for s, t in self.top.items()},
         }
+        if self.judgments is not None:
+            out["judgments"] = dict(self.judgments)
+        if self.text is not None:
+            out["text"] = self.text
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuerySnapshot:
         """Inverse of :meth:`to_dict`."""
+        judgments = data.get("judgments")
+        text = data.get("text")
         return cls(
             split=str(data["split"]),
             slices=tuple(data.get("slices", ())),
@@ -97,6 +119,8 @@ class QuerySnapshot:
             metrics={s: dict(v) for s, v in data["metrics"].items()},
             relevant_ranks={s: dict(r) for s, r in data.get("relevant_ranks", {}).items()},
             top={s: tuple(t) for s, t in data.get("top", {}).items()},
+            judgments=dict(judgments) if isinstance(judgments, Mapping) else None,
+            text=str(text) if text is not None else None,
         )
 
 
@@ -115,12 +139,15 @@ class Snapshot:
     #: ``retrieval_index_version`` of the run (recorded, never compared: a new index is what a
     #: regression check is for). Older baselines have none.
     index_version: str | None = None
+    #: The schema version the snapshot was read from (a new one is the current version).
+    schema_version: int = BASELINE_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        """The baseline document (builtins)."""
+        """The baseline document (builtins), in the version it was read from (a version-1
+        baseline lacks what version 2 adds, so it is never relabelled)."""
         return {
             "schema": BASELINE_SCHEMA,
-            "schema_version": BASELINE_SCHEMA_VERSION,
+            "schema_version": self.schema_version,
             "plugin_version": self.plugin_version,
             "created": self.created,
             "golden": {"fingerprint": self.fingerprint, "queries": len(self.queries)},
@@ -167,6 +194,7 @@ class Snapshot:
             plugin_version=str(data.get("plugin_version", "")),
             created=str(data.get("created", "")),
             index_version=data.get("index_version"),
+            schema_version=int(data.get("schema_version", BASELINE_SCHEMA_VERSION)),
         )
 
 
@@ -235,11 +263,11 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
             )
         )
     version = data.get("schema_version")
-    if version != BASELINE_SCHEMA_VERSION:
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise InputError(
             Problem(
                 f"baseline schema version {version!r} is not supported (this plugin reads "
-                f"version {BASELINE_SCHEMA_VERSION})",
+                f"versions {', '.join(map(str, READABLE_VERSIONS))})",
                 fix=refresh,
                 source=name,
             )
@@ -327,6 +355,19 @@ def snapshot_problems(
             for stage, ids in top.items():
                 if not _str_list(ids):
                     problem("must be a list of doc ids", query_id=qid, field=f"top.{stage}")
+        # Version 2: the labels the values were scored with, and the text's hash (rescore).
+        judgments = entry.get("judgments")
+        if "judgments" in entry and (
+            not isinstance(judgments, Mapping)
+            or not all(isinstance(d, str) and type(g) is int for d, g in judgments.items())
+        ):
+            problem(
+                '"judgments" must be an object of doc id -> integer grade',
+                query_id=qid,
+                field="judgments",
+            )
+        if "text" in entry and not isinstance(entry["text"], str):
+            problem('"text" must be a string (the hash of the query text)', query_id=qid)
         values = entry.get("metrics")
         if not isinstance(values, Mapping):
             problem('"metrics" must be an object of stage -> metric -> value', query_id=qid)
@@ -409,12 +450,15 @@ def build_snapshot(
     heldout_ids: Sequence[str] = (),
     index_version: str | None = None,
 ) -> Snapshot:
-    """Per-query values, relevant ranks and top ids of every ``visible`` query, per stage.
+    """Per-query values, relevant ranks, judgments and rankings of every ``visible`` query.
 
-    Held-out queries never enter with per-query detail: ``heldout_ids`` (when the split is
+    Each ranking is kept to ``settings["depth"]`` (the depth asked of the retriever) when the
+    settings record one, else whole. Held-out queries never enter with per-query detail: ``heldout_ids`` (when the split is
     unsealed) only adds their means.
     """
     stages = tuple(per_stage)
+    raw_depth = settings.get("depth")
+    depth = raw_depth if type(raw_depth) is int and raw_depth > 0 else None
     columns = {
         stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
     }
@@ -438,7 +482,7 @@ def build_snapshot(
                 if doc in wanted and doc not in first:
                     first[doc] = rank
             ranks[stage] = {doc: first.get(doc) for doc in relevant}
-            tops[stage] = ranking[:TOP_KEPT]
+            tops[stage] = tuple(ranking[:depth]) if depth is not None else tuple(ranking)
         queries[query.id] = QuerySnapshot(
             split=query.split,
             slices=query.slices,
@@ -446,6 +490,8 @@ def build_snapshot(
             metrics=metrics,
             relevant_ranks=ranks,
             top=tops,
+            judgments=dict(query.judgments),
+            text=text_hash(query.text),
         )
     heldout: dict[str, Any] = {}
     if heldout_ids:
