@@ -5,9 +5,10 @@ the rank of each relevant document and the ranking to the retrieval depth; plus 
 fingerprint, a label hash per query, the query's judgments and a hash of its text (schema
 version 2: what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings against
 new labels, see :mod:`pytest_retrieval.rescore`), and the settings that change numbers.
-Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no judgments) are still read. The **baseline file** is a snapshot
-written as deterministic JSON (sorted keys, indent 2, rounded floats, trailing newline), only on
-an explicit update, atomically. The JSON artifact carries the same snapshot, so the offline CLI
+Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no judgments) are still read.
+
+The **baseline file** is a snapshot written as deterministic JSON (sorted keys, indent 2,
+rounded floats, trailing newline), only on an explicit update, atomically. The JSON artifact carries the same snapshot, so the offline CLI
 (``pytest-retrieval compare``) and the plugin run the very same comparison, whose rule lives in
 :mod:`pytest_retrieval.regression`.
 
@@ -453,8 +454,8 @@ def build_snapshot(
     """Per-query values, relevant ranks, judgments and rankings of every ``visible`` query.
 
     Each ranking is kept to ``settings["depth"]`` (the depth asked of the retriever) when the
-    settings record one, else whole. Held-out queries never enter with per-query detail: ``heldout_ids`` (when the split is
-    unsealed) only adds their means.
+    settings record one, else whole. Held-out queries never enter with per-query detail:
+    ``heldout_ids`` (when the split is unsealed) only adds their means.
     """
     stages = tuple(per_stage)
     raw_depth = settings.get("depth")

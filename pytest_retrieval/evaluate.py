@@ -269,7 +269,7 @@ def evaluate(
             if constant is None:
                 skipped.append(qid)
             for i, column in enumerate(columns):
-                column.append(coverage[i] if i in coverage else constant)
+                column.append(coverage.get(i, constant))
             for hits_column in hit_columns.values():
                 hits_column.append(0)
             continue

@@ -330,8 +330,8 @@ class MetricSpec:
     ``str(spec)`` is the canonical spelling and ``MetricSpec.parse(str(spec)) == spec``.
     Parsing is case-insensitive and accepts common aliases (``P@5``, ``nDCG@10``, ``R@50``,
     ``success@5``, ``AP``, ``RR``, ``Rprec``, and trec_eval's ``P_5``, ``ndcg_cut_10``, ...).
-    ``recall``, ``precision``, ``hit_rate`` and ``judged`` (coverage) need a cutoff; ``ndcg``, ``map`` and ``mrr``
-    without one score the whole ranking; ``r_precision`` takes none.
+    ``recall``, ``precision``, ``hit_rate`` and ``judged`` (coverage) need a cutoff; ``ndcg``,
+    ``map`` and ``mrr`` without one score the whole ranking; ``r_precision`` takes none.
     """
 
     name: str
@@ -398,8 +398,7 @@ def _suggestion(name_text: str, k_text: str | None) -> str:
     candidates = sorted(set(_ALIASES) | set(METRIC_NAMES))
     close = difflib.get_close_matches(name_text, candidates, n=1, cutoff=0.5)
     valid = (
-        "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision, "
-        "judged@K"
+        "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision, judged@K"
     )
     if not close:
         return f"valid metrics: {valid}"

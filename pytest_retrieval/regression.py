@@ -7,15 +7,15 @@ Budgets are absolute (``recall@50 0.02``) or relative to the baseline mean (``nd
 improvement: the baseline is a floor that should move up, so the report suggests refreshing it.
 
 Held-out queries never enter a baseline with per-query detail, so regressions are checked on the
-other splits only.
+other splits only. :func:`compare` applies the rule in steps: check the two snapshots are
+comparable, pair the selected queries, test, and explain.
 
 **Holes.** A query that got worse because unjudged documents entered its top K above a relevant
 one it lost is marked in its diff (:attr:`QueryDiff.holes`), and each check reports how much of
 its mean change comes from such queries: a drop made of labelling holes is not a regression
 until someone labels them (``pytest-retrieval golden pool``). With
 ``--retrieval-baseline-mode=rescore`` a golden set changed only in its judgments is compared
-on the current labels (:mod:`pytest_retrieval.rescore`). :func:`compare` applies the rule in steps: check the two snapshots are
-comparable, pair the selected queries, test, and explain.
+on the current labels (:mod:`pytest_retrieval.rescore`).
 """
 
 from __future__ import annotations

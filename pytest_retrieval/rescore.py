@@ -145,4 +145,3 @@ def rescore(baseline: Snapshot, current: Snapshot, metrics: Sequence[str]) -> Re
             )
         )
     return Rescored(snapshots[0], snapshots[1], tuple(changed), tuple(relabelled))
-

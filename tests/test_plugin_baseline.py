@@ -88,7 +88,9 @@ def test_without_a_baseline_the_check_fails_and_the_update_creates_one_that_then
     )
 
 
-HOLES = "; 2 unjudged documents now rank above the lost one ({}): label them before trusting this drop"
+HOLES = (
+    "; 2 unjudged documents now rank above the lost one ({}): label them before trusting this drop"
+)
 
 
 def test_a_degraded_retriever_fails_naming_the_lost_documents_and_their_ranks(

@@ -98,7 +98,7 @@ def test_skip_by_hand() -> None:
 
 
 def test_an_unknown_unjudged_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="'nonrelevant'.*'skip'"):
+    with pytest.raises(ValueError, match=r"'nonrelevant'.*'skip'"):
         evaluate({"q": ["a"]}, {"q": {"a": 1}}, ["mrr"], unjudged="drop")  # type: ignore[arg-type]
 
 
@@ -257,7 +257,13 @@ def _pytrec_values(
     # pytrec_eval reads the cutoffs from the measure names with parameters.
     evaluator = pytrec_eval.RelevanceEvaluator(
         {q: dict(g) for q, g in qrels.items()},
-        {"P.5,10,1000", "recall.5,10,1000", "ndcg_cut.5,10,1000", "map_cut.5,10,1000", "recip_rank"},
+        {
+            "P.5,10,1000",
+            "recall.5,10,1000",
+            "ndcg_cut.5,10,1000",
+            "map_cut.5,10,1000",
+            "recip_rank",
+        },
         relevance_level=min_grade,
         judged_docs_only_flag=True,
     )

@@ -18,10 +18,10 @@ from ..errors import Problem
 from ..golden import (
     DEFAULT_SPLIT,
     MAX_GRADE,
-    Label,
     MAX_GRADE_FIX,
     SCHEMA_VERSION,
     SURROGATE_FIX,
+    Label,
     Query,
     describe_grade,
     is_plain_name,
