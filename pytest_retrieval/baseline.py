@@ -8,9 +8,9 @@ new labels, see :mod:`pytest_retrieval.rescore`), and the settings that change n
 Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no judgments) are still read.
 
 The **baseline file** is a snapshot written as deterministic JSON (sorted keys, indent 2,
-rounded floats, trailing newline), only on an explicit update, atomically. The JSON artifact carries the same snapshot, so the offline CLI
-(``pytest-retrieval compare``) and the plugin run the very same comparison, whose rule lives in
-:mod:`pytest_retrieval.regression`.
+rounded floats, trailing newline), only on an explicit update, atomically. The JSON artifact
+carries the same snapshot, so the offline CLI (``pytest-retrieval compare``) and the plugin run
+the very same comparison, whose rule lives in :mod:`pytest_retrieval.regression`.
 
 Held-out queries never enter a baseline with per-query detail.
 """
