@@ -11,6 +11,10 @@
   run with examples of both kinds of id and the likely fix. The same check against the corpus ids
   when ``retrieval_corpus`` is set.
 
+* **Judgment holes**: results without a judgment count as non-relevant, so low coverage
+  (``judged@K``) where the gates look means the numbers measure the labels as much as the
+  retriever. :class:`Coverage` says how much, and warns below :data:`LOW_COVERAGE`.
+
 Both look only at queries that ran without an error; held-out queries are never quoted.
 """
 
@@ -209,3 +213,59 @@ def _examples(ids: Iterable[str]) -> list[str]:
         if len(seen) >= EXAMPLES:
             break
     return list(seen)
+
+
+#: Below this judged@K where the gates look, the summary and the reports warn: more than one
+#: result in ten counts as non-relevant only because nobody labelled it.
+LOW_COVERAGE = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """judged@K of one stage over the visible scored queries: the mean, how many queries were
+    measured and how many of them have at least one unjudged result in their top K."""
+
+    stage: str
+    cutoff: int
+    value: float | None
+    queries: int
+    with_holes: int
+
+    @property
+    def low(self) -> bool:
+        """True when coverage is below :data:`LOW_COVERAGE`."""
+        return self.value is not None and self.value < LOW_COVERAGE
+
+    @property
+    def line(self) -> str:
+        """``judgment coverage [retriever]: judged@10 = 0.8300 (5 of 30 queries have holes)``."""
+        shown = "—" if self.value is None else f"{self.value:.4f}"
+        return (
+            f"judgment coverage [{self.stage}]: judged@{self.cutoff} = {shown} "
+            f"({self.with_holes} of {self.queries} queries have unjudged results in the top "
+            f"{self.cutoff})"
+        )
+
+    @property
+    def message(self) -> str:
+        """The warning when coverage is low."""
+        share = 1.0 - (self.value or 0.0)
+        return (
+            f"low judgment coverage: judged@{self.cutoff} = {self.value or 0.0:.4f} "
+            f"[{self.stage}]: {share:.0%} of the top-{self.cutoff} results the gates look at "
+            f"carry no judgment and count as non-relevant ({self.with_holes} of {self.queries} "
+            "queries); pool and label them (pytest-retrieval golden pool), or gate "
+            f"judged@{self.cutoff}"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """Builtins, for the artifact (its ``coverage`` list, and ``warnings`` when low)."""
+        return {
+            "kind": "low_coverage",
+            "stage": self.stage,
+            "cutoff": self.cutoff,
+            "value": self.value,
+            "queries": self.queries,
+            "with_holes": self.with_holes,
+            "message": self.message if self.low else self.line,
+        }

@@ -36,7 +36,7 @@ from .gates import (
 from .golden import GoldenSet, Query
 from .metrics import MetricSpec
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
-from .runchecks import ShortRankings, id_mismatch, short_rankings
+from .runchecks import Coverage, ShortRankings, id_mismatch, short_rankings
 from .settings import Settings
 from .verdict import Verdict
 
@@ -205,6 +205,46 @@ class RetrievalSession:
             if finding is not None:
                 found.append(finding)
         return found
+
+    def gated_cutoffs(self) -> tuple[int, ...]:
+        """The cutoffs the gates look at (declared, recorded or budgeted); when no gate names
+        one, the ``retrieval_ks`` cutoff nearest 10."""
+        specs = [t.spec for t in self.thresholds] + [b.spec for b in self.budgets]
+        ks = {s.k for s in specs if s.k is not None and s.name != "judged"}
+        for gate in self.gate_outcomes:
+            spec = MetricSpec.parse(gate.metric)
+            if spec.k is not None and spec.name != "judged":
+                ks.add(spec.k)
+        if not ks:
+            ks = {min(self.settings.ks, key=lambda k: (abs(k - 10), k))}
+        return tuple(sorted(ks))
+
+    def coverage(self) -> list[Coverage]:
+        """judged@K per stage at each cutoff the gates look at, over the visible queries
+        (the held-out split's coverage is not shown: it would describe its rankings)."""
+        if not self.outcomes:
+            return []
+        visible = [q.id for q in self.scorable_queries() if q.split != self.heldout_name]
+        found = []
+        for stage in self.stages:
+            specs = [MetricSpec("judged", k) for k in self.gated_cutoffs()]
+            evaluation = self.evaluation(stage, specs).restrict(visible)
+            for spec in specs:
+                values = [v for v in evaluation.columns[str(spec)] if v is not None]
+                found.append(
+                    Coverage(
+                        stage=stage,
+                        cutoff=spec.k or 0,
+                        value=sum(values) / len(values) if values else None,
+                        queries=len(values),
+                        with_holes=sum(1 for v in values if v < 1.0),
+                    )
+                )
+        return found
+
+    def machine_judgments(self) -> int:
+        """How many judgments of the golden set were made by a machine (``--prefill``)."""
+        return sum(1 for q in self.golden for label in q.provenance.values() if label.is_machine)
 
     def refusal(self, corpus_ids: Collection[str] | None = None) -> str | None:
         """Why this run's numbers would be meaningless, as a usage error; None when they are not.

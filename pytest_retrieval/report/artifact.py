@@ -107,6 +107,8 @@ def build_artifact(
             latency[stage] = {"p50": pair[0], "p95": pair[1]}
     failed = session.failed_queries()
     warnings = [w.to_dict() for w in session.short_rankings()] if session.has_run else []
+    coverage = session.coverage() if session.has_run else []
+    warnings += [c.to_dict() for c in coverage if c.low]
     return {
         "schema": ARTIFACT_SCHEMA,
         "schema_version": ARTIFACT_SCHEMA_VERSION,
@@ -122,6 +124,8 @@ def build_artifact(
             "splits": _counts(q.split for q in golden),
             "slices": _counts(s for q in golden for s in q.slices),
             "no_answer": sum(1 for q in golden if q.is_no_answer),
+            "judgments": sum(len(q.judgments) for q in golden),
+            "machine_judgments": session.machine_judgments(),
         },
         "heldout": {
             "split": session.heldout_name,
@@ -148,6 +152,7 @@ def build_artifact(
             if not session.is_redacted(golden[o.query_id])
         ],
         "warnings": warnings,
+        "coverage": [c.to_dict() for c in coverage],
         "latency_ms": latency,
         "regressions": [r.to_dict() for r in session.regression_outcomes],
         "declared": {k: list(v) for k, v in (declared or {}).items()},

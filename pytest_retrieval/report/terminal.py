@@ -104,7 +104,20 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
         if lines:
             lines.append("")
         lines.extend(f"warning: {w.message}" for w in warnings)
-    if quiet and not failed and not failed_gates and not warnings:
+    coverage = session.coverage() if session.has_run else []
+    if not quiet:
+        lines.extend(c.line for c in coverage if not c.low)
+        machine = session.machine_judgments()
+        if machine:
+            total = sum(len(q.judgments) for q in golden)
+            lines.append(
+                f"judgments: {machine} of {total} are machine-made (labeled_by machine:...); "
+                "review them before trusting gates that rest on them"
+            )
+    # A warning, not a failure: -q (only what failed) leaves it to the full summary.
+    low = [c for c in coverage if c.low] if not quiet else []
+    lines.extend(f"warning: {c.message}" for c in low)
+    if quiet and not failed and not failed_gates and not warnings and not low:
         return []
     return lines
 
