@@ -246,26 +246,45 @@ class Coverage:
             f"{self.cutoff})"
         )
 
-    @property
-    def message(self) -> str:
-        """The warning when coverage is low."""
-        share = 1.0 - (self.value or 0.0)
-        return (
-            f"low judgment coverage: judged@{self.cutoff} = {self.value or 0.0:.4f} "
-            f"[{self.stage}]: {share:.0%} of the top-{self.cutoff} results the gates look at "
-            f"carry no judgment and count as non-relevant ({self.with_holes} of {self.queries} "
-            "queries); pool and label them (pytest-retrieval golden pool), or gate "
-            f"judged@{self.cutoff}"
-        )
-
     def to_dict(self) -> dict[str, object]:
-        """Builtins, for the artifact (its ``coverage`` list, and ``warnings`` when low)."""
+        """Builtins, for the artifact's ``coverage`` list."""
         return {
-            "kind": "low_coverage",
             "stage": self.stage,
             "cutoff": self.cutoff,
             "value": self.value,
             "queries": self.queries,
             "with_holes": self.with_holes,
-            "message": self.message if self.low else self.line,
+            "message": self.line,
         }
+
+
+def coverage_warnings(found: Sequence[Coverage]) -> list[dict[str, object]]:
+    """One warning per stage whose coverage is low at some cutoff the gates look at (the
+    artifact's ``warnings`` entries, kind ``low_coverage``; ``message`` is what is printed)."""
+    out: list[dict[str, object]] = []
+    for stage in dict.fromkeys(c.stage for c in found):
+        low = [c for c in found if c.stage == stage and c.low]
+        if not low:
+            continue
+        worst = min(low, key=lambda c: (c.value or 0.0, c.cutoff))
+        values = ", ".join(f"judged@{c.cutoff} = {c.value or 0.0:.4f}" for c in low)
+        share = 1.0 - (worst.value or 0.0)
+        message = (
+            f"low judgment coverage [{stage}]: {values}: up to {share:.0%} of the top "
+            f"results the gates look at carry no judgment and count as non-relevant "
+            f"({worst.with_holes} of {worst.queries} queries have holes in the top "
+            f"{worst.cutoff}); pool and label them (pytest-retrieval golden pool), or gate "
+            f"judged@{worst.cutoff}"
+        )
+        out.append(
+            {
+                "kind": "low_coverage",
+                "stage": stage,
+                "cutoff": worst.cutoff,
+                "value": worst.value,
+                "with_holes": worst.with_holes,
+                "queries": worst.queries,
+                "message": message,
+            }
+        )
+    return out

@@ -206,18 +206,24 @@ class RetrievalSession:
                 found.append(finding)
         return found
 
-    def gated_cutoffs(self) -> tuple[int, ...]:
-        """The cutoffs the gates look at (declared, recorded or budgeted); when no gate names
-        one, the ``retrieval_ks`` cutoff nearest 10."""
-        specs = [t.spec for t in self.thresholds] + [b.spec for b in self.budgets]
-        ks = {s.k for s in specs if s.k is not None and s.name != "judged"}
-        for gate in self.gate_outcomes:
-            spec = MetricSpec.parse(gate.metric)
+    def gated_cutoffs(self) -> dict[str, tuple[int, ...]]:
+        """Per stage, the cutoffs the gates look at (declared, recorded or budgeted; a gate
+        without a stage looks at the final one). When no gate names a cutoff, the final stage
+        at the ``retrieval_ks`` cutoff nearest 10."""
+        pairs: set[tuple[str, int]] = set()
+        declared = [(t.spec, t.selection.stage) for t in self.thresholds]
+        declared += [(b.spec, b.selection.stage) for b in self.budgets]
+        declared += [(MetricSpec.parse(g.metric), g.stage) for g in self.gate_outcomes]
+        for spec, stage in declared:
             if spec.k is not None and spec.name != "judged":
-                ks.add(spec.k)
-        if not ks:
-            ks = {min(self.settings.ks, key=lambda k: (abs(k - 10), k))}
-        return tuple(sorted(ks))
+                pairs.add((stage or self.default_stage, spec.k))
+        if not pairs:
+            pairs.add((self.default_stage, min(self.settings.ks, key=lambda k: (abs(k - 10), k))))
+        return {
+            stage: tuple(sorted(k for s, k in pairs if s == stage))
+            for stage in self.stages
+            if any(s == stage for s, _k in pairs)
+        }
 
     def coverage(self) -> list[Coverage]:
         """judged@K per stage at each cutoff the gates look at, over the visible queries
@@ -226,8 +232,8 @@ class RetrievalSession:
             return []
         visible = [q.id for q in self.scorable_queries() if q.split != self.heldout_name]
         found = []
-        for stage in self.stages:
-            specs = [MetricSpec("judged", k) for k in self.gated_cutoffs()]
+        for stage, cutoffs in self.gated_cutoffs().items():
+            specs = [MetricSpec("judged", k) for k in cutoffs]
             evaluation = self.evaluation(stage, specs).restrict(visible)
             for spec in specs:
                 values = [v for v in evaluation.columns[str(spec)] if v is not None]

@@ -38,10 +38,10 @@ def test_the_summary_and_the_artifact_show_coverage_where_the_gates_look(
     result.stdout.fnmatch_lines(
         esc(
             [
-                "warning: low judgment coverage: judged@3 = 0.2500 [retriever]: 75% of the "
-                "top-3 results the gates look at carry no judgment and count as non-relevant "
-                "(4 of 4 queries); pool and label them (pytest-retrieval golden pool), or gate "
-                "judged@3",
+                "warning: low judgment coverage [retriever]: judged@3 = 0.2500: up to 75% of "
+                "the top results the gates look at carry no judgment and count as non-relevant "
+                "(4 of 4 queries have holes in the top 3); pool and label them "
+                "(pytest-retrieval golden pool), or gate judged@3",
             ]
         )
     )

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InputError, Problem
 from ..files import read_text_file
 from ..metrics import MetricSpec
+from ..runchecks import coverage_warnings
 from ..session import RetrievalSession
 
 ARTIFACT_SCHEMA = "pytest-retrieval/artifact"
@@ -108,7 +109,7 @@ def build_artifact(
     failed = session.failed_queries()
     warnings = [w.to_dict() for w in session.short_rankings()] if session.has_run else []
     coverage = session.coverage() if session.has_run else []
-    warnings += [c.to_dict() for c in coverage if c.low]
+    warnings += coverage_warnings(coverage)
     return {
         "schema": ARTIFACT_SCHEMA,
         "schema_version": ARTIFACT_SCHEMA_VERSION,

@@ -115,8 +115,10 @@ def render_summary(session: RetrievalSession, *, quiet: bool = False) -> list[st
                 "review them before trusting gates that rest on them"
             )
     # A warning, not a failure: -q (only what failed) leaves it to the full summary.
-    low = [c for c in coverage if c.low] if not quiet else []
-    lines.extend(f"warning: {c.message}" for c in low)
+    from ..runchecks import coverage_warnings
+
+    low = coverage_warnings(coverage) if not quiet else []
+    lines.extend(f"warning: {w['message']}" for w in low)
     if quiet and not failed and not failed_gates and not warnings and not low:
         return []
     return lines
