@@ -354,3 +354,33 @@ def test_pool_reads_a_baseline_s_stored_rankings(
 def test_provenance_is_refused_for_a_document_without_judgment() -> None:
     with pytest.raises(Exception, match="provenance names 'x', which has no judgment"):
         Query("q", "t", {"a": 1}, provenance={"x": Label("alice")})
+
+
+def test_the_pool_command_prefills_with_a_user_function(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_judge.py").write_text(
+        "def judge(query_id, text, doc_id, title, body):\n"
+        "    return 2 if doc_id == 'returns' else None\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    golden = _golden(tmp_path)
+    other = _run(tmp_path, "other", OTHER)
+    sheet = tmp_path / "sheet.csv"
+    argv = ["golden", "pool", str(other), "--depth", "1", "--golden", str(golden)]
+    assert main([*argv, "--prefill", "my_judge:judge", "--output", str(sheet)]) == 0
+    assert "1 pre-graded by my_judge:judge" in capsys.readouterr().out
+    rows, _ = read_worksheet(sheet)
+    assert [(r.doc_id, r.grade, r.labeled_by) for r in rows] == [
+        ("returns", 2, "machine:my_judge:judge"),
+        ("faq", None, None),
+    ]
+    merged = tmp_path / "merged.yaml"
+    assert main(["golden", "merge", str(golden), str(sheet), "--output", str(merged)]) == 0
+    assert "1 machine-made" in capsys.readouterr().out
+    assert main(["golden", "stats", str(merged)]) == 0
+    assert "judgments with provenance: 1 of 5 (1 machine-made, 0 by people)" in (
+        capsys.readouterr().out
+    )

@@ -120,3 +120,20 @@ def test_a_baseline_survives_new_labels_in_rescore_mode(
         "rescore mode: the baseline's stored rankings and this run's re-scored against the "
         "current labels (1 relabelled queries: invoice); comparing 4 queries"
     ) in outcome["message"]
+
+
+def test_the_summary_counts_machine_made_judgments(retrieval_project: RetrievalProject) -> None:
+    golden = GOLDEN.replace(
+        "    relevant: [refund-policy]\n",
+        "    relevant: {refund-policy: 1, shipping: 0}\n"
+        "    provenance: {shipping: {by: 'machine:judges:llm', at: '2026-05-01'}}\n",
+    )
+    assert golden != GOLDEN
+    retrieval_project.write(golden=golden, tests=RUN)
+    result = retrieval_project.run("--retrieval-json", "out.json")
+    result.assert_outcomes(passed=1)
+    # refund 2 judgments, sso 2, invoice 2, fax 0, the held-out query 1.
+    result.stdout.fnmatch_lines(
+        ["judgments: 1 of 7 are machine-made (labeled_by machine:...); review them*"]
+    )
+    assert retrieval_project.artifact()["golden"]["machine_judgments"] == 1

@@ -308,3 +308,20 @@ def test_skip_agrees_with_pytrec_eval_judged_docs_only_on_seeded_random_runs(see
     run, qrels = _random_case(seed)
     assert _assert_matches_pytrec_eval(run, qrels) > 0
     assert _assert_matches_pytrec_eval(run, qrels, min_grade=2) > 0
+
+
+def test_the_evaluate_command_takes_unjudged_skip(
+    trec_eval_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from pytest_retrieval.cli import main
+
+    qrels, run = trec_eval_dir / "qrels.test", trec_eval_dir / "results.test"
+    argv = ["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "map@1000", "--json"]
+    assert main([*argv, "--per-query", "--unjudged", "skip"]) == 0
+    per_query = json.loads(capsys.readouterr().out)["per_query"]
+    expected = _reference(read_run(run), read_qrels(qrels))
+    assert {q: v["map@1000"] for q, v in per_query.items()} == pytest.approx(
+        {q: v["map@1000"] for q, v in expected.items()}
+    )
