@@ -18,12 +18,13 @@ Gates, used inside tests of a session with a golden set:
     (stage, split, slice), ``GateUsageError``, ``RetrievalSession`` (the
     ``retrieval_session`` fixture's type).
 Golden sets:
-    ``Query``, ``GoldenSet``, ``load_golden``, ``write_golden``.
+    ``Query``, ``GoldenSet``, ``Label`` (a judgment's provenance), ``load_golden``,
+    ``write_golden``.
 Scoring without pytest:
     ``evaluate``, ``Evaluation``, ``MetricSpec``, ``DuplicateGroups`` and the per-query metric
     functions
     ``recall_at_k``, ``precision_at_k``, ``hit_rate_at_k``, ``reciprocal_rank``,
-    ``average_precision``, ``dcg``, ``ndcg_at_k``, ``r_precision``.
+    ``average_precision``, ``dcg``, ``ndcg_at_k``, ``r_precision``, ``judged_at_k`` (coverage).
 Retrievers:
     ``HaystackPipeline`` (names a Haystack pipeline's query input), ``describe_retriever``
     (how the runner will call an object, and whether the depth reaches it), ``RetrieverShape``,
@@ -44,6 +45,7 @@ __all__ = [
     "GoldenSetError",
     "HaystackPipeline",
     "InputError",
+    "Label",
     "MetricSpec",
     "Problem",
     "Query",
@@ -70,6 +72,7 @@ __all__ = [
     "evaluate",
     "hit_rate_at",
     "hit_rate_at_k",
+    "judged_at_k",
     "load_golden",
     "map_at",
     "mrr",
@@ -112,7 +115,7 @@ _EXPORTS: dict[str, str] = {
         ),
         "gates",
     ),
-    **dict.fromkeys(("GoldenSet", "Query"), "golden"),
+    **dict.fromkeys(("GoldenSet", "Label", "Query"), "golden"),
     **dict.fromkeys(("load_golden", "write_golden"), "formats.golden_io"),
     **dict.fromkeys(("Evaluation", "evaluate"), "evaluate"),
     "DuplicateGroups": "dedup",
@@ -122,6 +125,7 @@ _EXPORTS: dict[str, str] = {
             "average_precision",
             "dcg",
             "hit_rate_at_k",
+            "judged_at_k",
             "ndcg_at_k",
             "precision_at_k",
             "r_precision",
@@ -166,12 +170,13 @@ if TYPE_CHECKING:
         precision_at,
         recall_at,
     )
-    from .golden import GoldenSet, Query
+    from .golden import GoldenSet, Label, Query
     from .metrics import (
         MetricSpec,
         average_precision,
         dcg,
         hit_rate_at_k,
+        judged_at_k,
         ndcg_at_k,
         precision_at_k,
         r_precision,

@@ -1,12 +1,16 @@
 """The baseline file: a committed snapshot of per-query quality (the format only).
 
 A **snapshot** holds, per query (outside the held-out split) and per stage, every metric's value,
-the rank of each relevant document and the top of the ranking; plus the golden-set fingerprint,
-a label hash per query, and the settings that change numbers. The **baseline file** is a snapshot
-written as deterministic JSON (sorted keys, indent 2, rounded floats, trailing newline), only on
-an explicit update, atomically. The JSON artifact carries the same snapshot, so the offline CLI
-(``pytest-retrieval compare``) and the plugin run the very same comparison, whose rule lives in
-:mod:`pytest_retrieval.regression`.
+the rank of each relevant document and the ranking to the retrieval depth; plus the golden-set
+fingerprint, a label hash per query, the query's judgments and a hash of its text (schema
+version 2: what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings against
+new labels, see :mod:`pytest_retrieval.rescore`), and the settings that change numbers.
+Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no judgments) are still read.
+
+The **baseline file** is a snapshot written as deterministic JSON (sorted keys, indent 2,
+rounded floats, trailing newline), only on an explicit update, atomically. The JSON artifact
+carries the same snapshot, so the offline CLI (``pytest-retrieval compare``) and the plugin run
+the very same comparison, whose rule lives in :mod:`pytest_retrieval.regression`.
 
 Held-out queries never enter a baseline with per-query detail.
 """
@@ -28,10 +32,13 @@ from .gates import Selection
 from .golden import GoldenSet
 
 BASELINE_SCHEMA = "pytest-retrieval/baseline"
-BASELINE_SCHEMA_VERSION = 1
+BASELINE_SCHEMA_VERSION = 2
+#: Every baseline schema version this release reads (1: no judgments, top 10 ids only).
+READABLE_VERSIONS = (1, 2)
 #: Decimals kept for every float in a baseline (enough for 4-decimal reports, short diffs).
 DECIMALS = 6
-#: How many ids of each ranking a snapshot keeps for context.
+#: How many ids of each ranking a version-1 snapshot kept; version 2 keeps the ranking to the
+#: retrieval depth (the ``depth`` setting it records).
 TOP_KEPT = 10
 
 
@@ -48,6 +55,11 @@ def _round_all(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_round_all(v) for v in value]
     return value
+
+
+def text_hash(text: str | None) -> str:
+    """A short hash of a query's text (rescoring needs to know the text did not change)."""
+    return hashlib.sha256(json.dumps(text, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 def label_hash(
@@ -71,14 +83,18 @@ class QuerySnapshot:
     labels: str
     metrics: Mapping[str, Mapping[str, float | None]]  # stage -> metric -> value
     relevant_ranks: Mapping[str, Mapping[str, int | None]]  # stage -> doc -> rank (None: missing)
-    top: Mapping[str, tuple[str, ...]]  # stage -> first ids
+    top: Mapping[str, tuple[str, ...]]  # stage -> the ranking, to the retrieval depth
     #: stage -> metric -> run-to-run standard deviation (ddof=1) over the baseline's runs; empty
     #: for a single-run snapshot (the key is then left out of the file).
     spread: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    #: The labels the values were scored with (version 2; ``None`` in a version-1 baseline).
+    judgments: Mapping[str, int] | None = None
+    #: :func:`text_hash` of the query text (version 2; ``None`` in a version-1 baseline).
+    text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins, floats rounded."""
-        out = {
+        out: dict[str, Any] = {
             "split": self.split,
             "slices": list(self.slices),
             "labels": self.labels,
@@ -94,11 +110,17 @@ class QuerySnapshot:
                 stage: {m: round_value(v) for m, v in values.items()}
                 for stage, values in self.spread.items()
             }
+        if self.judgments is not None:
+            out["judgments"] = dict(self.judgments)
+        if self.text is not None:
+            out["text"] = self.text
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuerySnapshot:
         """Inverse of :meth:`to_dict`."""
+        judgments = data.get("judgments")
+        text = data.get("text")
         return cls(
             split=str(data["split"]),
             slices=tuple(data.get("slices", ())),
@@ -107,6 +129,8 @@ class QuerySnapshot:
             relevant_ranks={s: dict(r) for s, r in data.get("relevant_ranks", {}).items()},
             top={s: tuple(t) for s, t in data.get("top", {}).items()},
             spread={s: dict(v) for s, v in (data.get("spread") or {}).items()},
+            judgments=dict(judgments) if isinstance(judgments, Mapping) else None,
+            text=str(text) if text is not None else None,
         )
 
 
@@ -128,11 +152,14 @@ class Snapshot:
     #: How many runs of the retriever the per-query values are the means of (1: one run; the
     #: key is then left out of the file, so single-run baselines read as before).
     n_runs: int = 1
+    #: The schema version the snapshot was read from (a new one is the current version).
+    schema_version: int = BASELINE_SCHEMA_VERSION
 
     def to_dict(self, *, lazy: bool = False) -> dict[str, Any]:
-        """The baseline document (builtins). ``lazy``: the per-query entries are built as they
-        are read (:class:`~pytest_retrieval.files.LazyMapping`), for a document written once
-        (the artifact's snapshot), not held."""
+        """The baseline document (builtins), in the version it was read from (a version-1
+        baseline lacks what version 2 adds, so it is never relabelled). ``lazy``: the per-query
+        entries are built as they are read (:class:`~pytest_retrieval.files.LazyMapping`), for a
+        document written once (the artifact's snapshot), not held."""
         if lazy:
             from .files import LazyMapping
 
@@ -143,7 +170,7 @@ class Snapshot:
             queries = {qid: q.to_dict() for qid, q in sorted(self.queries.items())}
         out = {
             "schema": BASELINE_SCHEMA,
-            "schema_version": BASELINE_SCHEMA_VERSION,
+            "schema_version": self.schema_version,
             "plugin_version": self.plugin_version,
             "created": self.created,
             "golden": {"fingerprint": self.fingerprint, "queries": len(self.queries)},
@@ -193,6 +220,7 @@ class Snapshot:
             created=str(data.get("created", "")),
             index_version=data.get("index_version"),
             n_runs=int(data.get("n_runs", 1)),
+            schema_version=int(data.get("schema_version", BASELINE_SCHEMA_VERSION)),
         )
 
 
@@ -262,11 +290,11 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
             )
         )
     version = data.get("schema_version")
-    if version != BASELINE_SCHEMA_VERSION:
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise InputError(
             Problem(
                 f"baseline schema version {version!r} is not supported (this plugin reads "
-                f"version {BASELINE_SCHEMA_VERSION})",
+                f"versions {', '.join(map(str, READABLE_VERSIONS))})",
                 fix=refresh,
                 source=name,
             )
@@ -354,6 +382,19 @@ def snapshot_problems(
             for stage, ids in top.items():
                 if not _str_list(ids):
                     problem("must be a list of doc ids", query_id=qid, field=f"top.{stage}")
+        # Version 2: the labels the values were scored with, and the text's hash (rescore).
+        judgments = entry.get("judgments")
+        if "judgments" in entry and (
+            not isinstance(judgments, Mapping)
+            or not all(isinstance(d, str) and type(g) is int for d, g in judgments.items())
+        ):
+            problem(
+                '"judgments" must be an object of doc id -> integer grade',
+                query_id=qid,
+                field="judgments",
+            )
+        if "text" in entry and not isinstance(entry["text"], str):
+            problem('"text" must be a string (the hash of the query text)', query_id=qid)
         values = entry.get("metrics")
         if not isinstance(values, Mapping):
             problem('"metrics" must be an object of stage -> metric -> value', query_id=qid)
@@ -454,12 +495,15 @@ def build_snapshot(
     heldout_ids: Sequence[str] = (),
     index_version: str | None = None,
 ) -> Snapshot:
-    """Per-query values, relevant ranks and top ids of every ``visible`` query, per stage.
+    """Per-query values, relevant ranks, judgments and rankings of every ``visible`` query.
 
-    Held-out queries never enter with per-query detail: ``heldout_ids`` (when the split is
-    unsealed) only adds their means.
+    Each ranking is kept to ``settings["depth"]`` (the depth asked of the retriever) when the
+    settings record one, else whole. Held-out queries never enter with per-query detail:
+    ``heldout_ids`` (when the split is unsealed) only adds their means.
     """
     stages = tuple(per_stage)
+    raw_depth = settings.get("depth")
+    depth = raw_depth if type(raw_depth) is int and raw_depth > 0 else None
     columns = {
         stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
     }
@@ -482,6 +526,13 @@ def build_snapshot(
             ranking = ranking_of(query.id, stage)
             ranks[stage] = _first_ranks(ranking, relevant)
             tops[stage] = ranking[:TOP_KEPT]
+            first: dict[str, int] = {}
+            wanted = set(relevant)
+            for rank, doc in enumerate(ranking, start=1):
+                if doc in wanted and doc not in first:
+                    first[doc] = rank
+            ranks[stage] = {doc: first.get(doc) for doc in relevant}
+            tops[stage] = tuple(ranking[:depth]) if depth is not None else tuple(ranking)
         queries[query.id] = QuerySnapshot(
             split=query.split,
             slices=query.slices,
@@ -489,6 +540,8 @@ def build_snapshot(
             metrics=metrics,
             relevant_ranks=ranks,
             top=tops,
+            judgments=dict(query.judgments),
+            text=text_hash(query.text),
         )
     heldout: dict[str, Any] = {}
     if heldout_ids:

@@ -12,6 +12,15 @@ evaluation decides which queries count:
   (default; the value is ``None`` and the query is left out of the means, counted in
   ``skipped_no_relevant``), ``"zero"`` (every metric scores 0.0, trec_eval's behaviour) or
   ``"one"`` (every metric scores 1.0: the no-answer query is treated as always right).
+* Unjudged documents (absent from a query's judgments) follow the ``unjudged`` convention:
+  ``"nonrelevant"`` (default; they count as non-relevant and keep their rank) or ``"skip"``
+  (trec_eval's ``-J``: each ranking is scored with its unjudged documents removed, so judged
+  documents move up; the cutoffs then count judged documents only). A negative grade (TREC
+  qrels' "in the pool, not judged") is unjudged in both conventions' sense of the word.
+* ``judged@K`` is coverage, computed on the ranking as returned (before ``"skip"`` removes
+  anything) for every judged query, no-answer ones included: ``no_relevant`` does not apply
+  to it, since an unlabelled result is a hole whatever the query's answer. See
+  :func:`pytest_retrieval.metrics.judged_at_k`.
 * Means are macro averages (every query weighs the same) over the queries with a value.
   :attr:`Evaluation.micro` holds micro averages where they are defined (recall, precision).
 * Duplicates (``duplicates=``, a :class:`~pytest_retrieval.dedup.DuplicateGroups`): every
@@ -48,6 +57,7 @@ from .metrics import (
 )
 
 NoRelevant = Literal["skip", "zero", "one"]
+Unjudged = Literal["nonrelevant", "skip"]
 _NO_RELEVANT_VALUES: dict[str, float | None] = {"skip": None, "zero": 0.0, "one": 1.0}
 
 _DISCOUNTS: list[float] = [0.0]  # _DISCOUNTS[rank] = 1 / log2(rank + 1), grown on demand
@@ -95,6 +105,7 @@ class Evaluation:
     unmeasured: Mapping[str, str] = field(default_factory=dict)
     #: True when the metrics were scored per duplicate group (see :mod:`.dedup`).
     deduplicated: bool = False
+    unjudged: Unjudged = "nonrelevant"
     _relevant_counts: Sequence[int] = field(default=(), repr=False)
     _hit_counts: Mapping[str, Sequence[int]] = field(default_factory=dict, repr=False)
 
@@ -163,13 +174,14 @@ class Evaluation:
             no_relevant=self.no_relevant,
             unmeasured=self.unmeasured,
             deduplicated=self.deduplicated,
+            unjudged=self.unjudged,
             _relevant_counts=[self._relevant_counts[i] for i in rows],
             _hit_counts={name: [hits[i] for i in rows] for name, hits in self._hit_counts.items()},
         )
 
 
 # Metric kinds, as small ints so the per-query loop compares cheaply.
-_RECALL, _PRECISION, _HIT, _NDCG, _MAP, _MRR, _RPREC = range(7)
+_RECALL, _PRECISION, _HIT, _NDCG, _MAP, _MRR, _RPREC, _JUDGED = range(8)
 _KIND = {
     "recall": _RECALL,
     "precision": _PRECISION,
@@ -178,6 +190,7 @@ _KIND = {
     "map": _MAP,
     "mrr": _MRR,
     "r_precision": _RPREC,
+    "judged": _JUDGED,
 }
 
 
@@ -191,6 +204,26 @@ def _check_no_relevant(value: object) -> NoRelevant:
     raise ValueError(f"no_relevant must be 'skip', 'zero' or 'one', got {value!r}")
 
 
+def check_unjudged(value: object) -> Unjudged:
+    """Return ``value`` if it is ``"nonrelevant"`` or ``"skip"``, else raise ValueError."""
+    if value == "nonrelevant":
+        return "nonrelevant"
+    if value == "skip":
+        return "skip"
+    raise ValueError(
+        f"unjudged must be 'nonrelevant' (unjudged documents count as non-relevant) or 'skip' "
+        f"(removed before scoring, trec_eval -J), got {value!r}"
+    )
+
+
+def _coverage(ranking: Sequence[str], judgments: Mapping[str, int], k: int) -> float | None:
+    """judged@K of one ranking (see :func:`pytest_retrieval.metrics.judged_at_k`)."""
+    top = ranking[:k]
+    if not top:
+        return None
+    return sum(1 for doc in top if judgments.get(doc, -1) >= 0) / len(top)
+
+
 def evaluate(
     run: Mapping[str, Sequence[str]],
     qrels: Mapping[str, Mapping[str, int]],
@@ -202,6 +235,7 @@ def evaluate(
     duplicates: DuplicateGroups | None = None,
     scores: Mapping[str, Sequence[float | None]] | None = None,
     score_floor: float | None = None,
+    unjudged: Unjudged = "nonrelevant",
 ) -> Evaluation:
     """Score ``run`` against ``qrels`` on ``metrics``; see the module docstring for conventions.
 
@@ -217,7 +251,13 @@ def evaluate(
     extra = [s for s in specs if s.name in EXTENSION_METRICS]
     if duplicates is None and not extra:  # the common case: the kernel alone, untouched
         return _evaluate(
-            run, qrels, judged, gain=gain, min_grade=min_grade, no_relevant=no_relevant
+            run,
+            qrels,
+            judged,
+            gain=gain,
+            min_grade=min_grade,
+            no_relevant=no_relevant,
+            unjudged=unjudged,
         )
     scored_run, scored_qrels = (
         (run, qrels) if duplicates is None else collapse(run, qrels, duplicates)
@@ -229,6 +269,7 @@ def evaluate(
         gain=gain,
         min_grade=min_grade,
         no_relevant=no_relevant,
+        unjudged=unjudged,
     )
     columns: dict[str, Sequence[float | None]] = dict(base.columns)
     unmeasured: dict[str, str] = {}
@@ -262,12 +303,14 @@ def _evaluate(
     gain: Gain = "exponential",
     min_grade: int = 1,
     no_relevant: NoRelevant = "skip",
+    unjudged: Unjudged = "nonrelevant",
 ) -> Evaluation:
     """The kernel: the judged metrics of :func:`evaluate`, without duplicates or abstention."""
     specs = tuple(dict.fromkeys(MetricSpec.parse(m) for m in metrics))
     gain = check_gain(gain)
     min_grade = check_min_grade(min_grade)
     no_relevant = _check_no_relevant(no_relevant)
+    drop_unjudged = check_unjudged(unjudged) == "skip"
     constant = _NO_RELEVANT_VALUES[no_relevant]
 
     plan = [(_KIND[s.name], s.k) for s in specs]
@@ -279,6 +322,7 @@ def _evaluate(
     need_ndcg = any(kind == _NDCG for kind, _k in plan)
     exponential = gain == "exponential"
     count_kinds = (_RECALL, _PRECISION)
+    coverage_plan = [(i, k) for i, (kind, k) in enumerate(plan) if kind == _JUDGED]
 
     names = [str(s) for s in specs]
     columns: list[list[float | None]] = [[] for _ in specs]
@@ -302,14 +346,22 @@ def _evaluate(
                 f"run[{qid!r}] must be a sequence of doc id strings, "
                 f"got {type(ranking).__name__} starting with {ranking[:1]!r}"
             )
+        coverage: dict[int, float | None] = {}
+        for i, k in coverage_plan:
+            assert k is not None
+            coverage[i] = _coverage(ranking, judgments, k)
+        if drop_unjudged:
+            # trec_eval -J: the unjudged documents leave the ranking before any cutoff applies.
+            # A negative grade (TREC's "in the pool, not judged") is unjudged too, as there.
+            ranking = [doc for doc in ranking if judgments.get(doc, -1) >= 0]
         positive = {doc: grade for doc, grade in judgments.items() if grade > 0}
         n_relevant = sum(1 for grade in positive.values() if grade >= min_grade)
         relevant_counts.append(n_relevant)
         if n_relevant == 0:
             if constant is None:
                 skipped.append(qid)
-            for column in columns:
-                column.append(constant)
+            for i, column in enumerate(columns):
+                column.append(coverage.get(i, constant))
             for hits_column in hit_columns.values():
                 hits_column.append(0)
             continue
@@ -357,8 +409,10 @@ def _evaluate(
                     ideal_prefix.append(ideal_prefix[-1] + gained * discounts[rank])
             hit_ranks = [rank for rank, _grade in hits]
 
-        for column, name, (kind, k) in zip(columns, names, plan):
-            if kind in count_kinds:
+        for i, (column, name, (kind, k)) in enumerate(zip(columns, names, plan)):
+            if kind == _JUDGED:
+                column.append(coverage[i])
+            elif kind in count_kinds:
                 assert k is not None
                 count = bisect_right(branks, k)
                 hit_columns[name].append(count)
@@ -391,6 +445,7 @@ def _evaluate(
         gain=gain,
         min_grade=min_grade,
         no_relevant=no_relevant,
+        unjudged="skip" if drop_unjudged else "nonrelevant",
         _relevant_counts=relevant_counts,
         _hit_counts=hit_columns,
     )

@@ -4,7 +4,9 @@ A :class:`GoldenSet` is an ordered tuple of :class:`Query` records. Each query h
 its text, graded judgments (``{doc id: grade}``: grade 0 means judged not relevant, a doc that is
 absent is unjudged, and an empty mapping marks a *no-answer* query), any number of slice tags and
 exactly one split (``tune`` unless stated; the held-out split is called ``heldout`` unless
-configured otherwise).
+configured otherwise). A judgment may carry its provenance (:class:`Label`: who or what graded
+it, and when), which is kept in the file and counted by ``golden stats`` but is not a label:
+the fingerprint ignores it.
 
 This module is the model only (queries, the set's rules, the fingerprint, the leakage guard,
 joining sets). Every reader and writer lives in :mod:`pytest_retrieval.formats`, which imports
@@ -247,6 +249,69 @@ def _query_problems(
     return problems, grades, names
 
 
+#: The prefix of a ``labeled_by`` that names a machine (``--prefill``), not a person.
+MACHINE_PREFIX = "machine:"
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """Where one judgment came from: ``by`` (a person's name, or ``machine:module:function``
+    for a machine pre-label) and ``at`` (an ISO 8601 date or time, or None)."""
+
+    by: str
+    at: str | None = None
+
+    @property
+    def is_machine(self) -> bool:
+        """True for a machine-made judgment (``by`` starts with ``machine:``)."""
+        return self.by.startswith(MACHINE_PREFIX)
+
+    def to_dict(self) -> dict[str, str]:
+        """``{"by": ..., "at": ...}`` (``at`` left out when unknown)."""
+        return {"by": self.by} if self.at is None else {"by": self.by, "at": self.at}
+
+
+def _provenance_problems(
+    provenance: object, judgments: Mapping[str, int], qid: str | None
+) -> tuple[list[Problem], dict[str, Label]]:
+    problems: list[Problem] = []
+    labels: dict[str, Label] = {}
+    if provenance is None:
+        return problems, labels
+    if not isinstance(provenance, Mapping):
+        problems.append(
+            Problem(
+                f"provenance must be a mapping of doc id to Label, got {provenance!r}",
+                "pass {doc_id: Label(by, at)}",
+                query_id=qid,
+                field="provenance",
+            )
+        )
+        return problems, labels
+    for doc, label in provenance.items():
+        if doc not in judgments:
+            problems.append(
+                Problem(
+                    f"provenance names {doc!r}, which has no judgment",
+                    "give provenance only for judged documents",
+                    query_id=qid,
+                    field="provenance",
+                )
+            )
+        elif not isinstance(label, Label) or not isinstance(label.by, str) or not label.by.strip():
+            problems.append(
+                Problem(
+                    f"provenance of {doc!r} must be a Label with a non-blank 'by', got {label!r}",
+                    "name who or what graded it: Label('alice', '2024-05-01')",
+                    query_id=qid,
+                    field="provenance",
+                )
+            )
+        else:
+            labels[doc] = label
+    return problems, labels
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Query:
     """One labelled query.
@@ -257,7 +322,8 @@ class Query:
     numeric ids yourself (the file loaders do). ``text`` is ``None`` only for TREC qrels read
     without a topics file. Slices are stored sorted and without duplicates; the judgments keep
     their given order in a read-only mapping. Invalid parts raise
-    :class:`~pytest_retrieval.errors.GoldenSetError`.
+    :class:`~pytest_retrieval.errors.GoldenSetError`. ``provenance`` maps judged doc ids to
+    their :class:`Label`; it is not compared, hashed or fingerprinted (it is not a label).
     """
 
     id: QueryId
@@ -265,6 +331,7 @@ class Query:
     judgments: Judgments = field(hash=False)
     slices: tuple[str, ...]
     split: str
+    provenance: Mapping[DocId, Label] = field(hash=False, compare=False)
 
     def __init__(
         self,
@@ -273,8 +340,11 @@ class Query:
         judgments: Judgments | Iterable[DocId],
         slices: Iterable[str] = (),
         split: str = DEFAULT_SPLIT,
+        provenance: Mapping[DocId, Label] | None = None,
     ) -> None:
         problems, grades, names = _query_problems(id, text, judgments, slices, split)
+        more, labels = _provenance_problems(provenance, grades, id if isinstance(id, str) else None)
+        problems += more
         if problems:
             raise GoldenSetError(problems, title=f"invalid query {id!r}")
         object.__setattr__(self, "id", id)
@@ -282,6 +352,7 @@ class Query:
         object.__setattr__(self, "judgments", MappingProxyType(grades))
         object.__setattr__(self, "slices", tuple(sorted(set(names))))
         object.__setattr__(self, "split", split)
+        object.__setattr__(self, "provenance", MappingProxyType(labels))
 
     @classmethod
     def _from_checked(
@@ -291,6 +362,7 @@ class Query:
         judgments: dict[DocId, int],
         slices: Iterable[str],
         split: str,
+        provenance: dict[DocId, Label] | None = None,
     ) -> Query:
         """Build a query from parts a reader has already validated (no checks: fast)."""
         query = object.__new__(cls)
@@ -299,11 +371,22 @@ class Query:
         object.__setattr__(query, "judgments", MappingProxyType(judgments))
         object.__setattr__(query, "slices", tuple(sorted(set(slices))))
         object.__setattr__(query, "split", split)
+        object.__setattr__(query, "provenance", MappingProxyType(provenance or {}))
         return query
 
     def __reduce__(self) -> tuple[type[Query], tuple[Any, ...]]:
         # A mappingproxy cannot be pickled, so rebuild from a plain dict.
-        return (Query, (self.id, self.text, dict(self.judgments), self.slices, self.split))
+        return (
+            Query,
+            (
+                self.id,
+                self.text,
+                dict(self.judgments),
+                self.slices,
+                self.split,
+                dict(self.provenance),
+            ),
+        )
 
     @property
     def relevant(self) -> tuple[DocId, ...]:

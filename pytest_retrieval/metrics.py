@@ -16,6 +16,9 @@ everywhere in pytest-retrieval:
 * A query with no relevant document has no recall, AP, R-precision or NDCG: those return
   ``None``. Precision, hit rate and reciprocal rank return 0.0 for it, as in the seed. Batch
   evaluation (:func:`pytest_retrieval.evaluate.evaluate`) applies one convention to every metric.
+* ``judged@K`` (:func:`judged_at_k`) is coverage, not quality: the share of the top K results
+  that carry a judgment (grade 0 included), over ``min(K, len(retrieved))`` positions; it is
+  defined for no-answer queries too, and ``None`` for an empty ranking.
 * Ties: a ranking is a list, so it has no ties; files with tied scores are ordered when read (see
   :mod:`pytest_retrieval.formats.trec`).
 """
@@ -163,6 +166,31 @@ def r_precision(
     return len(_hit_ranks(retrieved, rel, len(rel))) / len(rel)
 
 
+def judged_at_k(retrieved: Sequence[str], judgments: Relevance, k: int) -> float | None:
+    """judged@K = positions of the top K that hold a judged doc / min(K, len(retrieved)).
+
+    Coverage of what the retriever showed: a doc is judged when it has any grade, 0 included
+    (a collection of ids counts each as judged). The denominator is the number of results
+    actually in the top K, so a short ranking is not called unjudged for results it never
+    returned, and an empty ranking has no coverage to measure (``None``). A duplicate id takes
+    a position like any other result and is judged when its doc is. A negative grade (TREC's
+    "in the pool, not judged") is unjudged, as in trec_eval. Unlike the quality metrics
+    it is defined for no-answer queries: their unjudged results are holes all the same.
+    """
+    check_k(k)
+    if isinstance(judgments, str):
+        raise TypeError(f"judgments must be a collection or mapping of doc ids, not {judgments!r}")
+    judged = (
+        {doc for doc, grade in judgments.items() if grade >= 0}
+        if isinstance(judgments, Mapping)
+        else set(judgments)
+    )
+    top = list(_ranking(retrieved, k))
+    if not top:
+        return None
+    return sum(1 for doc in top if doc in judged) / len(top)
+
+
 def _gain_value(grade: float, gain: Gain) -> float:
     if grade <= 0:
         return 0.0
@@ -261,9 +289,10 @@ METRIC_NAMES = (
     "distinct",
     "abstain_rate",
     "answer_rate",
+    "judged",
 )
 
-_K_REQUIRED = frozenset({"recall", "precision", "hit_rate", "distinct"})
+_K_REQUIRED = frozenset({"recall", "precision", "hit_rate", "distinct", "judged"})
 _K_FORBIDDEN = frozenset({"r_precision", "abstain_rate", "answer_rate"})
 
 #: Metrics that do not come from the judged ranks (:mod:`.abstention`, :mod:`.dedup`), and
@@ -302,6 +331,7 @@ _ALIASES = {
     "abstention": "abstain_rate",
     "answer_rate": "answer_rate",
     "answer": "answer_rate",
+    "judged": "judged",
 }
 
 # trec_eval spells cutoffs with an underscore: P_5, recall_10, ndcg_cut_10, map_cut_100, success_5.
@@ -319,9 +349,9 @@ class MetricSpec:
     ``str(spec)`` is the canonical spelling and ``MetricSpec.parse(str(spec)) == spec``.
     Parsing is case-insensitive and accepts common aliases (``P@5``, ``nDCG@10``, ``R@50``,
     ``success@5``, ``AP``, ``RR``, ``Rprec``, and trec_eval's ``P_5``, ``ndcg_cut_10``, ...).
-    ``recall``, ``precision``, ``hit_rate`` and ``distinct`` need a cutoff; ``ndcg``, ``map`` and
-    ``mrr`` without one score the whole ranking; ``r_precision``, ``abstain_rate`` and
-    ``answer_rate`` take none.
+    ``recall``, ``precision``, ``hit_rate``, ``distinct`` and ``judged`` (coverage) need a
+    cutoff; ``ndcg``, ``map`` and ``mrr`` without one score the whole ranking; ``r_precision``,
+    ``abstain_rate`` and ``answer_rate`` take none.
     """
 
     name: str
@@ -390,7 +420,7 @@ def _suggestion(name_text: str, k_text: str | None) -> str:
     close = difflib.get_close_matches(name_text, candidates, n=1, cutoff=0.5)
     valid = (
         "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision, "
-        "distinct@K, abstain_rate, answer_rate"
+        "distinct@K, abstain_rate, answer_rate, judged@K"
     )
     if not close:
         return f"valid metrics: {valid}"

@@ -18,6 +18,14 @@ Held-out queries never enter a baseline with per-query detail, so regressions ar
 other splits only. :func:`compare` applies the rule in steps: check the two snapshots are
 comparable, pair the selected queries, test, and explain; :func:`family` pairs every budget of a
 session at once and adjusts their p-values together.
+comparable, pair the selected queries, test, and explain.
+
+**Holes.** A query that got worse because unjudged documents entered its top K above a relevant
+one it lost is marked in its diff (:attr:`QueryDiff.holes`), and each check reports how much of
+its mean change comes from such queries: a drop made of labelling holes is not a regression
+until someone labels them (``pytest-retrieval golden pool``). With
+``--retrieval-baseline-mode=rescore`` a golden set changed only in its judgments is compared
+on the current labels (:mod:`pytest_retrieval.rescore`).
 """
 
 from __future__ import annotations
@@ -48,6 +56,11 @@ class QueryDiff:
     before: float
     after: float
     moves: tuple[tuple[str, int | None, int | None], ...]  # (doc, rank before, rank after)
+    #: Unjudged documents that now rank above the relevant document this query lost (and did
+    #: not rank above it before); 0 when none, or when the snapshot holds no judgments.
+    holes: int = 0
+    #: The relevant document that lost rank first (the one the holes rank above).
+    lost: str | None = None
 
     @property
     def delta(self) -> float:
@@ -65,9 +78,16 @@ class QueryDiff:
             f"{for_terminal(doc)}: rank {rank(a)} → {rank(b)}" for doc, a, b in self.moves[:4]
         )
         more = f" (+{len(self.moves) - 4} more)" if len(self.moves) > 4 else ""
-        return f"{for_terminal(self.query_id)}: {metric} {self.before:.4f} → {self.after:.4f}" + (
+        line = f"{for_terminal(self.query_id)}: {metric} {self.before:.4f} → {self.after:.4f}" + (
             f"; {moved}{more}" if moved else ""
         )
+        if self.holes:
+            documents = "document now ranks" if self.holes == 1 else "documents now rank"
+            line += (
+                f"; {self.holes} unjudged {documents} above the lost one "
+                f"({for_terminal(self.lost or '')}): label them before trusting this drop"
+            )
+        return line
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins."""
@@ -76,6 +96,8 @@ class QueryDiff:
             "before": round_value(self.before),
             "after": round_value(self.after),
             "moves": [{"doc": d, "before": a, "after": b} for d, a, b in self.moves],
+            "holes": self.holes,
+            "lost": self.lost,
         }
 
 
@@ -125,6 +147,10 @@ class RegressionOutcome:
     #: spread) the standard deviation of the mean delta that run-to-run noise alone gives.
     baseline_runs: int = 1
     noise: float | None = None
+    #: Queries that got worse with unjudged documents above a lost relevant one, and the part
+    #: of the mean change (``delta``) that their drops make up.
+    hole_queries: int = 0
+    hole_delta: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -168,6 +194,8 @@ class RegressionOutcome:
             "detectable_reason": self.detectable_reason,
             "baseline_runs": self.baseline_runs,
             "noise": self.noise,
+            "hole_queries": self.hole_queries,
+            "hole_delta": self.hole_delta,
         }
 
     @classmethod
@@ -181,6 +209,8 @@ class RegressionOutcome:
                     r["before"],
                     r["after"],
                     tuple((m["doc"], m["before"], m["after"]) for m in r["moves"]),
+                    holes=int(r.get("holes", 0)),
+                    lost=r.get("lost"),
                 )
                 for r in rows
             )
@@ -220,6 +250,8 @@ class RegressionOutcome:
             detectable_reason=data.get("detectable_reason"),
             baseline_runs=int(data.get("baseline_runs") or 1),
             noise=data.get("noise"),
+            hole_queries=int(data.get("hole_queries", 0)),
+            hole_delta=data.get("hole_delta"),
         )
 
 
@@ -231,7 +263,7 @@ class CompareOptions:
     confidence: float = 0.95
     resamples: int = 10_000
     seed: int = 0
-    mode: str = "strict"  # or "intersect"
+    mode: str = "strict"  # or "intersect", "rescore"
     heldout_split: str = "heldout"
     shown: int = 5
     multiplicity: str = "maxt"  # or "minp", "holm", "none"
@@ -296,6 +328,37 @@ class _Paired:
     pairs: list[tuple[str, float, float]]
     note: str | None
     where: str
+
+
+def _holes(
+    before: QuerySnapshot,
+    after: QuerySnapshot,
+    stage: str,
+    k: int | None,
+    moves: Sequence[tuple[str, int | None, int | None]],
+) -> tuple[int, str | None]:
+    """(unjudged documents now above the first relevant document that lost rank, that doc).
+
+    The lost document is the one with the best old rank among those that moved down or out.
+    A hole counts when it is unjudged in the current labels, ranks above the lost document's
+    new rank (within the top K), and did not rank above the lost document before.
+    """
+    judgments = after.judgments
+    if judgments is None:
+        return 0, None
+    lost = [(a, doc, b) for doc, a, b in moves if a is not None and (b is None or b > a)]
+    if not lost:
+        return 0, None
+    old_rank, doc, new_rank = min(lost)
+    ranking = after.top.get(stage, ())
+    limit = len(ranking) if new_rank is None else new_rank - 1
+    if k is not None:
+        limit = min(limit, k)
+    earlier = set(before.top.get(stage, ())[: old_rank - 1])
+    holes = sum(
+        1 for d in ranking[:limit] if judgments.get(d, -1) < 0 and d not in earlier and d != doc
+    )
+    return holes, doc
 
 
 def _prepare(
@@ -363,17 +426,43 @@ def _prepare(
             f"{len(ids)} {what}" + (f" ({_listing(ids)})" if ids else "")
             for what, ids in (("added", added), ("removed", removed), ("changed", changed))
         )
-        if options.mode != "intersect":
+        if options.mode == "rescore":
+            from .rescore import rescore, why_not_rescorable
+
+            reason = why_not_rescorable(baseline, current)
+            if reason is not None:
+                return _incomparable(budget, stage, f"incomparable in rescore mode: {reason}")
+            rescored = rescore(baseline, current, [metric])
+            baseline, current = rescored.baseline, rescored.current
+            changed = list(rescored.changed)
+            kept = len(rescored.baseline.queries)
+            note = (
+                f"rescore mode: the baseline's stored rankings and this run's re-scored against "
+                f"the current labels ({len(rescored.relabelled)} relabelled queries"
+                + (f": {_listing(rescored.relabelled)}" if rescored.relabelled else "")
+                + f"); comparing {kept} queries"
+                + (
+                    f", leaving out {len(changed)} whose text, split or slices changed "
+                    f"({_listing(changed)})"
+                    if changed
+                    else ""
+                )
+                + (f" ({summary})" if added or removed else "")
+            )
+        elif options.mode != "intersect":
             return _incomparable(
                 budget,
                 stage,
                 f"incomparable: the golden set changed since {baseline_path} was made: queries "
-                f"{summary}. Refresh the baseline (--retrieval-update-baseline), or compare the "
-                "unchanged queries with --retrieval-baseline-mode=intersect",
+                f"{summary}. Refresh the baseline (--retrieval-update-baseline), compare the "
+                "unchanged queries with --retrieval-baseline-mode=intersect, or, when only "
+                "judgments changed, re-score the baseline's rankings against the current labels "
+                "with --retrieval-baseline-mode=rescore",
             )
-        note = summary
+        else:
+            note = summary
     shared = sorted(set(baseline.queries) & set(current.queries) - set(changed))
-    if note is not None:
+    if note is not None and options.mode == "intersect":
         note = f"intersect mode: comparing the {len(shared)} unchanged queries only ({note})"
 
     def selected(q: QuerySnapshot) -> bool:
@@ -626,13 +715,16 @@ def compare(
     diffs = []
     for qid, a, b in pairs:
         if a != b:
-            diffs.append(
-                QueryDiff(qid, a, b, _moves(baseline.queries[qid], current.queries[qid], stage, k))
-            )
+            before_q, after_q = baseline.queries[qid], current.queries[qid]
+            moves = _moves(before_q, after_q, stage, k)
+            holes, lost = _holes(before_q, after_q, stage, k, moves) if b < a else (0, None)
+            diffs.append(QueryDiff(qid, a, b, moves, holes=holes, lost=lost))
     worse = tuple(sorted((d for d in diffs if d.delta < 0), key=lambda d: (d.delta, d.query_id)))
     better = tuple(sorted((d for d in diffs if d.delta > 0), key=lambda d: (-d.delta, d.query_id)))
     finite = math.isfinite(interval.low) and math.isfinite(interval.high)
     ci = (interval.low, interval.high) if finite else None
+    holed = [d for d in worse if d.holes]
+    hole_delta = sum(d.delta for d in holed) / len(pairs) if holed else None
     status = "regression" if regressed else "improvement" if improved else "pass"
     tested = "p (drop > budget)" if beyond else "one-sided p"
     if members.method != "none" and members.size > 1:
@@ -705,6 +797,14 @@ def compare(
         )
     if note:
         lines.append(note)
+    if holed and hole_delta is not None:
+        share = f" ({hole_delta / delta:.0%} of it)" if delta < 0 else ""
+        lines.append(
+            f"unjudged documents: {len(holed)} of the {len(worse)} queries that got worse have "
+            f"unjudged documents ranked above a relevant one they lost; their drops make "
+            f"{hole_delta:+.4f} of the mean change {delta:+.4f}{share}: label them "
+            "(pytest-retrieval golden pool) before trusting this drop"
+        )
     if worse and (regressed or status == "pass"):
         lines.append(f"queries that got worse ({len(worse)}), worst first:")
         lines.extend(f"  {d.describe(metric)}" for d in worse[: options.shown])
@@ -747,6 +847,8 @@ def compare(
         detectable_reason=drop.reason if interval.n_nonzero > 0 else None,
         baseline_runs=baseline.n_runs,
         noise=noise,
+        hole_queries=len(holed),
+        hole_delta=hole_delta,
     )
 
 

@@ -11,6 +11,10 @@
   run with examples of both kinds of id and the likely fix. The same check against the corpus ids
   when ``retrieval_corpus`` is set.
 
+* **Judgment holes**: results without a judgment count as non-relevant, so low coverage
+  (``judged@K``) where the gates look means the numbers measure the labels as much as the
+  retriever. :class:`Coverage` says how much, and warns below :data:`LOW_COVERAGE`.
+
 Both look only at queries that ran without an error; held-out queries are never quoted.
 """
 
@@ -213,3 +217,78 @@ def _examples(ids: Iterable[str]) -> list[str]:
         if len(seen) >= EXAMPLES:
             break
     return list(seen)
+
+
+#: Below this judged@K where the gates look, the summary and the reports warn: more than one
+#: result in ten counts as non-relevant only because nobody labelled it.
+LOW_COVERAGE = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """judged@K of one stage over the visible scored queries: the mean, how many queries were
+    measured and how many of them have at least one unjudged result in their top K."""
+
+    stage: str
+    cutoff: int
+    value: float | None
+    queries: int
+    with_holes: int
+
+    @property
+    def low(self) -> bool:
+        """True when coverage is below :data:`LOW_COVERAGE`."""
+        return self.value is not None and self.value < LOW_COVERAGE
+
+    @property
+    def line(self) -> str:
+        """``judgment coverage [retriever]: judged@10 = 0.8300 (5 of 30 queries have holes)``."""
+        shown = "—" if self.value is None else f"{self.value:.4f}"
+        return (
+            f"judgment coverage [{self.stage}]: judged@{self.cutoff} = {shown} "
+            f"({self.with_holes} of {self.queries} queries have unjudged results in the top "
+            f"{self.cutoff})"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """Builtins, for the artifact's ``coverage`` list."""
+        return {
+            "stage": self.stage,
+            "cutoff": self.cutoff,
+            "value": self.value,
+            "queries": self.queries,
+            "with_holes": self.with_holes,
+            "message": self.line,
+        }
+
+
+def coverage_warnings(found: Sequence[Coverage]) -> list[dict[str, object]]:
+    """One warning per stage whose coverage is low at some cutoff the gates look at (the
+    artifact's ``warnings`` entries, kind ``low_coverage``; ``message`` is what is printed)."""
+    out: list[dict[str, object]] = []
+    for stage in dict.fromkeys(c.stage for c in found):
+        low = [c for c in found if c.stage == stage and c.low]
+        if not low:
+            continue
+        worst = min(low, key=lambda c: (c.value or 0.0, c.cutoff))
+        values = ", ".join(f"judged@{c.cutoff} = {c.value or 0.0:.4f}" for c in low)
+        share = 1.0 - (worst.value or 0.0)
+        message = (
+            f"low judgment coverage [{stage}]: {values}: up to {share:.0%} of the top "
+            f"results the gates look at carry no judgment and count as non-relevant "
+            f"({worst.with_holes} of {worst.queries} queries have holes in the top "
+            f"{worst.cutoff}); pool and label them (pytest-retrieval golden pool), or gate "
+            f"judged@{worst.cutoff}"
+        )
+        out.append(
+            {
+                "kind": "low_coverage",
+                "stage": stage,
+                "cutoff": worst.cutoff,
+                "value": worst.value,
+                "with_holes": worst.with_holes,
+                "queries": worst.queries,
+                "message": message,
+            }
+        )
+    return out

@@ -36,7 +36,7 @@ from .gates import (
 from .golden import GoldenSet, Query
 from .metrics import MetricSpec
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
-from .runchecks import ShortRankings, id_mismatch, short_rankings
+from .runchecks import Coverage, ShortRankings, id_mismatch, short_rankings
 from .settings import Settings
 from .verdict import Verdict
 
@@ -283,6 +283,52 @@ class RetrievalSession:
                 found.append(finding)
         return found
 
+    def gated_cutoffs(self) -> dict[str, tuple[int, ...]]:
+        """Per stage, the cutoffs the gates look at (declared, recorded or budgeted; a gate
+        without a stage looks at the final one). When no gate names a cutoff, the final stage
+        at the ``retrieval_ks`` cutoff nearest 10."""
+        pairs: set[tuple[str, int]] = set()
+        declared = [(t.spec, t.selection.stage) for t in self.thresholds]
+        declared += [(b.spec, b.selection.stage) for b in self.budgets]
+        declared += [(MetricSpec.parse(g.metric), g.stage) for g in self.gate_outcomes]
+        for spec, stage in declared:
+            if spec.k is not None and spec.name != "judged":
+                pairs.add((stage or self.default_stage, spec.k))
+        if not pairs:
+            pairs.add((self.default_stage, min(self.settings.ks, key=lambda k: (abs(k - 10), k))))
+        return {
+            stage: tuple(sorted(k for s, k in pairs if s == stage))
+            for stage in self.stages
+            if any(s == stage for s, _k in pairs)
+        }
+
+    def coverage(self) -> list[Coverage]:
+        """judged@K per stage at each cutoff the gates look at, over the visible queries
+        (the held-out split's coverage is not shown: it would describe its rankings)."""
+        if not self.outcomes:
+            return []
+        visible = [q.id for q in self.scorable_queries() if q.split != self.heldout_name]
+        found = []
+        for stage, cutoffs in self.gated_cutoffs().items():
+            specs = [MetricSpec("judged", k) for k in cutoffs]
+            evaluation = self.evaluation(stage, specs).restrict(visible)
+            for spec in specs:
+                values = [v for v in evaluation.columns[str(spec)] if v is not None]
+                found.append(
+                    Coverage(
+                        stage=stage,
+                        cutoff=spec.k or 0,
+                        value=sum(values) / len(values) if values else None,
+                        queries=len(values),
+                        with_holes=sum(1 for v in values if v < 1.0),
+                    )
+                )
+        return found
+
+    def machine_judgments(self) -> int:
+        """How many judgments of the golden set were made by a machine (``--prefill``)."""
+        return sum(1 for q in self.golden for label in q.provenance.values() if label.is_machine)
+
     def refusal(self, corpus_ids: Collection[str] | None = None) -> str | None:
         """Why this run's numbers would be meaningless, as a usage error; None when they are not.
 
@@ -494,6 +540,7 @@ class RetrievalSession:
             duplicates=self.duplicates,
             scores=self._scores(stage),
             score_floor=self.settings.floor_for(stage),
+            unjudged=self.settings.unjudged,  # type: ignore[arg-type]
         )
         with self._lock:
             self._cache[key] = result

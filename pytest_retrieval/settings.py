@@ -353,6 +353,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="MODE",
     ),
     Option(
+        "unjudged",
+        "retrieved documents without a judgment: nonrelevant (default: they count as not "
+        "relevant) or skip (removed from each ranking before scoring, trec_eval -J)",
+        "nonrelevant",
+        _choice("nonrelevant", "skip"),
+        metavar="nonrelevant|skip",
+    ),
+    Option(
         "retriever",
         "factory of the retriever under test, module:function (imports and runs "
         "that code); or override the retriever_under_test fixture",
@@ -599,10 +607,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "baseline_mode",
-        "when the golden set changed since the baseline: strict (default: incomparable) or "
-        "intersect (compare the unchanged queries)",
+        "when the golden set changed since the baseline: strict (default: incomparable), "
+        "intersect (compare the unchanged queries) or rescore (re-score the baseline's stored "
+        "rankings against the current labels)",
         "strict",
-        _choice("strict", "intersect"),
+        _choice("strict", "intersect", "rescore"),
         metavar="MODE",
     ),
     Option(
@@ -667,6 +676,7 @@ class Settings:
     score_floor: tuple[tuple[str, float], ...] = ()
     duplicates: str | None = None
     dedup: str = "off"
+    unjudged: str = "nonrelevant"
     retriever: str | None = None
     reranker: str | None = None
     doc_id: str | None = None
@@ -765,6 +775,11 @@ class Settings:
 
     def affecting_numbers(self) -> dict[str, Any]:
         """The settings that change metric values (recorded in baselines and artifacts)."""
+        """The settings that change metric values (recorded in baselines and artifacts).
+
+        ``unjudged`` is recorded only when it is not the default, so baselines written before
+        the setting existed (which scored unjudged documents as non-relevant) stay comparable.
+        """
         out: dict[str, Any] = {
             "gain": self.gain,
             "min_grade": self.min_grade,
@@ -775,6 +790,8 @@ class Settings:
             out["score_floor"] = self.floors_dict()
         if self.deduplicating:
             out["dedup"] = "file" if self.duplicates is not None else self.dedup
+        if self.unjudged != "nonrelevant":
+            out["unjudged"] = self.unjudged
         return out
 
     def to_dict(self) -> dict[str, Any]:

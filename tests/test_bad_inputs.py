@@ -698,7 +698,7 @@ CASES = [
         USAGE,
         (
             "baseline.json: baseline schema version 99 is not supported (this plugin reads "
-            "version 1)",
+            "versions 1, 2)",
             "recreate it with --retrieval-update-baseline",
         ),
         ini={"retrieval_baseline": "baseline.json"},

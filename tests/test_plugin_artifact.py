@@ -169,6 +169,9 @@ def test_the_artifact_holds_the_hand_computed_numbers(
         "splits": {"heldout": 1, "tune": 4},
         "slices": {"exact-lookup": 2, "multi-hop": 1, "no-answer": 1},
         "no_answer": 1,
+        # refund 1, sso 2, invoice 2, fax 0, the held-out query 1.
+        "judgments": 6,
+        "machine_judgments": 0,
     }
     assert artifact["retriever"] == {
         "name": "conftest.retriever_under_test.<locals>.search",

@@ -90,6 +90,11 @@ def test_without_a_baseline_the_check_fails_and_the_update_creates_one_that_then
     )
 
 
+HOLES = (
+    "; 2 unjudged documents now rank above the lost one ({}): label them before trusting this drop"
+)
+
+
 def test_a_degraded_retriever_fails_naming_the_lost_documents_and_their_ranks(
     project: Project,
 ) -> None:
@@ -113,12 +118,17 @@ def test_a_degraded_retriever_fails_naming_the_lost_documents_and_their_ranks(
                 "regression: mrr 1.0000 → 0.4722 (Δ -0.5278, one-sided 95% upper bound -*, 90% "
                 "two-sided interval *, one-sided p = 0.001953, "
                 "n = 12) [stage=retriever split=overall]; budget 0.02 = 0.0200*",
+                # The fillers are unjudged and now rank above the lost documents: holes.
+                "unjudged documents: 9 of the 9 queries that got worse have unjudged documents "
+                "ranked above a relevant one they lost; their drops make -0.5278 of the mean "
+                "change -0.5278 (100% of it): label them (pytest-retrieval golden pool) before "
+                "trusting this drop",
                 "queries that got worse (9), worst first:",
-                "  q09: mrr 1.0000 → 0.0000; doc-09: rank 1 → —",
-                "  q01: mrr 1.0000 → 0.3333; doc-01: rank 1 → 3",
-                "  q02: mrr 1.0000 → 0.3333; doc-02: rank 1 → 3",
-                "  q03: mrr 1.0000 → 0.3333; doc-03: rank 1 → 3",
-                "  q04: mrr 1.0000 → 0.3333; doc-04: rank 1 → 3",
+                "  q09: mrr 1.0000 → 0.0000; doc-09: rank 1 → —" + HOLES.format("doc-09"),
+                "  q01: mrr 1.0000 → 0.3333; doc-01: rank 1 → 3" + HOLES.format("doc-01"),
+                "  q02: mrr 1.0000 → 0.3333; doc-02: rank 1 → 3" + HOLES.format("doc-02"),
+                "  q03: mrr 1.0000 → 0.3333; doc-03: rank 1 → 3" + HOLES.format("doc-03"),
+                "  q04: mrr 1.0000 → 0.3333; doc-04: rank 1 → 3" + HOLES.format("doc-04"),
                 "  ... and 4 more (all in the JSON artifact)",
             ]
         )
@@ -175,8 +185,10 @@ def test_a_changed_golden_set_is_incomparable_unless_the_unchanged_queries_are_c
             [
                 f"incomparable: the golden set changed since {project.baseline} was made: "
                 "queries 1 added (q13), 0 removed, 1 changed (q05). Refresh the baseline "
-                "(--retrieval-update-baseline), or compare the unchanged queries with "
-                "--retrieval-baseline-mode=intersect"
+                "(--retrieval-update-baseline), compare the unchanged queries with "
+                "--retrieval-baseline-mode=intersect, or, when only judgments changed, re-score "
+                "the baseline's rankings against the current labels with "
+                "--retrieval-baseline-mode=rescore"
             ]
         )
     )

@@ -64,6 +64,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument(
+        "--unjudged",
+        choices=("nonrelevant", "skip"),
+        default="nonrelevant",
+        help=(
+            "retrieved documents without a judgment: count them as not relevant (default) or "
+            "skip them, removing them from each ranking before scoring (trec_eval -J)"
+        ),
+    )
+    parser.add_argument(
         "--keep-file-order",
         action="store_true",
         help="rank by the run file's line order instead of its scores",
@@ -101,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         gain=args.gain,
         min_grade=args.min_grade,
         no_relevant=args.no_relevant,
+        unjudged=args.unjudged,
     )
     queries = {
         "evaluated": evaluation.evaluated,

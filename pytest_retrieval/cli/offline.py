@@ -77,8 +77,11 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=probability, help="significance level (default: the run's)")
     parser.add_argument(
         "--mode",
-        choices=("strict", "intersect"),
-        help="when the golden set changed: strict (incomparable) or intersect",
+        choices=("strict", "intersect", "rescore"),
+        help=(
+            "when the golden set changed: strict (incomparable), intersect, or rescore (the "
+            "baseline's stored rankings re-scored against the current labels)"
+        ),
     )
     parser.add_argument(
         "--multiplicity",

@@ -344,6 +344,8 @@ def _record(query: Query, *, compact: bool) -> dict[str, Any]:
         record["slices"] = list(query.slices)
     if query.split != DEFAULT_SPLIT or not compact:
         record["split"] = query.split
+    if query.provenance:
+        record["provenance"] = {doc: label.to_dict() for doc, label in query.provenance.items()}
     return record
 
 

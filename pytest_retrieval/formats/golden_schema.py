@@ -21,6 +21,7 @@ from ..golden import (
     MAX_GRADE_FIX,
     SCHEMA_VERSION,
     SURROGATE_FIX,
+    Label,
     Query,
     describe_grade,
     is_plain_name,
@@ -29,7 +30,9 @@ from ..golden import (
 from ..text import MAX_INT_DIGITS, has_surrogate
 
 #: Fields of one query, in the order the writers emit them.
-QUERY_FIELDS = ("id", "text", "relevant", "slices", "split")
+QUERY_FIELDS = ("id", "text", "relevant", "slices", "split", "provenance")
+#: Keys of one judgment's provenance (``provenance: {doc: {by: NAME, at: TIME}}``).
+PROVENANCE_FIELDS = ("by", "at")
 #: Top-level keys of a YAML or JSON golden-set document.
 TOP_FIELDS = ("version", "name", "corpus_version", "defaults", "queries")
 #: Keys of the optional JSONL header line.
@@ -460,6 +463,7 @@ class SchemaReader:
         judgments = self._judgments(record, qid, label)
         split = self._split(record, defaults.split, query_id=qid, label=label)
         slices = self._names(record, query_id=qid, label=label)
+        provenance = self._provenance(record, judgments, qid, label)
         if len(self.parsed.problems) != before:
             if qid is not None:
                 self.parsed.note(qid, text, split, line)
@@ -470,7 +474,81 @@ class SchemaReader:
         assert split is not None
         assert slices is not None
         slices = (*defaults.slices, *slices) if defaults.slices else slices
-        self.parsed.add(Query._from_checked(qid, text, judgments, slices, split), line)
+        query = Query._from_checked(qid, text, judgments, slices, split, provenance)
+        self.parsed.add(query, line)
+
+    def _provenance(
+        self,
+        record: Mapping[Any, Any],
+        judgments: Mapping[str, int] | None,
+        qid: str | None,
+        label: str | None,
+    ) -> dict[str, Label] | None:
+        """``provenance: {doc: {by: NAME, at: TIME}}``: who or what graded each judgment."""
+        if "provenance" not in record or record["provenance"] is None:
+            return None
+        block = record["provenance"]
+        where: dict[str, Any] = {"field": "provenance", "query_id": qid, "label": label}
+        fix = "write 'provenance: {doc-a: {by: alice, at: 2024-05-01}}' for judged documents"
+        if not isinstance(block, Mapping):
+            self.problem(
+                f"'provenance' must be a mapping of doc id to {{by, at}}, got {_describe(block)}",
+                fix,
+                record,
+                "provenance",
+                **where,
+            )
+            return None
+        out: dict[str, Label] = {}
+        for doc, entry in block.items():
+            doc_id = as_id(doc) if id_problem(doc, "doc id") is None else None
+            if doc_id is None or (judgments is not None and doc_id not in judgments):
+                self.problem(
+                    f"provenance names {str(doc)!r}, which has no judgment in 'relevant'",
+                    fix,
+                    block,
+                    doc,
+                    **where,
+                )
+                continue
+            if not isinstance(entry, Mapping):
+                self.problem(
+                    f"provenance of {doc_id!r} must be a mapping with 'by' (and 'at'), got "
+                    f"{_describe(entry)}",
+                    fix,
+                    block,
+                    doc,
+                    **where,
+                )
+                continue
+            self.unknown_keys(
+                entry, PROVENANCE_FIELDS, where="a provenance", query_id=qid, label=label
+            )
+            by = entry.get("by")
+            at = entry.get("at")
+            if isinstance(at, datetime.date):  # YAML reads an unquoted date or time as one
+                at = at.isoformat()
+            if not isinstance(by, str) or not by.strip():
+                self.problem(
+                    f"provenance of {doc_id!r} needs 'by': who or what graded it, got "
+                    f"{_describe(by)}",
+                    fix,
+                    entry,
+                    "by" if "by" in entry else None,
+                    **where,
+                )
+                continue
+            if at is not None and not isinstance(at, str):
+                self.problem(
+                    f"'at' of {doc_id!r} must be a date or time, got {_describe(at)}",
+                    "write an ISO 8601 time such as 2024-05-01T10:00:00Z",
+                    entry,
+                    "at",
+                    **where,
+                )
+                continue
+            out[doc_id] = Label(by, at)
+        return out
 
     def _text(self, record: Mapping[Any, Any], qid: str | None, label: str | None) -> str | None:
         if "text" not in record:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, Problem
 from ..files import LazyList, read_text_file
 from ..metrics import MetricSpec
+from ..runchecks import coverage_warnings
 from ..session import RetrievalSession
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ def build_artifact(
             latency[stage] = {"p50": pair[0], "p95": pair[1]}
     failed = session.failed_queries()
     warnings = [w.to_dict() for w in session.short_rankings()] if session.has_run else []
+    coverage = session.coverage() if session.has_run else []
+    warnings += coverage_warnings(coverage)
     return {
         "schema": ARTIFACT_SCHEMA,
         "schema_version": ARTIFACT_SCHEMA_VERSION,
@@ -96,6 +99,8 @@ def build_artifact(
             "splits": _counts(q.split for q in golden),
             "slices": _counts(s for q in golden for s in q.slices),
             "no_answer": sum(1 for q in golden if q.is_no_answer),
+            "judgments": sum(len(q.judgments) for q in golden),
+            "machine_judgments": session.machine_judgments(),
         },
         "heldout": {
             "split": session.heldout_name,
@@ -122,6 +127,7 @@ def build_artifact(
             if not session.is_redacted(golden[o.query_id])
         ],
         "warnings": warnings,
+        "coverage": [c.to_dict() for c in coverage],
         "latency_ms": latency,
         "regressions": [r.to_dict() for r in session.regression_outcomes],
         "declared": {k: list(v) for k, v in (declared or {}).items()},

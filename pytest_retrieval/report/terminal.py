@@ -337,6 +337,26 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
     if quiet and info is not None:
         for warning in info.warnings:
             lines.extend(_fit(f"cache warning: {warning}", width))
+    if not quiet and session.has_run:
+        # Low judgment coverage where the gates look: a warning, not a failure (-q, only what
+        # failed, leaves it to the full summary).
+        from ..runchecks import coverage_warnings
+
+        coverage = session.coverage()
+        for line in (c.line for c in coverage if not c.low):
+            lines.extend(_fit(line, width))
+        machine = session.machine_judgments()
+        if machine:
+            total = sum(len(q.judgments) for q in session.golden)
+            lines.extend(
+                _fit(
+                    f"judgments: {machine} of {total} are machine-made (labeled_by machine:...); "
+                    "review them before trusting gates that rest on them",
+                    width,
+                )
+            )
+        for low in coverage_warnings(coverage):
+            lines.extend(_fit(f"warning: {low['message']}", width))
     return lines
 
 

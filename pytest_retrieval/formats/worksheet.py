@@ -1,0 +1,290 @@
+"""The labelling worksheet: unjudged documents to grade, written by ``golden pool`` and read by
+``golden merge``.
+
+One row per (query, document) to judge. Columns, in this order: ``query_id``, ``doc_id``,
+``grade`` (empty: fill it in; an integer from 0, not relevant, up to the golden set's top
+grade), ``labeled_by`` (empty, or ``machine:module:function`` for a machine pre-label), then
+context to judge by: ``query`` (its text), ``title`` and ``text`` of the document (when a corpus
+was given), ``runs`` (how many runs surfaced it), ``best_rank`` and ``surfaced_by`` (each run
+and the rank it gave, e.g. ``current:3 baseline:5``). Only the first three are needed to merge.
+
+Formats by extension: ``.csv`` (default, opens in a spreadsheet), ``.jsonl`` (one object per
+line) and ``.yaml``/``.yml`` (a list of rows). A corpus for the context columns is a BEIR
+``corpus.jsonl`` (``_id``, ``title``, ``text``), a BEIR folder, or a text file of
+``id<TAB>text`` lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError, Problem
+from ..golden import MAX_GRADE
+from ..text import parse_int
+
+#: Every column, in the order the worksheet writes them.
+COLUMNS = (
+    "query_id",
+    "doc_id",
+    "grade",
+    "labeled_by",
+    "query",
+    "title",
+    "text",
+    "runs",
+    "best_rank",
+    "surfaced_by",
+)
+#: The columns ``golden merge`` needs.
+REQUIRED = ("query_id", "doc_id", "grade")
+
+_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
+
+
+@dataclass(frozen=True, slots=True)
+class WorksheetRow:
+    """One document to judge for one query (``grade`` None: not graded yet)."""
+
+    query_id: str
+    doc_id: str
+    grade: int | None = None
+    labeled_by: str | None = None
+    query: str | None = None
+    title: str | None = None
+    text: str | None = None
+    #: (run name, rank) of every run that surfaced the document, best rank first.
+    surfaced_by: tuple[tuple[str, int], ...] = ()
+    #: Where the row was read from (1-based line or record number), for error messages.
+    line: int | None = None
+
+    @property
+    def runs(self) -> int:
+        """How many runs surfaced the document."""
+        return len(self.surfaced_by)
+
+    @property
+    def best_rank(self) -> int | None:
+        """The best rank any run gave it."""
+        return min((rank for _name, rank in self.surfaced_by), default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as plain values, in :data:`COLUMNS` order."""
+        return {
+            "query_id": self.query_id,
+            "doc_id": self.doc_id,
+            "grade": self.grade,
+            "labeled_by": self.labeled_by,
+            "query": self.query,
+            "title": self.title,
+            "text": self.text,
+            "runs": self.runs,
+            "best_rank": self.best_rank,
+            "surfaced_by": " ".join(f"{name}:{rank}" for name, rank in self.surfaced_by),
+        }
+
+
+def worksheet_format(path: str | os.PathLike[str]) -> str:
+    """``csv``, ``jsonl`` or ``yaml`` from the file name (CSV unless it says otherwise)."""
+    return _FORMATS.get(os.path.splitext(os.fspath(path))[1].lower(), "csv")
+
+
+def render_worksheet(rows: Iterable[WorksheetRow], fmt: str) -> str:
+    """The text of a worksheet in ``fmt`` (``csv``, ``jsonl`` or ``yaml``)."""
+    records = [row.to_dict() for row in rows]
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if fmt == "yaml":
+        import yaml
+
+        return yaml.safe_dump(records, sort_keys=False, allow_unicode=True, width=1 << 16)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for record in records:
+        writer.writerow({k: "" if v is None else v for k, v in record.items()})
+    return out.getvalue()
+
+
+def write_worksheet(rows: Iterable[WorksheetRow], path: str | os.PathLike[str]) -> None:
+    """Write a worksheet, in the format its name asks for, atomically."""
+    from ..files import atomic_write_text
+
+    atomic_write_text(path, render_worksheet(rows, worksheet_format(path)), what="worksheet")
+
+
+def _cell(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _grade(value: object) -> int | str | None:
+    """The grade of a cell: None when blank, an int, or the problem (a string)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        return f"grade {value!r} is not an integer"
+    if isinstance(value, int):
+        grade: int | None = value
+    elif isinstance(value, float) and value.is_integer():
+        grade = int(value)
+    else:
+        grade = parse_int(str(value).strip())
+    if grade is None:
+        return f"grade {str(value)!r} is not an integer"
+    if not 0 <= grade <= MAX_GRADE:
+        return f"grade {grade} is outside 0..{MAX_GRADE}"
+    return grade
+
+
+def _records(path: str, fmt: str) -> list[tuple[int, object]]:
+    """(line or record number, raw row) of every row of a worksheet file."""
+    from ..files import read_text_file
+
+    text = read_text_file(path, what="worksheet")
+    fix = f"write the worksheet as {fmt.upper()}, as `pytest-retrieval golden pool` does"
+    if fmt == "csv":
+        reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
+        if missing:
+            raise InputError(
+                Problem(
+                    f"the worksheet has no {', '.join(missing)} column(s) (header: "
+                    f"{', '.join(reader.fieldnames or ()) or 'none'})",
+                    fix="keep the header row that `golden pool` wrote",
+                    source=path,
+                    line=1,
+                )
+            )
+        return [(reader.line_num, dict(row)) for row in reader]
+    if fmt == "jsonl":
+        rows: list[tuple[int, object]] = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((number, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    Problem(f"not valid JSON ({exc.msg})", fix=fix, source=path, line=number)
+                ) from None
+        return rows
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(Problem(f"not valid YAML ({exc})", fix=fix, source=path)) from None
+    if not isinstance(data, list):
+        raise InputError(Problem("a YAML worksheet must be a list of rows", fix=fix, source=path))
+    return list(enumerate(data, start=1))
+
+
+def read_worksheet(path: str | os.PathLike[str]) -> tuple[list[WorksheetRow], list[Problem]]:
+    """The rows of a worksheet and every problem in them (bad or missing ids, bad grades).
+
+    Rows with a problem are left out of the rows; the caller decides whether problems stop it
+    (``golden merge`` refuses the whole worksheet). A file that cannot be read at all raises
+    :class:`~pytest_retrieval.errors.InputError`.
+    """
+    name = os.fspath(path)
+    fmt = worksheet_format(name)
+    rows: list[WorksheetRow] = []
+    problems: list[Problem] = []
+    for number, raw in _records(name, fmt):
+        if not isinstance(raw, Mapping):
+            problems.append(
+                Problem(
+                    "a row must be an object with query_id, doc_id and grade",
+                    source=name,
+                    line=number,
+                )
+            )
+            continue
+        qid, doc = _cell(raw.get("query_id")), _cell(raw.get("doc_id"))
+        if qid is None or doc is None:
+            problems.append(
+                Problem(
+                    "the row has no query_id or no doc_id",
+                    fix="keep the two id columns `golden pool` wrote",
+                    source=name,
+                    line=number,
+                )
+            )
+            continue
+        grade = _grade(raw.get("grade"))
+        if isinstance(grade, str):
+            problems.append(
+                Problem(
+                    grade,
+                    fix=f"write an integer from 0 (not relevant) to {MAX_GRADE}, or leave it blank",
+                    source=name,
+                    line=number,
+                    query_id=qid,
+                    field="grade",
+                )
+            )
+            continue
+        rows.append(
+            WorksheetRow(
+                query_id=qid,
+                doc_id=doc,
+                grade=grade,
+                labeled_by=_cell(raw.get("labeled_by")),
+                query=_cell(raw.get("query")),
+                title=_cell(raw.get("title")),
+                text=_cell(raw.get("text")),
+                line=number,
+            )
+        )
+    return rows, problems
+
+
+def read_corpus_texts(path: str | os.PathLike[str]) -> dict[str, tuple[str | None, str | None]]:
+    """``{doc id: (title, text)}`` of a BEIR ``corpus.jsonl`` (or folder) or ``id<TAB>text`` file.
+
+    For the worksheet's context columns only; an unreadable file raises InputError naming it.
+    """
+    from ..files import read_text_file
+
+    source = os.fspath(path)
+    if os.path.isdir(source):
+        source = os.path.join(source, "corpus.jsonl")
+    text = read_text_file(source, what="corpus")
+    out: dict[str, tuple[str | None, str | None]] = {}
+    jsonl = source.lower().endswith((".jsonl", ".ndjson"))
+    for number, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
+        if not line.strip():
+            continue
+        if jsonl:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    Problem(
+                        f"not valid JSON ({exc.msg})",
+                        fix="one document per line, as in BEIR's corpus.jsonl",
+                        source=source,
+                        line=number,
+                    )
+                ) from None
+            doc = record.get("_id", record.get("id")) if isinstance(record, dict) else None
+            if doc is None:
+                continue
+            out[str(doc)] = (_cell(record.get("title")), _cell(record.get("text")))
+        else:
+            doc, _tab, body = line.partition("\t")
+            out[doc.strip()] = (None, _cell(body))
+    return out
+
+
+def surfaced(rankings: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """(run, rank) pairs sorted best rank first, then by run name."""
+    return tuple(sorted(rankings, key=lambda pair: (pair[1], pair[0])))
