@@ -289,6 +289,12 @@ def coverage_warnings(found: Sequence[Coverage]) -> list[dict[str, object]]:
                 "with_holes": worst.with_holes,
                 "queries": worst.queries,
                 "message": message,
+                # The compact summary's one line: the worst cutoff and the remedy.
+                "short": (
+                    f"low judgment coverage [{stage}]: judged@{worst.cutoff} = "
+                    f"{worst.value or 0.0:.4f} ({share:.0%} of the top {worst.cutoff} unjudged); "
+                    "label them: golden pool"
+                ),
             }
         )
     return out

@@ -83,7 +83,7 @@ def build_artifact(
     failed = session.failed_queries()
     warnings = [w.to_dict() for w in session.short_rankings()] if session.has_run else []
     coverage = session.coverage() if session.has_run else []
-    warnings += coverage_warnings(coverage)
+    warnings += [{k: v for k, v in w.items() if k != "short"} for w in coverage_warnings(coverage)]
     return {
         "schema": ARTIFACT_SCHEMA,
         "schema_version": ARTIFACT_SCHEMA_VERSION,

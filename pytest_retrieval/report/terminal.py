@@ -198,7 +198,7 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     rows = []
     for label, queries in columns:
         sub = by_slice.restrict(q.id for q in queries)
-        if sub.evaluated or any(sub.means[m] is not None for m in wanted):  # abstain_rate too
+        if any(sub.means[m] is not None for m in wanted):  # a row of dashes says nothing
             rows.append(
                 [
                     f"{label} (n={sub.evaluated or len(queries)})",
@@ -206,6 +206,10 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
                 ]
             )
     table, dropped = _fitted_table(headers, rows, width, keep=2)
+    if dropped:  # a row whose shown columns are all dashes says nothing
+        kept = len(headers) - dropped
+        rows = [row for row in rows if any(cell != "—" for cell in row[1:kept])]
+        table, dropped = _fitted_table(headers, rows, width, keep=2)
     lines.extend(table)  # no blank line: its "slice" header sets it apart
     if dropped:
         lines.append(f"({dropped} more gated metrics not shown: -v shows every metric)")
@@ -342,21 +346,19 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
         # failed, leaves it to the full summary).
         from ..runchecks import coverage_warnings
 
+        # Coverage facts one line each; the warning is fitted to the width like the others.
         coverage = session.coverage()
-        for line in (c.line for c in coverage if not c.low):
-            lines.extend(_fit(line, width))
+        lines.extend(c.line for c in coverage if not c.low)
         machine = session.machine_judgments()
         if machine:
             total = sum(len(q.judgments) for q in session.golden)
-            lines.extend(
-                _fit(
-                    f"judgments: {machine} of {total} are machine-made (labeled_by machine:...); "
-                    "review them before trusting gates that rest on them",
-                    width,
-                )
+            lines.append(
+                f"judgments: {machine} of {total} are machine-made (labeled_by machine:...); "
+                "review them before trusting gates that rest on them"
             )
         for low in coverage_warnings(coverage):
-            lines.extend(_fit(f"warning: {low['message']}", width))
+            text = low["message"] if width >= 1 << 20 else low["short"]  # full: every cutoff
+            lines.extend(_fit(f"warning: {text}", width))
     return lines
 
 
