@@ -1,4 +1,6 @@
-"""The README keeps up with the code: every setting documented, a two-command Quickstart."""
+"""The docs keep up with the code: every setting documented in the guide's settings table
+(docs/usage.md), a two-command Quickstart in the README, labelled and with the virtual
+environment step before it."""
 
 from __future__ import annotations
 
@@ -9,13 +11,32 @@ import pytest
 
 from pytest_retrieval.settings import OPTIONS
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+USAGE = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+SETTINGS_TABLE = USAGE.split("## Settings", 1)[1].split("\n## ", 1)[0]
 
 
 @pytest.mark.parametrize("option", OPTIONS, ids=lambda o: o.name)
-def test_every_setting_is_documented_in_the_readme(option: object) -> None:
+def test_every_setting_is_documented_in_the_settings_table(option: object) -> None:
     name = option.flag_name if option.flag_only else option.ini  # type: ignore[attr-defined]
-    assert f"`{name}" in README, f"{name} is missing from the README's settings table"
+    assert f"`{name}" in SETTINGS_TABLE, f"{name} is missing from docs/usage.md's settings table"
+
+
+def test_the_settings_table_writes_flags_in_the_equals_form() -> None:
+    # `--retrieval-golden PATH` (space form) makes pytest read an outside path as a test path.
+    spaced = re.findall(r"`(--retrieval-[a-z-]+) [A-Z]", SETTINGS_TABLE)
+    assert spaced == []
+
+
+def test_the_quickstart_says_to_make_a_virtual_environment_first_and_labels_the_commands() -> None:
+    section = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    assert section.index("python -m venv") < section.index("```bash")
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S)
+    assert block is not None
+    first, second = (line for line in block.group(1).splitlines() if line.strip())
+    assert first.endswith("# run the example")
+    assert second.endswith("# run the test suite")
 
 
 def test_the_quickstart_is_exactly_two_commands() -> None:
