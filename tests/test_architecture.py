@@ -196,7 +196,9 @@ def test_the_import_walk_sees_function_level_imports_and_skips_type_checking(
 
 def documented_api() -> list[str]:
     text = API_PAGE.read_text(encoding="utf-8")
-    match = re.search(r"<!-- public API: the test reads this list -->\n(.*?)(?:\n\n|\Z)", text, re.S)
+    match = re.search(
+        r"<!-- public API: the test reads this list -->\n(.*?)(?:\n\n|\Z)", text, re.S
+    )
     assert match, "docs/api.md has no public API list"
     return sorted(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", match.group(1)))
 
