@@ -761,6 +761,42 @@ class RetrievalSession:
             lines.append(f"  {for_terminal(qid)}: {shown}{first}")
         return lines
 
+    def _record_unscored(
+        self,
+        spec: MetricSpec,
+        selection: Selection,
+        op: str,
+        threshold: float,
+        *,
+        kind: str,
+        name: str | None,
+        passed: bool,
+        message: str,
+        skipped_reason: str | None = None,
+    ) -> None:
+        """Record a gate that has no value: skipped (a sealed split) or failed (it cannot be
+        scored), so the reports and the artifact list it like every other gate."""
+        with self._lock:
+            self.gate_outcomes.append(
+                GateOutcome(
+                    name=name or f"{spec}{op}{threshold:g}",
+                    metric=str(spec),
+                    op=op,
+                    threshold=threshold,
+                    value=None,
+                    passed=passed,
+                    stage=selection.stage,
+                    split=selection.split,
+                    slice=selection.slice,
+                    n=0,
+                    skipped=0,
+                    kind=kind,
+                    nodeid=self.current_test,
+                    message=message,
+                    skipped_reason=skipped_reason,
+                )
+            )
+
     def check(
         self,
         spec: MetricSpec,
@@ -777,51 +813,33 @@ class RetrievalSession:
         :attr:`on_sealed` (pytest.skip under the plugin).
         """
         if selection.split == self.heldout_name and not self.unsealed:
-            with self._lock:
-                self.gate_outcomes.append(
-                    GateOutcome(
-                        name=name or f"{spec}{op}{threshold:g}",
-                        metric=str(spec),
-                        op=op,
-                        threshold=threshold,
-                        value=None,
-                        passed=True,
-                        stage=selection.stage,
-                        split=selection.split,
-                        slice=selection.slice,
-                        n=0,
-                        skipped=0,
-                        kind=kind,
-                        nodeid=self.current_test,
-                        message=SEALED_REASON,
-                        skipped_reason=SEALED_REASON,
-                    )
-                )
+            self._record_unscored(
+                spec,
+                selection,
+                op,
+                threshold,
+                kind=kind,
+                name=name,
+                passed=True,
+                message=SEALED_REASON,
+                skipped_reason=SEALED_REASON,
+            )
             self.on_sealed(SEALED_REASON)
         try:
             score = self.score(spec, selection)
         except GateUsageError as exc:
             # The gate fails (in its test, with this message); the record makes the reports and
             # the artifact show it as failed too, not leave it out.
-            with self._lock:
-                self.gate_outcomes.append(
-                    GateOutcome(
-                        name=name or f"{spec}{op}{threshold:g}",
-                        metric=str(spec),
-                        op=op,
-                        threshold=threshold,
-                        value=None,
-                        passed=False,
-                        stage=selection.stage,
-                        split=selection.split,
-                        slice=selection.slice,
-                        n=0,
-                        skipped=0,
-                        kind=kind,
-                        nodeid=self.current_test,
-                        message=str(exc),
-                    )
-                )
+            self._record_unscored(
+                spec,
+                selection,
+                op,
+                threshold,
+                kind=kind,
+                name=name,
+                passed=False,
+                message=str(exc),
+            )
             raise
         passed = score.value is not None and OPS[op](score.value, threshold)
         where = Selection(score.stage, selection.split or "overall", selection.slice).label()
