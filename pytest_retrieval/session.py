@@ -332,9 +332,13 @@ class RetrievalSession:
     def refusal(self, corpus_ids: Collection[str] | None = None) -> str | None:
         """Why this run's numbers would be meaningless, as a usage error; None when they are not.
 
-        Ids that (almost) never match a judged or corpus id; short rankings when
-        ``retrieval_short_rankings = error``.
+        A ``retrieval_doc_id`` path that no returned item has (every query failed on it: a typo,
+        not a retriever failure); ids that (almost) never match a judged or corpus id; short
+        rankings when ``retrieval_short_rankings = error``.
         """
+        problem = self.doc_id_problem()
+        if problem is not None:
+            return problem
         problem = self.id_problem(corpus_ids)
         if problem is not None:
             return problem
@@ -343,6 +347,24 @@ class RetrievalSession:
             if found:
                 return "pytest-retrieval: " + "\n".join(f.message for f in found)
         return None
+
+    def doc_id_problem(self) -> str | None:
+        """The usage error when every query failed because no returned item has the
+        ``retrieval_doc_id`` path: the setting is wrong, not each query."""
+        if not self.outcomes or not self.settings.doc_id or ":" in self.settings.doc_id:
+            return None
+        marker = "(set by the doc id option)"
+        outcomes = list(self.outcomes.values())
+        if not all(o.error is not None and marker in o.error for o in outcomes):
+            return None
+        visible = [o for o in outcomes if not self.is_redacted(self.golden[o.query_id])]
+        example = f" (query {visible[0].query_id!r}: {visible[0].error})" if visible else ""
+        return (
+            f"pytest-retrieval: retrieval_doc_id = {self.settings.doc_id}: no returned item has "
+            f"it, so every query failed{example}. Set it to the key or attribute path where each "
+            "result keeps its document id (e.g. metadata.source, meta.source, node.ref_doc_id), "
+            "or remove it to use the default lookup"
+        )
 
     def id_problem(self, corpus_ids: Collection[str] | None = None) -> str | None:
         """The usage error when (almost) no returned id is a judged id (or a corpus id)."""

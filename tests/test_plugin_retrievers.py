@@ -172,13 +172,14 @@ def test_a_doc_id_path_that_is_missing_names_the_item(
         tests="def test_run(retrieval_run): pass",
     )
     result = retrieval_project.run()
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # Every query failed on the setting: one usage error about the setting, naming the item.
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
         esc(
             [
-                "4 queries failed (they score 0 and fail the session):",
-                "  refund [retriever] RetrieverOutputError: item {'metadata': {'url': "
-                "'shipping'}} has no 'metadata.source' (set by the doc id option)",
+                "*retrieval_doc_id = metadata.source: no returned item has it, so every query "
+                "failed (query 'refund': item {'metadata': {'url': 'shipping'}} has no "
+                "'metadata.source' (set by the doc id option))*",
             ]
         )
     )
@@ -673,3 +674,27 @@ def test_the_depth_reaches_a_real_langchain_retriever_through_the_plugin(
         """,
     )
     retrieval_project.run().assert_outcomes(passed=1)
+
+
+def test_a_doc_id_path_no_item_has_is_one_usage_error_not_a_failure_per_query(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        conftest=retriever(
+            """
+            def search(text, k):
+                return [{"id": d, "metadata": {"source": d}} for d in RANKINGS[text][:k]]
+            return search
+            """
+        ),
+        ini={"retrieval_doc_id": "metadata.sourc"},
+        tests="def test_run(retrieval_run): pass\n",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [
+            "*retrieval_doc_id = metadata.sourc: no returned item has it, so every query failed "
+            "(query 'refund': *has no 'metadata.sourc'*"
+        ]
+    )
