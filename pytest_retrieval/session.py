@@ -353,9 +353,8 @@ class RetrievalSession:
         ``retrieval_doc_id`` path: the setting is wrong, not each query."""
         if not self.outcomes or not self.settings.doc_id or ":" in self.settings.doc_id:
             return None
-        marker = "(set by the doc id option)"
         outcomes = list(self.outcomes.values())
-        if not all(o.error is not None and marker in o.error for o in outcomes):
+        if not all(o.error_type == "DocIdPathError" for o in outcomes):
             return None
         visible = [o for o in outcomes if not self.is_redacted(self.golden[o.query_id])]
         example = f" (query {visible[0].query_id!r}: {visible[0].error})" if visible else ""

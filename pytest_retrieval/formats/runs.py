@@ -32,6 +32,7 @@ from typing import Any, Literal, TextIO
 
 from ..errors import Problem, RunFileError
 from ..files import atomic_write
+from .trec import open_text
 
 RunFormat = Literal["trec", "jsonl"]
 
@@ -80,7 +81,7 @@ def detect_format(path: str | os.PathLike[str]) -> RunFormat:
         return "jsonl"
     if suffix in _TREC_SUFFIXES:
         return "trec"
-    with _open(path) as handle:
+    with open_text(path) as handle:
         try:
             for line in handle:
                 if line.strip():
@@ -138,22 +139,8 @@ def _load_trec(name: str) -> RunFile:
     )
 
 
-def _open(path: str | os.PathLike[str]) -> TextIO:
-    name = os.fspath(path)
-    try:
-        return open(name, encoding="utf-8")
-    except FileNotFoundError:
-        raise RunFileError(Problem("file not found", fix="check the path", source=name)) from None
-    except IsADirectoryError:
-        raise RunFileError(
-            Problem("is a directory, expected a file", fix="name the file itself", source=name)
-        ) from None
-    except OSError as exc:
-        raise RunFileError(Problem(f"cannot be read: {exc.strerror}", source=name)) from None
-
-
 def _numbered_lines(name: str) -> Iterator[tuple[int, str]]:
-    with _open(name) as handle:
+    with open_text(name) as handle:
         try:
             for number, line in enumerate(handle, start=1):
                 if line.strip():

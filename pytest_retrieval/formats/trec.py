@@ -25,11 +25,11 @@ _QRELS_FIELDS = "qid iter docid grade"
 _RUN_FIELDS = "qid Q0 docid rank score tag"
 
 
-def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line number, fields) for every non-blank, non-comment line of a text file."""
+def open_text(path: str | os.PathLike[str]) -> TextIO:
+    """A run or qrels file opened for reading; RunFileError naming it when it cannot be."""
     name = os.fspath(path)
     try:
-        handle = open(name, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+        return open(name, encoding="utf-8")
     except FileNotFoundError:
         raise RunFileError(Problem("file not found", fix="check the path", source=name)) from None
     except IsADirectoryError:
@@ -38,7 +38,12 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
         ) from None
     except OSError as exc:
         raise RunFileError(Problem(f"cannot be read: {exc.strerror}", source=name)) from None
-    with handle:
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number, fields) for every non-blank, non-comment line of a text file."""
+    name = os.fspath(path)
+    with open_text(name) as handle:
         try:
             for number, line in enumerate(handle, start=1):
                 fields = line.split()

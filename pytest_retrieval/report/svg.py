@@ -26,6 +26,14 @@ _SERIES = (("recall", "#2563eb"), ("ndcg", "#ea580c"))
 _STATUS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
 
+def _axis(left: float, right: float, y: float) -> Markup:
+    """The horizontal axis line of a chart, from ``left`` to ``right`` at height ``y``."""
+    return el(
+        "line",
+        {"class": "axis", "x1": _num(left), "x2": _num(right), "y1": _num(y), "y2": _num(y)},
+    )
+
+
 def _value_grid(left: float, right: float, y: Callable[[float], float]) -> list[Markup]:
     """Horizontal grid lines and labels at 0, 0.25, ..., 1 of a metric axis."""
     parts: list[Markup] = []
@@ -95,18 +103,7 @@ def _curve_chart(stage: str, series: Sequence[_Series]) -> Markup:
         return top + (1.0 - min(1.0, max(0.0, v))) * plot_h
 
     parts: list[Markup] = _value_grid(left, width - right, y)
-    parts.append(
-        el(
-            "line",
-            {
-                "class": "axis",
-                "x1": _num(left),
-                "x2": _num(width - right),
-                "y1": _num(top + plot_h),
-                "y2": _num(top + plot_h),
-            },
-        )
-    )
+    parts.append(_axis(left, width - right, top + plot_h))
     for k in ks:
         parts.append(
             el(
@@ -325,18 +322,7 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
                 f"n={column.evaluated}",
             )
         )
-    parts.append(
-        el(
-            "line",
-            {
-                "class": "axis",
-                "x1": _num(left),
-                "x2": _num(width - right),
-                "y1": _num(top + plot_h),
-                "y2": _num(top + plot_h),
-            },
-        )
-    )
+    parts.append(_axis(left, width - right, top + plot_h))
     svg = el(
         "svg",
         {
@@ -409,18 +395,7 @@ def _sweep_chart(sweep: view.SweepView) -> Markup:
 
     parts: list[Markup] = _value_grid(left, width - right, y)
     axis_y = _num(top + plot_h)
-    parts.append(
-        el(
-            "line",
-            {
-                "class": "axis",
-                "x1": _num(left),
-                "x2": _num(width - right),
-                "y1": axis_y,
-                "y2": axis_y,
-            },
-        )
-    )
+    parts.append(_axis(left, width - right, top + plot_h))
     for value in sorted({low, high}):
         parts.append(
             el(

@@ -22,6 +22,11 @@ class RetrieverOutputError(ValueError):
     """The retriever returned something that is not a ranking."""
 
 
+class DocIdPathError(RetrieverOutputError):
+    """A returned item has nothing at the ``doc_id`` path (the doc-id setting names a key the
+    results do not have); the session turns it into one usage error when every query has it."""
+
+
 class RetrieverShapeError(TypeError):
     """The retriever under test cannot be called as given (a class, a bare Pipeline, ...)."""
 
@@ -155,7 +160,7 @@ def extract_doc_id(item: Any, doc_id: DocIdOption = None) -> str:
         if value is None and payload is not None:
             value = _lookup_path(payload, doc_id)
         if value is None:
-            raise RetrieverOutputError(
+            raise DocIdPathError(
                 f"item {_describe(item)} has no {doc_id!r} (set by the doc id option)"
             )
     else:
