@@ -1,10 +1,14 @@
 """What the Markdown and HTML reports show, read from the JSON artifact (builtins only).
 
-Both renderers (:mod:`.report_markdown`, :mod:`.report_html`) work from the artifact dict that
-:func:`~pytest_retrieval.report.build_artifact` writes, so the plugin and the
+Both renderers (:mod:`.markdown`, :mod:`.html`) work from the artifact dict that
+:func:`~pytest_retrieval.report.artifact.build_artifact` writes, so the plugin and the
 ``pytest-retrieval report`` command produce the same reports. This module turns that dict into
 plain rows (the verdict, one row per gate, the metric tables, the per-query facts) with a fixed
 order and fixed rounding; the renderers only lay them out and escape them.
+
+The renderers read everything through this module: the shared phrases (numbers, scope labels,
+one-line texts) live in :mod:`.phrases` and the gate rows and the verdict in :mod:`.gaterows`,
+and both are re-exported here.
 
 A *baseline document* (the baseline JSON, or a :class:`~pytest_retrieval.baseline.Snapshot`)
 is optional: with it the reports add the baseline's means (the dashed curve, the deltas of the
@@ -13,13 +17,23 @@ metric table) and mark relevant documents the baseline had found and this run lo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..text import parse_int
-from ..verdict import Status, Verdict
+from .gaterows import GateRow as GateRow  # re-exported: the renderers read the view
+from .gaterows import family_line as family_line
+from .gaterows import gate_rows as gate_rows
+from .gaterows import has_regressions as has_regressions
+from .gaterows import noise_lines as noise_lines
+from .gaterows import verdict as verdict
+from .phrases import fmt as fmt  # re-exported: the renderers read the view
+from .phrases import fmt_floor as fmt_floor
+from .phrases import fmt_p as fmt_p
+from .phrases import fmt_signed as fmt_signed
+from .phrases import scope_label as scope_label
+from .phrases import shorten as shorten
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -28,33 +42,8 @@ if TYPE_CHECKING:
 #: The baseline the reports compare with: the baseline JSON as a dict, or a loaded Snapshot.
 BaselineLike = Union[Mapping[str, Any], "Snapshot"]
 
-_OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
 
-
-# --- numbers ---------------------------------------------------------------------------------
-
-
-def fmt(value: float | None, digits: int = 4) -> str:
-    """``0.8291`` (fixed decimals); ``—`` for a missing or non-finite value."""
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{round(value, digits) + 0.0:.{digits}f}"
-
-
-def fmt_signed(value: float | None, digits: int = 4) -> str:
-    """``+0.0120`` / ``-0.0305`` (never ``-0.0000``); ``—`` when missing."""
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{round(value, digits) + 0.0:+.{digits}f}"
-
-
-def fmt_p(value: float | None) -> str:
-    """``p = 0.0023`` (4 significant digits), ``p < 0.001`` below that; ``—`` when missing."""
-    if value is None or not math.isfinite(value):
-        return "—"
-    if value < 0.001:
-        return "p < 0.001"
-    return f"p = {value:.4g}"
+# --- the artifact's parts --------------------------------------------------------------------
 
 
 def split_metric(name: str) -> tuple[str, int | None]:
@@ -64,9 +53,6 @@ def split_metric(name: str) -> tuple[str, int | None]:
     if cutoff is not None:
         return family, cutoff
     return name, None
-
-
-# --- the artifact's parts --------------------------------------------------------------------
 
 
 def default_stage(artifact: Mapping[str, Any]) -> str | None:
@@ -192,263 +178,6 @@ def curve(
     return []
 
 
-def scope_label(split: str | None, slice_: str | None) -> str:
-    """``overall``, ``slice paraphrase``, ``split heldout`` or ``split heldout, slice x``."""
-    parts = []
-    if split:
-        parts.append(f"split {split}")
-    if slice_:
-        parts.append(f"slice {slice_}")
-    return ", ".join(parts) or "overall"
-
-
-def alpha(artifact: Mapping[str, Any]) -> float:
-    """The run's significance level (0.05 when the settings do not say)."""
-    value = (artifact.get("settings") or {}).get("alpha")
-    return float(value) if isinstance(value, (int, float)) else 0.05
-
-
-# --- gates -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class GateRow:
-    """One gate (threshold, assert or regression check) as the reports show it."""
-
-    status: str  # "pass", "fail" or "skip"
-    kind: str  # "threshold", "assert" or "regression"
-    metric: str
-    stage: str | None
-    split: str | None
-    slice: str | None
-    value: float | None
-    target: str  # "≥ 0.85" or "drop ≤ 0.0200"
-    delta: float | None = None
-    ci: tuple[float, float] | None = None
-    p_value: float | None = None
-    significance: str = ""
-    note: str = ""
-    op: str | None = None
-    threshold: float | None = None
-    n: int = 0
-    #: The one-sided upper bound of the mean delta and the levels of it and of ``ci`` (None in
-    #: artifacts written before the intervals matched the test: ``ci`` was a bootstrap CI).
-    upper_bound: float | None = None
-    upper_level: float | None = None
-    ci_level: float | None = None
-
-    @property
-    def change(self) -> str:
-        """``-0.0250 (95% upper bound -0.0040; 90% interval [-0.0460, -0.0040])``; ``—``."""
-        if self.delta is None:
-            return "—"
-        text = fmt_signed(self.delta)
-        if self.ci_level is None:  # an artifact from before the intervals matched the test
-            if self.ci is not None:
-                text += f" [{fmt_signed(self.ci[0])}, {fmt_signed(self.ci[1])}]"
-            return text
-        parts = []
-        if self.upper_bound is not None and self.upper_level is not None:
-            parts.append(f"{self.upper_level:.0%} upper bound {fmt_signed(self.upper_bound)}")
-        if self.ci is not None:
-            level = f"{self.ci_level:.0%} interval" if self.ci_level is not None else "CI"
-            parts.append(f"{level} [{fmt_signed(self.ci[0])}, {fmt_signed(self.ci[1])}]")
-        return text + (f" ({'; '.join(parts)})" if parts else "")
-
-    #: The gate's message (for a failed threshold: its value, then the worst queries).
-    message: str = ""
-
-    @property
-    def source(self) -> str:
-        """Where the gate came from: ``test`` (asserted in a test) or ``declared`` (an ini or
-        gates-file line, or a default regression check)."""
-        return "test" if self.kind == "assert" else "declared"
-
-    @property
-    def worst(self) -> list[str]:
-        """A failed threshold's worst queries, one line each (from its message)."""
-        if self.status != "fail" or self.kind == "regression":
-            return []
-        lines = self.message.splitlines()
-        for index, line in enumerate(lines):
-            if line.startswith("worst "):
-                return [item.strip() for item in lines[index + 1 :] if item.startswith("  ")]
-        return []
-
-    @property
-    def label(self) -> str:
-        """``recall@50 ≥ 0.85`` or ``ndcg@10 vs baseline``."""
-        if self.kind == "regression":
-            return f"{self.metric} vs baseline"
-        return f"{self.metric} {self.target}"
-
-    @property
-    def scope(self) -> str:
-        """``overall`` / ``slice paraphrase`` ..."""
-        return scope_label(self.split, self.slice)
-
-
-def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
-    skipped = gate.get("skipped_reason")
-    status = "skip" if skipped else "pass" if gate.get("passed") else "fail"
-    op = str(gate.get("op", ">="))
-    threshold = gate.get("threshold")
-    target = f"{_OPS.get(op, op)} {threshold:g}" if isinstance(threshold, (int, float)) else op
-    return GateRow(
-        status=status,
-        kind=str(gate.get("kind") or "assert"),
-        metric=str(gate.get("metric")),
-        stage=gate.get("stage"),
-        split=gate.get("split"),
-        slice=gate.get("slice"),
-        value=gate.get("value"),
-        target=target,
-        note=str(skipped) if skipped else "",
-        op=op,
-        threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
-        n=int(gate.get("n") or 0),
-        message=str(gate.get("message") or ""),
-    )
-
-
-def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
-    status_word = str(outcome.get("status"))
-    try:
-        status = Status(status_word).shown
-    except ValueError:  # a status this version does not know: shown as its passed flag says
-        status = "pass" if outcome.get("passed") else "fail"
-    ci_raw = outcome.get("ci")
-    ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
-    budget = outcome.get("budget")
-    target = f"drop ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
-    p_value = outcome.get("p_value")
-    significance = ""
-    note = ""
-    if status_word == "improvement":
-        p_value = outcome.get("p_value_improvement")
-        significance = f"{fmt_p(p_value)}, significant rise"
-        note = (
-            "improvement: refresh the baseline (--retrieval-update-baseline) so the floor moves up"
-        )
-    elif status_word in ("regression", "pass") and p_value is not None:
-        significant = status_word == "regression" or (
-            p_value <= level and outcome.get("multiplicity") is None
-        )
-        beyond = outcome.get("test") == "beyond-budget"
-        significance = f"{fmt_p(p_value)}{_adjusted(outcome)}, " + (
-            ("drop significantly beyond the budget" if beyond else "significant drop")
-            if significant
-            else ("not significantly beyond the budget" if beyond else "no significant drop")
-        )
-    if status_word in ("incomparable", "missing", "skipped"):
-        note = str(outcome.get("message") or status_word).split("\n", 1)[0]
-    elif outcome.get("warning"):
-        detectable = outcome.get("detectable")
-        if isinstance(budget, (int, float)) and isinstance(detectable, (int, float)):
-            note = (
-                f"warning: the budget {fmt(budget)} is below the smallest drop this golden set "
-                f"can detect ({fmt(detectable)}): add queries or widen the budget"
-            )
-        else:
-            note = f"warning: {outcome['warning']}"
-    return GateRow(
-        status=status,
-        kind="regression",
-        metric=str(outcome.get("metric")),
-        stage=outcome.get("stage"),
-        split=outcome.get("split"),
-        slice=outcome.get("slice"),
-        value=outcome.get("current_mean"),
-        target=target,
-        delta=outcome.get("delta"),
-        ci=ci,
-        p_value=p_value,
-        significance=significance,
-        note=note,
-        n=int(outcome.get("n") or 0),
-        upper_bound=_number(outcome.get("upper_bound")),
-        upper_level=_number(outcome.get("upper_level")),
-        ci_level=_number(outcome.get("ci_level")),
-    )
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-_METHODS = {"maxt": "maxT", "minp": "minP", "holm": "Holm"}
-
-
-def _adjusted(outcome: Mapping[str, Any]) -> str:
-    """`` (maxT-adjusted over 7 checks; raw p = 0.0031)`` when a family adjusted the p-value."""
-    method, size, raw = (
-        outcome.get("multiplicity"),
-        outcome.get("family_size"),
-        outcome.get("p_value_raw"),
-    )
-    if method in (None, "none") or not isinstance(size, int) or size < 2:
-        return ""
-    shown = fmt_p(raw if isinstance(raw, (int, float)) else None)
-    return f" ({_METHODS.get(str(method), str(method))}-adjusted over {size} checks; raw {shown})"
-
-
-def family_line(artifact: Mapping[str, Any]) -> str | None:
-    """The family named once: ``7 regression checks, family-wise alpha 0.05, maxT (...)``."""
-    family = artifact.get("family")
-    if isinstance(family, Mapping) and family.get("description"):
-        return str(family["description"])
-    return None
-
-
-def noise_lines(artifact: Mapping[str, Any]) -> list[str]:
-    """The determinism probe's finding, and the advice for a noisy pipeline whose baseline is
-    a single run (the same words as the terminal)."""
-    probe = artifact.get("determinism")
-    if not isinstance(probe, Mapping):
-        return []
-    queries, changed = list(probe.get("queries") or ()), list(probe.get("changed") or ())
-    head = f"determinism probe: {len(queries)} queries re-run, {len(changed)} rankings changed"
-    lines = [head + (" (the pipeline is nondeterministic)" if changed else "")]
-    compared = [
-        r.get("baseline_runs")
-        for r in artifact.get("regressions") or ()
-        if isinstance(r.get("baseline_runs"), int) and r.get("delta") is not None
-    ]
-    if changed and compared and min(compared) < 2:
-        lines.append(
-            "the baseline is a single run of a nondeterministic pipeline: rebuild it from "
-            "several runs (--retrieval-update-baseline --retrieval-baseline-runs 5)"
-        )
-    return lines
-
-
-def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:
-    """Every gate and regression check: failures first, then the artifact's order."""
-    level = alpha(artifact)
-    rows = [_threshold_row(g) for g in artifact.get("gates") or ()]
-    rows += [_regression_row(r, level) for r in artifact.get("regressions") or ()]
-    order = {"fail": 0, "pass": 1, "skip": 2}
-    return sorted(rows, key=lambda row: order.get(row.status, 3))  # stable: keeps the order
-
-
-def has_regressions(rows: Sequence[GateRow]) -> bool:
-    """True when a row is a regression check: only then do the gate tables show the columns
-    of the comparison with the baseline (delta, significance)."""
-    return any(row.kind == "regression" for row in rows)
-
-
-def verdict(artifact: Mapping[str, Any]) -> Verdict:
-    """Pass when no gate or regression check failed and no query failed to run."""
-    rows = gate_rows(artifact)
-    queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
-    return Verdict.count(
-        (r.status != "fail" for r in rows if r.kind != "regression"),
-        (r.status != "fail" for r in rows if r.kind == "regression"),
-        failed_queries=len(artifact.get("errors") or ()),
-        queries=queries,
-    )
-
-
 # --- baselines -------------------------------------------------------------------------------
 
 
@@ -567,12 +296,6 @@ def row_text(row: Mapping[str, Any]) -> str:
     return "" if text is None else str(text)
 
 
-def shorten(text: str, limit: int) -> str:
-    """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: max(1, limit - 1)].rstrip() + "…"
-
-
 def rows_by_id(artifact: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The artifact's per-query rows by query id."""
     return {str(row.get("id")): row for row in artifact.get("queries") or ()}
@@ -670,11 +393,6 @@ def sweeps(artifact: Mapping[str, Any]) -> list[SweepView]:
             )
         )
     return out
-
-
-def fmt_floor(value: float) -> str:
-    """A candidate floor as the setting would take it (4 significant digits)."""
-    return f"{value:.4g}"
 
 
 def notes(artifact: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,58 @@
+"""The phrases every report shares: numbers at fixed rounding, scope labels, one-line texts.
+
+Builtins only. The view (:mod:`.view`) re-exports these, so a renderer reads them as
+``view.fmt`` and so on; the gate rows (:mod:`.gaterows`) word their changes with them.
+"""
+
+from __future__ import annotations
+
+import math
+
+# --- numbers ---------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    """``0.8291`` (fixed decimals); ``—`` for a missing or non-finite value."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{round(value, digits) + 0.0:.{digits}f}"
+
+
+def fmt_signed(value: float | None, digits: int = 4) -> str:
+    """``+0.0120`` / ``-0.0305`` (never ``-0.0000``); ``—`` when missing."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{round(value, digits) + 0.0:+.{digits}f}"
+
+
+def fmt_p(value: float | None) -> str:
+    """``p = 0.0023`` (4 significant digits), ``p < 0.001`` below that; ``—`` when missing."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    if value < 0.001:
+        return "p < 0.001"
+    return f"p = {value:.4g}"
+
+
+def fmt_floor(value: float) -> str:
+    """A candidate floor as the setting would take it (4 significant digits)."""
+    return f"{value:.4g}"
+
+
+# --- words -----------------------------------------------------------------------------------
+
+
+def scope_label(split: str | None, slice_: str | None) -> str:
+    """``overall``, ``slice paraphrase``, ``split heldout`` or ``split heldout, slice x``."""
+    parts = []
+    if split:
+        parts.append(f"split {split}")
+    if slice_:
+        parts.append(f"slice {slice_}")
+    return ", ".join(parts) or "overall"
+
+
+def shorten(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(1, limit - 1)].rstrip() + "…"
