@@ -1,0 +1,369 @@
+"""The HTML report's tables: the gates, the per-query changes against the baseline, the queries.
+
+Built with the escaping builder (:mod:`.markup`) from the view (:mod:`.view`); nothing here
+formats user text into markup. The page (:mod:`.html`) places them; its script sorts and
+filters the query table by the ids given here (``q-table``, ``q-search``, ``q-count``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import view
+from .markup import Markup, el, escape
+
+#: Query diffs listed per regression check (the artifact holds them all).
+MAX_DIFFS = 200
+
+_STATUS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
+
+
+def _badge(status: str) -> Markup:
+    return el("span", {"class": f"badge {status}"}, _STATUS.get(status, status.upper()))
+
+
+def _td(text: object, *, num: bool = False, sort: object = None, cls: str = "") -> Markup:
+    classes = " ".join(c for c in ("num" if num else "", cls) if c)
+    return el(
+        "td",
+        {"class": classes or None, "data-sort": None if sort is None else str(sort)},
+        text,
+    )
+
+
+def _gates_section(artifact: Mapping[str, Any]) -> Markup:
+    rows = view.gate_rows(artifact)
+    if not rows:
+        return el(
+            "section",
+            {"id": "gates"},
+            el("h2", None, "Gates"),
+            el("p", {"class": "note"}, "No gates were checked in this run."),
+        )
+    compared = view.has_regressions(rows)  # a baseline's columns only when one was compared
+    head = el(
+        "tr",
+        None,
+        [
+            el("th", None, ""),
+            el("th", None, "Gate"),
+            el("th", None, "Source"),
+            el("th", None, "Stage"),
+            el("th", None, "Scope"),
+            el("th", {"class": "num"}, "Value"),
+            el("th", None, "Threshold / budget"),
+            *(
+                [
+                    el(
+                        "th",
+                        {"class": "num"},
+                        "Δ vs baseline (bound; interval)"
+                        if any(r.ci_level is not None for r in rows)
+                        else "Δ vs baseline [CI]",
+                    ),
+                    el("th", None, "Significance"),
+                ]
+                if compared
+                else []
+            ),
+            el("th", {"class": "num"}, "n"),
+            el("th", None, "Note"),
+        ],
+    )
+    body = []
+    for row in rows:
+        change = row.change
+        body.append(
+            el(
+                "tr",
+                {"class": row.status, "data-status": row.status},
+                [
+                    _td(_badge(row.status)),
+                    _td(
+                        [
+                            el("code", None, row.metric),
+                            " vs baseline" if row.kind == "regression" else "",
+                        ]
+                    ),
+                    _td(row.source),
+                    _td(row.stage or "—"),
+                    _td(row.scope),
+                    _td(view.fmt(row.value), num=True),
+                    _td(row.target),
+                    *([_td(change, num=True), _td(row.significance or "—")] if compared else []),
+                    _td(str(row.n), num=True),
+                    _td(row.note, cls="note"),
+                ],
+            )
+        )
+    family = view.family_line(artifact)
+    return el(
+        "section",
+        {"id": "gates"},
+        el("h2", None, "Gates"),
+        el("p", {"class": "note"}, family) if family else "",
+        *(el("p", {"class": "note"}, line) for line in view.noise_lines(artifact)),
+        el("table", {"class": "gates"}, el("thead", None, head), el("tbody", None, body)),
+    )
+
+
+def _moves(diff: Mapping[str, Any]) -> list[Markup]:
+    def rank(value: Any) -> str:
+        return "—" if value is None else str(value)
+
+    out: list[Markup] = []
+    for move in diff.get("moves") or ():
+        if out:
+            out.append(escape("; "))
+        out.append(el("code", None, str(move.get("doc"))))
+        out.append(escape(f" {rank(move.get('before'))} → {rank(move.get('after'))}"))
+    return out or [escape("—")]
+
+
+def _regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
+    outcomes = [r for r in artifact.get("regressions") or () if r.get("worse") or r.get("better")]
+    if not outcomes:
+        return None
+    texts = view.rows_by_id(artifact)
+    blocks = []
+    for outcome in outcomes:
+        status = str(outcome.get("status"))
+        metric = str(outcome.get("metric"))
+        where = f"stage {outcome.get('stage') or '—'}, " + view.scope_label(
+            outcome.get("split"), outcome.get("slice")
+        )
+        worse = list(outcome.get("worse") or ())
+        better = list(outcome.get("better") or ())
+        rows = []
+        for label, diffs in (("worse", worse), ("better", better)):
+            for diff in diffs[:MAX_DIFFS]:
+                qid = str(diff.get("query_id"))
+                before, after = diff.get("before"), diff.get("after")
+                delta = after - before if before is not None and after is not None else None
+                rows.append(
+                    el(
+                        "tr",
+                        {"class": "fail" if label == "worse" else None},
+                        [
+                            _td(el("code", None, qid)),
+                            _td(view.shorten(view.row_text(texts.get(qid, {})), 100)),
+                            _td(view.fmt(before), num=True),
+                            _td(view.fmt(after), num=True),
+                            _td(view.fmt_signed(delta), num=True),
+                            _td(_moves(diff)),
+                        ],
+                    )
+                )
+        hidden = max(0, len(worse) - MAX_DIFFS) + max(0, len(better) - MAX_DIFFS)
+        table = el(
+            "table",
+            None,
+            el(
+                "thead",
+                None,
+                el(
+                    "tr",
+                    None,
+                    [
+                        el("th", None, "Query"),
+                        el("th", None, "Text"),
+                        el("th", {"class": "num"}, "Before"),
+                        el("th", {"class": "num"}, "After"),
+                        el("th", {"class": "num"}, "Δ"),
+                        el("th", None, "Relevant documents (rank before → after)"),
+                    ],
+                ),
+            ),
+            el("tbody", None, rows),
+        )
+        blocks.append(
+            el(
+                "details",
+                {"open": status == "regression", "data-status": status},
+                el(
+                    "summary",
+                    None,
+                    _badge("fail" if status == "regression" else "pass"),
+                    " ",
+                    el("code", None, metric),
+                    f" ({where}): {status}; {len(worse)} worse, {len(better)} better",
+                ),
+                table,
+                el("p", {"class": "note"}, f"... and {hidden} more (all in the JSON artifact)")
+                if hidden
+                else None,
+            )
+        )
+    return el(
+        "section",
+        {"id": "regressions"},
+        el("h2", None, "Per-query changes against the baseline"),
+        blocks,
+    )
+
+
+def _query_metrics(artifact: Mapping[str, Any]) -> list[str]:
+    k = view.largest_k(artifact)
+    names = view.metric_names(artifact)
+    wanted = []
+    ndcg = view.metric_near_ten(artifact, "ndcg")
+    if ndcg is not None:
+        wanted.append(ndcg)
+    if k is not None and f"recall@{k}" in names:
+        wanted.append(f"recall@{k}")
+    return wanted
+
+
+def _queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> Markup:
+    stages = view.stage_list(artifact)
+    final = view.default_stage(artifact)
+    metrics = _query_metrics(artifact)
+    k = view.largest_k(artifact)
+    heads = [
+        el("th", {"data-key": "id"}, "Query"),
+        el("th", {"data-key": "text"}, "Text"),
+        el("th", {"data-key": "split"}, "Split"),
+        el("th", {"data-key": "slices"}, "Slices"),
+    ]
+    for stage in stages:
+        heads.append(
+            el(
+                "th",
+                {"class": "num", "data-type": "number", "data-key": f"rank-{stage}"},
+                "1st relevant ",
+                el("code", None, stage),
+            )
+        )
+    for metric in metrics:
+        heads.append(
+            el(
+                "th",
+                {"class": "num", "data-type": "number", "data-key": metric},
+                metric,
+                " ",
+                el("code", None, final) if final else "",
+            )
+        )
+    heads.append(el("th", {"data-key": "missed"}, f"Relevant not in top {k}" if k else "Missed"))
+    heads.append(el("th", {"data-key": "returned"}, f"Top {view.RETURNED_SHOWN} returned"))
+    heads.append(
+        el("th", {"class": "num", "data-type": "number", "data-key": "latency"}, "Latency ms")
+    )
+    heads.append(el("th", {"data-key": "error"}, "Error"))
+    body = []
+    for row in artifact.get("queries") or ():
+        qid = str(row.get("id"))
+        cells = [
+            _td(el("code", None, qid)),
+            _td(view.row_text(row)),
+            _td(str(row.get("split") or "")),
+            _td(", ".join(str(s) for s in row.get("slices") or ())),
+        ]
+        for stage in stages:
+            rank, text = view.first_relevant_rank(artifact, row, stage)
+            cells.append(_td(text, num=True, sort="" if rank is None else rank))
+        values = (row.get("metrics") or {}).get(final) or {}
+        for metric in metrics:
+            value = values.get(metric)
+            cells.append(_td(view.fmt(value), num=True, sort="" if value is None else value))
+        missed = view.missed_relevant(artifact, qid, final, baseline) if final else []
+        missed_cell: list[Markup] = []
+        for doc in missed:
+            if missed_cell:
+                missed_cell.append(escape(", "))
+            if doc.lost:
+                missed_cell.append(
+                    el(
+                        "span",
+                        {"class": "lost", "title": f"the baseline ranked it {doc.baseline_rank}"},
+                        el("code", None, doc.doc),
+                        f" (lost; baseline #{doc.baseline_rank})",
+                    )
+                )
+            else:
+                missed_cell.append(el("code", None, doc.doc))
+        cells.append(_td(missed_cell or "", sort=len(missed)))
+        returned = view.top_returned(row, final)
+        returned_cell: list[Markup] = []
+        for returned_id in returned:
+            if returned_cell:
+                returned_cell.append(escape(", "))
+            returned_cell.append(el("code", None, returned_id))
+        cells.append(_td(returned_cell or "—"))
+        latency = [v for v in (row.get("latency_ms") or {}).values() if isinstance(v, (int, float))]
+        total = sum(latency) if latency else None
+        cells.append(
+            _td(
+                "—" if total is None else f"{total:.1f}",
+                num=True,
+                sort="" if total is None else total,
+            )
+        )
+        error = row.get("error")
+        error_text = (
+            f"[{error.get('stage')}] {error.get('type')}: {error.get('message')}" if error else ""
+        )
+        cells.append(_td(error_text, cls="err" if error else ""))
+        body.append(
+            el(
+                "tr",
+                {
+                    "data-id": qid,
+                    "class": "fail" if error else None,
+                    "data-lost": "1" if any(d.lost for d in missed) else None,
+                },
+                cells,
+            )
+        )
+    redacted = int(artifact.get("redacted_queries") or 0)
+    notes = []
+    if redacted:
+        notes.append(
+            el(
+                "p",
+                {"class": "note", "id": "redacted"},
+                f"{redacted} held-out queries are not listed (aggregates only; "
+                "--retrieval-heldout-details shows them).",
+            )
+        )
+    if baseline is None:
+        notes.append(
+            el(
+                "p",
+                {"class": "note"},
+                "Without a baseline, documents the baseline had found cannot be marked as lost.",
+            )
+        )
+    return el(
+        "section",
+        {"id": "queries"},
+        el("h2", None, "Queries"),
+        el(
+            "div",
+            {"class": "search"},
+            el(
+                "input",
+                {
+                    "id": "q-search",
+                    "type": "search",
+                    "placeholder": "Filter: id, text, slice, document…",
+                    "aria-label": "filter the queries",
+                },
+            ),
+            " ",
+            el("span", {"id": "q-count", "class": "note"}, f"{len(body)} queries"),
+            el("span", {"class": "note"}, " · click a column header to sort"),
+        ),
+        el(
+            "div",
+            {"class": "scroll"},
+            el(
+                "table",
+                {"id": "q-table", "class": "sortable"},
+                el("thead", None, el("tr", None, heads)),
+                el("tbody", None, body),
+            ),
+        ),
+        notes,
+    )
