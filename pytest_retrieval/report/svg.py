@@ -16,14 +16,10 @@ from .markup import Markup, el
 from .markup import num as _num
 from .view import Column
 
-#: Query diffs listed per regression check (the artifact holds them all).
-MAX_DIFFS = 200
 #: Bar charts drawn at most (one per stage and metric that a slice gate names).
 MAX_BAR_CHARTS = 6
 
-_VOID = frozenset({"meta", "input", "br", "hr", "img", "link"})
 _SERIES = (("recall", "#2563eb"), ("ndcg", "#ea580c"))
-_STATUS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
 
 def _axis(left: float, right: float, y: float) -> Markup:
