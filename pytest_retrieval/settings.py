@@ -20,7 +20,12 @@ from typing import Any
 
 from .errors import InputError, Problem
 from .metrics import METRIC_NAMES, MetricSpec, takes_cutoff
-from .options import DEFAULT_KS, DEFAULT_METRICS, OPTIONS, Option
+
+# The option table and its defaults stay importable from here (plugin.py reads settings.OPTIONS).
+from .options import DEFAULT_KS as DEFAULT_KS
+from .options import DEFAULT_METRICS as DEFAULT_METRICS
+from .options import OPTIONS as OPTIONS
+from .options import Option as Option
 from .optionvalues import _Invalid
 
 #: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
