@@ -1,44 +1,35 @@
-"""Statistics for regression gates that do not flap.
+"""The paired randomization (sign-flip) test of per-query deltas, and its inversion.
 
-A raw delta between two runs over a golden set of a few dozen queries moves by several points from
-noise alone, so baseline comparisons are judged with statistics rather than by eye:
-
-* :func:`bootstrap_ci` gives a percentile bootstrap confidence interval for a mean of per-query
-  values (every mean the plugin reports).
 * :func:`paired_comparison` compares per-query values of a current run against a baseline: the
-  per-query deltas (current - baseline), a paired randomization (sign-flip) test, and a bootstrap
-  confidence interval of the mean delta.
-* :func:`minimum_detectable_drop` says how small a drop the golden set can detect at a given
-  significance level and power; :func:`conservative_delta_sd` estimates the spread it needs when
-  only one run exists.
-
-Conventions shared by every function here:
-
-* Inputs are per-query values that are defined (finite floats). NaN, None and infinities are
-  rejected with :class:`ValueError`, as are empty inputs and paired inputs of unequal length.
-* Randomness comes only from :func:`numpy.random.default_rng` seeded with ``seed``: the same inputs
-  and seed give bit-identical results, so a rerun prints the same numbers.
-* Resampling is done in chunks of at most :data:`CHUNK_ELEMENTS` matrix cells, so 7,000 queries x
-  10,000 resamples never needs the whole 70-million-cell matrix in memory.
-
-This module imports numpy at its top; nothing else in the package imports it at import time.
+  per-query deltas (current - baseline), the sign-flip test, and a bootstrap confidence interval
+  of the mean delta.
+* :func:`delta_interval` inverts the one-sided test into bounds on the mean delta that agree with
+  its verdict; :func:`budget_test` is the shifted test (the drop is larger than a budget), from
+  the same sign patterns.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
-from typing import Literal, TypeAlias, get_args
+from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
-#: Direction of the alternative hypothesis, on the deltas ``current - baseline``: ``"less"`` means
-#: the current run is worse (mean delta < 0), ``"greater"`` that it is better, ``"two-sided"``
-#: that it differs either way.
-Alternative: TypeAlias = Literal["less", "greater", "two-sided"]
+from .bootstrap import ConfidenceInterval, _bootstrap_ci
+from .conventions import (
+    _RELATIVE_TOLERANCE,
+    CHUNK_ELEMENTS,
+    Alternative,
+    FloatArray,
+    _as_values,
+    _check_alternative,
+    _check_confidence,
+    _check_probability,
+    _check_resamples,
+    _check_seed,
+)
 
 #: Largest number of non-zero deltas for which the sign-flip test enumerates all ``2**m`` sign
 #: patterns exactly. ``2**20`` sums take 8 MB and a few milliseconds; above it, Monte Carlo.
@@ -48,42 +39,9 @@ EXACT_CUTOFF = 20
 #: enumeration briefly holds twice that.
 MAX_EXACT_CUTOFF = 22
 
-#: Cells (rows x queries) of one resampling chunk: 2**21 cells keep a chunk's index matrix and
-#: gathered values at 16 MB each, whatever the number of queries.
-CHUNK_ELEMENTS = 2**21
-
-# Two sums of the permutation distribution that differ by less than this fraction of the largest
-# possible |sum| are the same value computed in a different order: float rounding must not turn a
-# tie (which counts as "as extreme") into a strict inequality.
-_RELATIVE_TOLERANCE = 1e-9
-
 # The sign-flip test draws from its own child stream of ``seed``, so the interval of the mean
 # delta in a comparison is exactly ``bootstrap_ci(deltas, seed=seed)``.
 _SIGN_FLIP_STREAM = 1
-
-FloatArray: TypeAlias = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True, slots=True)
-class ConfidenceInterval:
-    """A percentile bootstrap confidence interval of a mean.
-
-    ``low <= mean <= high`` always holds. ``n`` is the number of values the mean is over and
-    ``resamples`` the number of bootstrap resamples drawn (0 when the interval collapsed without
-    resampling because all values were equal).
-    """
-
-    mean: float
-    low: float
-    high: float
-    confidence: float
-    n: int
-    resamples: int
-
-    @property
-    def width(self) -> float:
-        """``high - low``."""
-        return self.high - self.low
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,34 +69,6 @@ class PairedComparison:
     n_nonzero: int
     resamples: int
     ci: ConfidenceInterval
-
-
-def bootstrap_ci(
-    values: Sequence[float] | FloatArray,
-    *,
-    confidence: float = 0.95,
-    resamples: int = 10_000,
-    seed: int = 0,
-) -> ConfidenceInterval:
-    """Percentile bootstrap confidence interval of the mean of ``values``.
-
-    Method: draw ``resamples`` samples of size n with replacement from ``values``, take each
-    sample's mean, and report the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles
-    of those means (numpy's default linear interpolation between order statistics). The interval
-    is widened, if float rounding ever requires it, so that it contains the sample mean.
-
-    Degenerate cases: no values raises :class:`ValueError` (a mean of nothing has no interval);
-    one value, or all values equal, gives the interval collapsed onto that value without
-    resampling (``resamples`` is then 0 in the result).
-
-    Deterministic: the same values, ``confidence``, ``resamples`` and ``seed`` give a bit-identical
-    result. Memory is bounded by resampling in chunks of :data:`CHUNK_ELEMENTS` cells.
-    """
-    data = _as_values(values, "values")
-    _check_confidence(confidence)
-    _check_resamples(resamples)
-    _check_seed(seed)
-    return _bootstrap_ci(data, confidence=confidence, resamples=resamples, seed=seed)
 
 
 def paired_comparison(
@@ -229,84 +159,6 @@ def paired_comparison(
     )
 
 
-def minimum_detectable_drop(
-    deltas_or_sd: Sequence[float] | FloatArray | float,
-    n: int | None = None,
-    *,
-    alpha: float = 0.05,
-    power: float = 0.8,
-    alternative: Alternative = "less",
-) -> float:
-    """Smallest true mean drop (a positive number, in metric units) detectable with ``power``.
-
-    Formula (normal approximation to the paired test of the mean delta)::
-
-        (z_{1 - alpha} + z_{power}) * sd / sqrt(n)
-
-    with ``z_{1 - alpha / 2}`` instead of ``z_{1 - alpha}`` for ``alternative="two-sided"``;
-    ``"less"`` and ``"greater"`` give the same magnitude. ``z_q`` is the standard normal
-    quantile. ``sd`` is the standard deviation of the per-query paired deltas:
-
-    * given a sequence of deltas, ``sd`` is their sample standard deviation (``ddof=1``) and
-      ``n`` defaults to their count (at least 2 deltas are needed);
-    * given a number, it is taken as ``sd`` and ``n`` is required. With a single run and no
-      baseline yet, pass :func:`conservative_delta_sd` of that run's per-query values.
-
-    Assumption: the mean delta is approximately normal (n not tiny) and the spread of the deltas
-    under the alternative is the one given. The result is floored at 0.
-
-    The sign-flip test cannot reach ``alpha`` at all with too few queries: its smallest possible
-    p-value is ``2**-n`` (one-sided) or ``2**(1 - n)`` (two-sided). When that exceeds ``alpha``,
-    no drop is detectable and the result is ``math.inf``.
-    """
-    _check_probability(alpha, "alpha")
-    _check_probability(power, "power")
-    _check_alternative(alternative)
-    if isinstance(deltas_or_sd, int | float):
-        sd = float(deltas_or_sd)
-        if not math.isfinite(sd) or sd < 0:
-            raise ValueError(f"sd must be a finite number >= 0, got {deltas_or_sd!r}")
-        if n is None:
-            raise ValueError("n (the number of queries) is required when an sd is given")
-    else:
-        deltas = _as_values(deltas_or_sd, "deltas")
-        if deltas.size < 2:
-            raise ValueError(
-                f"estimating the spread of the deltas needs at least 2 of them, got {deltas.size}"
-            )
-        sd = float(np.std(deltas, ddof=1))
-        if n is None:
-            n = int(deltas.size)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-
-    smallest_p = 2.0 ** (-n) if alternative != "two-sided" else 2.0 ** (1 - n)
-    if smallest_p > alpha:
-        return math.inf
-    tail = alpha / 2 if alternative == "two-sided" else alpha
-    normal = NormalDist()
-    z_sum = normal.inv_cdf(1.0 - tail) + normal.inv_cdf(power)
-    return max(0.0, z_sum * sd / math.sqrt(n))
-
-
-def conservative_delta_sd(values: Sequence[float] | FloatArray) -> float:
-    """Conservative standard deviation of paired deltas, estimated from a single run.
-
-    With one run there are no deltas, only per-query values. If a future run's score on a query
-    were independent of this run's and had the same spread ``s`` (sample standard deviation of
-    ``values``, ``ddof=1``), the deltas would have standard deviation ``s * sqrt(2)``. Real runs
-    of the same system on the same queries are positively correlated (hard queries stay hard),
-    which only shrinks the spread of the deltas (``Var = 2 s**2 (1 - rho)``), so this is an upper
-    estimate and the :func:`minimum_detectable_drop` it feeds errs towards "cannot detect".
-
-    Needs at least 2 values.
-    """
-    data = _as_values(values, "values")
-    if data.size < 2:
-        raise ValueError(f"estimating a spread needs at least 2 values, got {data.size}")
-    return float(np.std(data, ddof=1)) * math.sqrt(2.0)
-
-
 @dataclass(frozen=True, slots=True)
 class DeltaInterval:
     """Bounds on the mean delta that match the one-sided sign-flip test at ``alpha``.
@@ -350,18 +202,6 @@ class DeltaInterval:
             f"({self.two_sided_level:.0%} interval [{self.low:+.4f}, {self.high:+.4f}])"
         )
         return text + (f"; {self.reason}" if self.reason else "")
-
-
-@dataclass(frozen=True, slots=True)
-class DetectableDrop:
-    """The smallest drop of the mean this comparison could detect, or None with the reason."""
-
-    drop: float | None
-    reason: str | None
-    n: int
-    n_changed: int
-    alpha: float
-    power: float
 
 
 def delta_interval(
@@ -471,110 +311,7 @@ def budget_test(
     return p_value, p_value <= alpha
 
 
-def detectable_drop(
-    deltas: Sequence[float] | FloatArray,
-    *,
-    alpha: float = 0.05,
-    power: float = 0.8,
-) -> DetectableDrop:
-    """Smallest mean drop detectable with ``power`` if it fell on the queries that changed.
-
-    Model: the m queries whose delta is non-zero move by a common extra shift ``-x`` on top of
-    their observed spread ``s`` (sample sd of the non-zero deltas, ddof=1); the other queries do
-    not move, as in the comparison seen. The sign-flip test over the m changed deltas rejects
-    when ``sum d <= -z * sqrt(sum d**2)`` (its flip spread); with ``sum d ~ N(-m x, m s**2)`` and
-    ``sum d**2 ~ m (s**2 + x**2)`` the power is ``Phi((sqrt(m) x - z sqrt(s**2 + x**2)) / s)``,
-    solved for x (bisection), ``z`` the normal quantile of ``1 - alpha``. For m <= 20, where the
-    exact test is discrete and that approximation is optimistic, the power is instead simulated:
-    400 seeded draws of m normal deltas ``-x + s e``, each judged by the sign-flip test itself
-    (all ``2**m`` patterns for m <= 10, 1,023 fixed random ones above). The drop of the mean
-    over all n queries is ``x * m / n``: sparse changes need a large shift of the few changed
-    queries to move the mean at all.
-
-    Returns ``drop=None`` with a reason when no drop is detectable: fewer than 2 changed queries,
-    ``2**-m > alpha`` (the exact test can never reach alpha), or no shift reaches the power.
-    When every changed query moved by the same amount (s = 0) any uniform shift is detectable
-    and ``drop`` is 0.
-    """
-    data = _as_values(deltas, "deltas")
-    _check_probability(alpha, "alpha")
-    _check_probability(power, "power")
-    n = int(data.size)
-    changed = data[data != 0.0]
-    m = int(changed.size)
-
-    def none(reason: str) -> DetectableDrop:
-        return DetectableDrop(None, reason, n, m, alpha, power)
-
-    needed = math.ceil(math.log2(1.0 / alpha))
-    if m < 2 or 2.0**-m > alpha:
-        return none(
-            f"only {m} of {n} queries changed; the sign-flip test needs at least {needed} "
-            f"changed queries to ever reach alpha {alpha:g}"
-        )
-    s = float(np.std(changed, ddof=1))
-    if s == 0.0:
-        return DetectableDrop(0.0, None, n, m, alpha, power)
-    if m <= EXACT_CUTOFF:
-        excess = _simulated_power(m, s, alpha, power)
-    else:
-        normal = NormalDist()
-        z = normal.inv_cdf(1.0 - alpha)
-        target = normal.inv_cdf(power)
-        root = math.sqrt(m)
-
-        def excess(x: float) -> float:
-            return (root * x - z * math.sqrt(s * s + x * x)) / s - target
-
-    high = s
-    for _ in range(60):
-        if excess(high) >= 0.0:
-            break
-        high *= 2.0
-    else:
-        return none(f"no shift of the {m} changed queries reaches power {power:g}")
-    low = 0.0
-    for _ in range(50):
-        middle = (low + high) / 2.0
-        if excess(middle) < 0.0:
-            low = middle
-        else:
-            high = middle
-    return DetectableDrop(high * m / n, None, n, m, alpha, power)
-
-
 # --- internals -----------------------------------------------------------------------------------
-
-
-def _bootstrap_ci(
-    data: FloatArray, *, confidence: float, resamples: int, seed: int
-) -> ConfidenceInterval:
-    n = int(data.size)
-    mean = float(np.mean(data))
-    if np.all(data == data[0]):
-        # Every resample would have this mean; returning it directly avoids rounding noise in
-        # the last digit making a constant metric look uncertain.
-        value = float(data[0])
-        return ConfidenceInterval(value, value, value, confidence, n, 0)
-
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples, dtype=np.float64)
-    rows = max(1, CHUNK_ELEMENTS // n)
-    for start in range(0, resamples, rows):
-        stop = min(start + rows, resamples)
-        # intp indices gather without an internal cast/copy of the index matrix.
-        indices = rng.integers(0, n, size=(stop - start, n), dtype=np.intp)
-        np.mean(data[indices], axis=1, out=means[start:stop])
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return ConfidenceInterval(
-        mean=mean,
-        low=min(float(low), mean),
-        high=max(float(high), mean),
-        confidence=confidence,
-        n=n,
-        resamples=resamples,
-    )
 
 
 def _exact_sign_flip_p_value(nonzero: FloatArray, alternative: Alternative) -> float:
@@ -621,53 +358,6 @@ def _count_as_extreme(sums: FloatArray, nonzero: FloatArray, alternative: Altern
     else:
         hits = np.abs(sums) >= abs(observed) - tolerance
     return int(np.count_nonzero(hits))
-
-
-def _as_values(values: Sequence[float] | FloatArray, name: str) -> FloatArray:
-    try:
-        # None becomes NaN under a float dtype and is reported with the NaNs below.
-        data = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be a sequence of numbers: {error}") from None
-    if data.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional (one value per query), got {data.shape}")
-    if data.size == 0:
-        raise ValueError(f"{name} is empty: statistics need at least one per-query value")
-    bad = ~np.isfinite(data)
-    if bad.any():
-        positions = np.flatnonzero(bad)
-        shown = ", ".join(str(int(p)) for p in positions[:10])
-        more = f" and {positions.size - 10} more" if positions.size > 10 else ""
-        raise ValueError(
-            f"{name} contains NaN, None or infinite values at positions {shown}{more}; "
-            f"pass only defined per-query values"
-        )
-    return data
-
-
-def _check_probability(value: float, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must be strictly between 0 and 1, got {value!r}")
-
-
-def _check_confidence(confidence: float) -> None:
-    _check_probability(confidence, "confidence")
-
-
-def _check_resamples(resamples: int) -> None:
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
-
-
-def _check_seed(seed: int) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-
-
-def _check_alternative(alternative: str) -> None:
-    if alternative not in get_args(Alternative):
-        choices = ", ".join(repr(a) for a in get_args(Alternative))
-        raise ValueError(f"alternative must be one of {choices}, got {alternative!r}")
 
 
 # The interval's sign patterns use their own child stream of ``seed``.
@@ -754,31 +444,3 @@ def _bound(
     if position >= cumulative.size:
         return -math.inf if upper else math.inf
     return float(means[order][position])
-
-
-def _simulated_power(m: int, s: float, alpha: float, power: float) -> Callable[[float], float]:
-    """power(x) - power of the sign-flip test on m deltas ~ N(-x, s**2), common random numbers."""
-    rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=(_POWER_STREAM,)))
-    noise = rng.standard_normal((m, 400))
-    if m <= 10:
-        bits = (np.arange(2**m)[:, None] >> np.arange(m)) & 1
-        extra = 0
-    else:
-        bits = rng.integers(0, 2, size=(1023, m))
-        extra = 1
-    signs = 1.0 - 2.0 * bits  # row of zeros in bits: the observed pattern
-    total = signs.shape[0] + extra
-
-    def excess(x: float) -> float:
-        deltas = -x + s * noise
-        observed = deltas.sum(axis=0)
-        tolerance = _RELATIVE_TOLERANCE * np.abs(deltas).sum(axis=0)
-        # |d| under every pattern: flipping signs of |d| is what the test does.
-        sums = signs @ np.abs(deltas)
-        counts = np.count_nonzero(sums <= observed + tolerance, axis=0) + extra
-        return float(np.mean(counts / total <= alpha)) - power
-
-    return excess
-
-
-_POWER_STREAM = 3

@@ -1,0 +1,461 @@
+"""The table of every setting: :data:`OPTIONS`, one :class:`Option` per ini key and flag.
+
+Each setting is an ini key ``retrieval_<name>`` and, where it makes sense per run, a flag
+``--retrieval-<name>`` with the same help text, a default and the parser of its value
+(:mod:`pytest_retrieval.optionvalues`). ``plugin.py`` registers the table in every pytest run
+(``pytest_addoption``), so this module imports nothing heavy;
+:func:`pytest_retrieval.settings.resolve` reads it to turn flags and ini values into
+:class:`~pytest_retrieval.settings.Settings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .optionvalues import (
+    _bool,
+    _choice,
+    _dedup,
+    _gain,
+    _ks,
+    _lines,
+    _metrics,
+    _non_negative_int,
+    _positive_int,
+    _probability,
+    _run_sources,
+    _score_floor,
+    _seconds,
+    _split_list,
+    _text,
+)
+
+IniType = Literal["string", "linelist", "bool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting: its ini key, its flag (if any), its help text, default and parser."""
+
+    name: str
+    help: str
+    default: Any
+    parse: Callable[[str], Any]
+    ini_type: IniType = "string"
+    flag: bool = True
+    metavar: str | None = None
+    is_path: bool = False
+    store_true: bool = False
+    flag_only: bool = False
+    #: The flag may be given several times (``action="append"``); the values are joined
+    #: one per line, like the ini's line list.
+    repeatable: bool = False
+
+    @property
+    def ini(self) -> str:
+        """The ini key, e.g. ``retrieval_ks``."""
+        return f"retrieval_{self.name}"
+
+    @property
+    def flag_name(self) -> str:
+        """The command-line flag, e.g. ``--retrieval-ks``."""
+        return "--retrieval-" + self.name.replace("_", "-")
+
+
+DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
+DEFAULT_METRICS = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr")
+
+#: Every setting, in the order ``pytest --help`` lists them.
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "golden",
+        "golden set file(s) or BEIR folder; turns the plugin on",
+        (),
+        _split_list,
+        metavar="PATH[,PATH]",
+        is_path=True,
+    ),
+    Option(
+        "golden_format",
+        "golden set format when the file name does not tell (yaml, json, jsonl, csv, trec, beir)",
+        None,
+        _choice("yaml", "json", "jsonl", "csv", "trec", "beir"),
+        metavar="FORMAT",
+    ),
+    Option(
+        "corpus",
+        "file of the corpus' document ids (one per line, optionally id<TAB>text) or a BEIR "
+        "corpus.jsonl: every judged id must exist in it",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "ks",
+        f"cutoffs K for the summary table (default {','.join(map(str, DEFAULT_KS))})",
+        DEFAULT_KS,
+        _ks,
+        metavar="K[,K]",
+    ),
+    Option(
+        "metrics",
+        f"metrics in the summary table, each at every K (default "
+        f"{','.join(DEFAULT_METRICS)}; r_precision also allowed)",
+        DEFAULT_METRICS,
+        _metrics,
+        metavar="NAME[,NAME]",
+    ),
+    Option(
+        "gain",
+        "NDCG gain: exponential (2**grade-1, default) or linear (grade, trec_eval's)",
+        "exponential",
+        _gain,
+        metavar="GAIN",
+    ),
+    Option(
+        "min_grade",
+        "lowest grade that counts as relevant for the binary metrics (default 1)",
+        1,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "no_relevant",
+        "queries with no relevant document: skip them in means (default), "
+        "or score them zero or one",
+        "skip",
+        _choice("skip", "zero", "one"),
+        metavar="MODE",
+    ),
+    Option(
+        "score_floor",
+        "score at or above which a result is a confident answer (abstain_rate, answer_rate): "
+        "SCORE, STAGE=SCORE[, STAGE=SCORE], or empty (only an empty ranking abstains)",
+        (),
+        _score_floor,
+        metavar="[STAGE=]SCORE",
+    ),
+    Option(
+        "duplicates",
+        "file of duplicate groups (TSV doc<TAB>group, or JSON): metrics are scored per group",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "dedup",
+        "compute duplicate groups from retrieval_corpus texts: off (default), exact "
+        "(normalised text) or near[=JACCARD] (word shingles, MinHash; pytest-retrieval[dedup])",
+        "off",
+        _dedup,
+        metavar="MODE",
+    ),
+    Option(
+        "unjudged",
+        "retrieved documents without a judgment: nonrelevant (default: they count as not "
+        "relevant) or skip (removed from each ranking before scoring, trec_eval -J)",
+        "nonrelevant",
+        _choice("nonrelevant", "skip"),
+        metavar="nonrelevant|skip",
+    ),
+    Option(
+        "retriever",
+        "factory of the retriever under test, module:function (imports and runs "
+        "that code); or override the retriever_under_test fixture",
+        None,
+        _text,
+        metavar="MODULE:FUNCTION",
+        flag=False,
+    ),
+    Option(
+        "reranker",
+        "factory of an optional second stage, module:function; or override the "
+        "reranker_under_test fixture",
+        None,
+        _text,
+        metavar="MODULE:FUNCTION",
+        flag=False,
+    ),
+    Option(
+        "doc_id",
+        "where a returned item keeps its document id: a key/attribute path such as "
+        "metadata.source, or module:function mapping each returned (chunk) id to its "
+        "document id, chunks of one document collapsing to its best rank",
+        None,
+        _text,
+        metavar="PATH",
+        flag=False,
+    ),
+    Option(
+        "doc_id_map",
+        "JSON or TSV file mapping chunk ids to document ids",
+        None,
+        _text,
+        metavar="PATH",
+        flag=False,
+        is_path=True,
+    ),
+    Option(
+        "doc_id_separator",
+        "split returned chunk ids such as doc#3 or doc::3 at the last SEP; the part before it "
+        "is the document id (chunks of one document collapse to its best rank)",
+        None,
+        _text,
+        metavar="SEP",
+        flag=False,
+    ),
+    Option(
+        "short_rankings",
+        "rankings shorter than the cutoffs scored: warn (default), error (fail the run), off",
+        "warn",
+        _choice("warn", "error", "off"),
+        metavar="warn|error|off",
+    ),
+    Option(
+        "id_check",
+        "stop when (almost) no returned id is ever a judged id: on (default) or off",
+        "on",
+        _choice("on", "off"),
+        metavar="on|off",
+    ),
+    Option(
+        "depth",
+        "how many results to ask the retriever for (default: the largest K)",
+        None,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "cache",
+        "retriever-output cache: off (default), use (read hits, record misses), refresh "
+        "(call the retriever for every query and overwrite) or replay (never call it; every "
+        "query must be cached)",
+        "off",
+        _choice("off", "use", "refresh", "replay"),
+        metavar="MODE",
+    ),
+    Option(
+        "cache_dir",
+        "folder of the retriever-output cache (default .retrieval-cache in the rootdir)",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "index_version",
+        "version of the index the retriever searches, part of the cache key and recorded in "
+        "the artifact and baseline: change it whenever the index is rebuilt",
+        None,
+        _text,
+        metavar="VERSION",
+    ),
+    Option(
+        "run",
+        "gate a stored run instead of calling the retriever: a TREC or JSONL run file, PATH "
+        "(the retriever stage) or STAGE=PATH; repeatable, one per stage",
+        (),
+        _run_sources,
+        ini_type="linelist",
+        metavar="[STAGE=]PATH",
+        is_path=True,
+        repeatable=True,
+    ),
+    Option("concurrency", "queries in flight at once (default 8)", 8, _positive_int, metavar="N"),
+    Option(
+        "timeout",
+        "seconds one query may take before it counts as failed (default 60; 0 = no limit)",
+        60.0,
+        _seconds,
+        metavar="SECONDS",
+    ),
+    Option(
+        "batch_size",
+        "queries per call for retrievers with a batch method (default 32)",
+        32,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "heldout_split",
+        "name of the held-out split (default heldout)",
+        "heldout",
+        _text,
+        metavar="NAME",
+    ),
+    Option(
+        "heldout",
+        "unseal the held-out split: score it (aggregates only)",
+        False,
+        _bool,
+        ini_type="bool",
+        store_true=True,
+    ),
+    Option(
+        "heldout_details",
+        "with --retrieval-heldout, also show held-out per-query details",
+        False,
+        _bool,
+        ini_type="bool",
+        store_true=True,
+    ),
+    Option(
+        "thresholds",
+        "gates as lines: 'recall@50 >= 0.90 [stage=..] [split=..] [slice=..]'",
+        (),
+        _lines,
+        ini_type="linelist",
+        flag=False,
+    ),
+    Option(
+        "gates_file",
+        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists)",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "summary",
+        "the terminal summary: compact (default: overall scores as metric x K, slices on the "
+        "headline and gated metrics) or full (every metric at every K by slice; also -v)",
+        "compact",
+        _choice("compact", "full"),
+        metavar="compact|full",
+    ),
+    Option(
+        "worst",
+        "how many worst queries a failure message lists (default 5)",
+        5,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "json", "write the JSON artifact to this path", None, _text, metavar="PATH", is_path=True
+    ),
+    Option(
+        "markdown",
+        "write the Markdown report (for pull requests) to this path",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "html",
+        "write the HTML report (one self-contained page with plots) to this path",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "step_summary",
+        "append the Markdown report to $GITHUB_STEP_SUMMARY when that variable is set "
+        "(default true)",
+        True,
+        _bool,
+        ini_type="bool",
+        metavar="BOOL",
+    ),
+    Option(
+        "alpha",
+        "significance level of the regression test (default 0.05)",
+        0.05,
+        _probability,
+        metavar="ALPHA",
+    ),
+    Option(
+        "confidence",
+        "confidence level of the bootstrap intervals (default 0.95)",
+        0.95,
+        _probability,
+        metavar="LEVEL",
+    ),
+    Option(
+        "seed",
+        "seed of the bootstrap and randomization tests (default 0)",
+        0,
+        _non_negative_int,
+        metavar="N",
+    ),
+    Option(
+        "resamples",
+        "bootstrap and randomization resamples (default 10000)",
+        10_000,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "baseline",
+        "the committed baseline file to check regressions against",
+        None,
+        _text,
+        metavar="PATH",
+        is_path=True,
+    ),
+    Option(
+        "update_baseline",
+        "write the baseline file from this run (review and commit it)",
+        False,
+        _bool,
+        ini_type="bool",
+        store_true=True,
+        flag_only=True,
+    ),
+    Option(
+        "baseline_mode",
+        "when the golden set changed since the baseline: strict (default: incomparable), "
+        "intersect (compare the unchanged queries) or rescore (re-score the baseline's stored "
+        "rankings against the current labels)",
+        "strict",
+        _choice("strict", "intersect", "rescore"),
+        metavar="MODE",
+    ),
+    Option(
+        "multiplicity",
+        "family-wise control of the regression checks: maxt (default, Westfall-Young "
+        "step-down over joint sign flips), minp, holm, or none (each check alone at alpha)",
+        "maxt",
+        _choice("maxt", "minp", "holm", "none"),
+        metavar="METHOD",
+    ),
+    Option(
+        "budget_test",
+        "what a regression check tests: drop (default: the drop exceeds the budget and is "
+        "significant) or beyond-budget (the drop is significantly larger than the budget)",
+        "drop",
+        _choice("drop", "beyond-budget"),
+        metavar="MODE",
+    ),
+    Option(
+        "determinism_probe",
+        "when a baseline is configured, re-run this many queries after the run and report "
+        "how many rankings changed (default 5; 0 = off)",
+        5,
+        _non_negative_int,
+        metavar="N",
+    ),
+    Option(
+        "baseline_runs",
+        "with --retrieval-update-baseline: run the retriever N times and record per-query "
+        "means and spread (default 1)",
+        1,
+        _positive_int,
+        metavar="N",
+    ),
+    Option(
+        "regression",
+        "regression budgets as lines: 'ndcg@10 0.02 [stage=..] [split=..] [slice=..]' or "
+        "'recall@50 2%' (relative); default: recall@<largest K> on the retriever, ndcg@10 and "
+        "mrr, 0.01 each",
+        (),
+        _lines,
+        ini_type="linelist",
+        flag=False,
+    ),
+)
