@@ -145,7 +145,6 @@ class Settings:
         return dict(self.run)
 
     def affecting_numbers(self) -> dict[str, Any]:
-        """The settings that change metric values (recorded in baselines and artifacts)."""
         """The settings that change metric values (recorded in baselines and artifacts).
 
         ``unjudged`` is recorded only when it is not the default, so baselines written before
