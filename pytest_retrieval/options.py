@@ -15,21 +15,21 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .optionvalues import (
-    _bool,
-    _choice,
-    _dedup,
-    _gain,
-    _ks,
-    _lines,
-    _metrics,
-    _non_negative_int,
-    _positive_int,
-    _probability,
-    _run_sources,
-    _score_floor,
-    _seconds,
-    _split_list,
-    _text,
+    parse_bool,
+    parse_choice,
+    parse_dedup,
+    parse_gain,
+    parse_ks,
+    parse_lines,
+    parse_metrics,
+    parse_non_negative_int,
+    parse_positive_int,
+    parse_probability,
+    parse_run_sources,
+    parse_score_floor,
+    parse_seconds,
+    parse_split_list,
+    parse_text,
 )
 
 IniType = Literal["string", "linelist", "bool"]
@@ -73,7 +73,7 @@ OPTIONS: tuple[Option, ...] = (
         "golden",
         "golden set file(s) or BEIR folder; turns the plugin on",
         (),
-        _split_list,
+        parse_split_list,
         metavar="PATH[,PATH]",
         is_path=True,
     ),
@@ -81,7 +81,7 @@ OPTIONS: tuple[Option, ...] = (
         "golden_format",
         "golden set format when the file name does not tell (yaml, json, jsonl, csv, trec, beir)",
         None,
-        _choice("yaml", "json", "jsonl", "csv", "trec", "beir"),
+        parse_choice("yaml", "json", "jsonl", "csv", "trec", "beir"),
         metavar="FORMAT",
     ),
     Option(
@@ -89,7 +89,7 @@ OPTIONS: tuple[Option, ...] = (
         "file of the corpus' document ids (one per line, optionally id<TAB>text) or a BEIR "
         "corpus.jsonl: every judged id must exist in it",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         is_path=True,
     ),
@@ -97,7 +97,7 @@ OPTIONS: tuple[Option, ...] = (
         "ks",
         f"cutoffs K for the summary table (default {','.join(map(str, DEFAULT_KS))})",
         DEFAULT_KS,
-        _ks,
+        parse_ks,
         metavar="K[,K]",
     ),
     Option(
@@ -105,21 +105,21 @@ OPTIONS: tuple[Option, ...] = (
         f"metrics in the summary table, each at every K (default "
         f"{','.join(DEFAULT_METRICS)}; r_precision also allowed)",
         DEFAULT_METRICS,
-        _metrics,
+        parse_metrics,
         metavar="NAME[,NAME]",
     ),
     Option(
         "gain",
         "NDCG gain: exponential (2**grade-1, default) or linear (grade, trec_eval's)",
         "exponential",
-        _gain,
+        parse_gain,
         metavar="GAIN",
     ),
     Option(
         "min_grade",
         "lowest grade that counts as relevant for the binary metrics (default 1)",
         1,
-        _positive_int,
+        parse_positive_int,
         metavar="N",
     ),
     Option(
@@ -127,7 +127,7 @@ OPTIONS: tuple[Option, ...] = (
         "queries with no relevant document: skip them in means (default), "
         "or score them zero or one",
         "skip",
-        _choice("skip", "zero", "one"),
+        parse_choice("skip", "zero", "one"),
         metavar="MODE",
     ),
     Option(
@@ -135,14 +135,14 @@ OPTIONS: tuple[Option, ...] = (
         "score at or above which a result is a confident answer (abstain_rate, answer_rate): "
         "SCORE, STAGE=SCORE[, STAGE=SCORE], or empty (only an empty ranking abstains)",
         (),
-        _score_floor,
+        parse_score_floor,
         metavar="[STAGE=]SCORE",
     ),
     Option(
         "duplicates",
         "file of duplicate groups (TSV doc<TAB>group, or JSON): metrics are scored per group",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         is_path=True,
     ),
@@ -151,7 +151,7 @@ OPTIONS: tuple[Option, ...] = (
         "compute duplicate groups from retrieval_corpus texts: off (default), exact "
         "(normalised text) or near[=JACCARD] (word shingles, MinHash; pytest-retrieval[dedup])",
         "off",
-        _dedup,
+        parse_dedup,
         metavar="MODE",
     ),
     Option(
@@ -159,7 +159,7 @@ OPTIONS: tuple[Option, ...] = (
         "retrieved documents without a judgment: nonrelevant (default: they count as not "
         "relevant) or skip (removed from each ranking before scoring, trec_eval -J)",
         "nonrelevant",
-        _choice("nonrelevant", "skip"),
+        parse_choice("nonrelevant", "skip"),
         metavar="nonrelevant|skip",
     ),
     Option(
@@ -167,7 +167,7 @@ OPTIONS: tuple[Option, ...] = (
         "factory of the retriever under test, module:function (imports and runs "
         "that code); or override the retriever_under_test fixture",
         None,
-        _text,
+        parse_text,
         metavar="MODULE:FUNCTION",
         flag=False,
     ),
@@ -176,7 +176,7 @@ OPTIONS: tuple[Option, ...] = (
         "factory of an optional second stage, module:function; or override the "
         "reranker_under_test fixture",
         None,
-        _text,
+        parse_text,
         metavar="MODULE:FUNCTION",
         flag=False,
     ),
@@ -186,7 +186,7 @@ OPTIONS: tuple[Option, ...] = (
         "metadata.source, or module:function mapping each returned (chunk) id to its "
         "document id, chunks of one document collapsing to its best rank",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         flag=False,
     ),
@@ -194,7 +194,7 @@ OPTIONS: tuple[Option, ...] = (
         "doc_id_map",
         "JSON or TSV file mapping chunk ids to document ids",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         flag=False,
         is_path=True,
@@ -204,7 +204,7 @@ OPTIONS: tuple[Option, ...] = (
         "split returned chunk ids such as doc#3 or doc::3 at the last SEP; the part before it "
         "is the document id (chunks of one document collapse to its best rank)",
         None,
-        _text,
+        parse_text,
         metavar="SEP",
         flag=False,
     ),
@@ -212,21 +212,21 @@ OPTIONS: tuple[Option, ...] = (
         "short_rankings",
         "rankings shorter than the cutoffs scored: warn (default), error (fail the run), off",
         "warn",
-        _choice("warn", "error", "off"),
+        parse_choice("warn", "error", "off"),
         metavar="warn|error|off",
     ),
     Option(
         "id_check",
         "stop when (almost) no returned id is ever a judged id: on (default) or off",
         "on",
-        _choice("on", "off"),
+        parse_choice("on", "off"),
         metavar="on|off",
     ),
     Option(
         "depth",
         "how many results to ask the retriever for (default: the largest K)",
         None,
-        _positive_int,
+        parse_positive_int,
         metavar="N",
     ),
     Option(
@@ -235,14 +235,14 @@ OPTIONS: tuple[Option, ...] = (
         "(call the retriever for every query and overwrite) or replay (never call it; every "
         "query must be cached)",
         "off",
-        _choice("off", "use", "refresh", "replay"),
+        parse_choice("off", "use", "refresh", "replay"),
         metavar="MODE",
     ),
     Option(
         "cache_dir",
         "folder of the retriever-output cache (default .retrieval-cache in the rootdir)",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         is_path=True,
     ),
@@ -251,7 +251,7 @@ OPTIONS: tuple[Option, ...] = (
         "version of the index the retriever searches, part of the cache key and recorded in "
         "the artifact and baseline: change it whenever the index is rebuilt",
         None,
-        _text,
+        parse_text,
         metavar="VERSION",
     ),
     Option(
@@ -259,39 +259,41 @@ OPTIONS: tuple[Option, ...] = (
         "gate a stored run instead of calling the retriever: a TREC or JSONL run file, PATH "
         "(the retriever stage) or STAGE=PATH; repeatable, one per stage",
         (),
-        _run_sources,
+        parse_run_sources,
         ini_type="linelist",
         metavar="[STAGE=]PATH",
         is_path=True,
         repeatable=True,
     ),
-    Option("concurrency", "queries in flight at once (default 8)", 8, _positive_int, metavar="N"),
+    Option(
+        "concurrency", "queries in flight at once (default 8)", 8, parse_positive_int, metavar="N"
+    ),
     Option(
         "timeout",
         "seconds one query may take before it counts as failed (default 60; 0 = no limit)",
         60.0,
-        _seconds,
+        parse_seconds,
         metavar="SECONDS",
     ),
     Option(
         "batch_size",
         "queries per call for retrievers with a batch method (default 32)",
         32,
-        _positive_int,
+        parse_positive_int,
         metavar="N",
     ),
     Option(
         "heldout_split",
         "name of the held-out split (default heldout)",
         "heldout",
-        _text,
+        parse_text,
         metavar="NAME",
     ),
     Option(
         "heldout",
         "unseal the held-out split: score it (aggregates only)",
         False,
-        _bool,
+        parse_bool,
         ini_type="bool",
         store_true=True,
     ),
@@ -299,7 +301,7 @@ OPTIONS: tuple[Option, ...] = (
         "heldout_details",
         "with --retrieval-heldout, also show held-out per-query details",
         False,
-        _bool,
+        parse_bool,
         ini_type="bool",
         store_true=True,
     ),
@@ -307,7 +309,7 @@ OPTIONS: tuple[Option, ...] = (
         "thresholds",
         "gates as lines: 'recall@50 >= 0.90 [stage=..] [split=..] [slice=..]'",
         (),
-        _lines,
+        parse_lines,
         ini_type="linelist",
         flag=False,
     ),
@@ -315,7 +317,7 @@ OPTIONS: tuple[Option, ...] = (
         "gates_file",
         "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists)",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         is_path=True,
     ),
@@ -324,24 +326,29 @@ OPTIONS: tuple[Option, ...] = (
         "the terminal summary: compact (default: overall scores as metric x K, slices on the "
         "headline and gated metrics) or full (every metric at every K by slice; also -v)",
         "compact",
-        _choice("compact", "full"),
+        parse_choice("compact", "full"),
         metavar="compact|full",
     ),
     Option(
         "worst",
         "how many worst queries a failure message lists (default 5)",
         5,
-        _positive_int,
+        parse_positive_int,
         metavar="N",
     ),
     Option(
-        "json", "write the JSON artifact to this path", None, _text, metavar="PATH", is_path=True
+        "json",
+        "write the JSON artifact to this path",
+        None,
+        parse_text,
+        metavar="PATH",
+        is_path=True,
     ),
     Option(
         "markdown",
         "write the Markdown report (for pull requests) to this path",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         is_path=True,
     ),
@@ -349,7 +356,7 @@ OPTIONS: tuple[Option, ...] = (
         "html",
         "write the HTML report (one self-contained page with plots) to this path",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         is_path=True,
     ),
@@ -358,7 +365,7 @@ OPTIONS: tuple[Option, ...] = (
         "append the Markdown report to $GITHUB_STEP_SUMMARY when that variable is set "
         "(default true)",
         True,
-        _bool,
+        parse_bool,
         ini_type="bool",
         metavar="BOOL",
     ),
@@ -366,35 +373,35 @@ OPTIONS: tuple[Option, ...] = (
         "alpha",
         "significance level of the regression test (default 0.05)",
         0.05,
-        _probability,
+        parse_probability,
         metavar="ALPHA",
     ),
     Option(
         "confidence",
         "confidence level of the bootstrap intervals (default 0.95)",
         0.95,
-        _probability,
+        parse_probability,
         metavar="LEVEL",
     ),
     Option(
         "seed",
         "seed of the bootstrap and randomization tests (default 0)",
         0,
-        _non_negative_int,
+        parse_non_negative_int,
         metavar="N",
     ),
     Option(
         "resamples",
         "bootstrap and randomization resamples (default 10000)",
         10_000,
-        _positive_int,
+        parse_positive_int,
         metavar="N",
     ),
     Option(
         "baseline",
         "the committed baseline file to check regressions against",
         None,
-        _text,
+        parse_text,
         metavar="PATH",
         is_path=True,
     ),
@@ -402,7 +409,7 @@ OPTIONS: tuple[Option, ...] = (
         "update_baseline",
         "write the baseline file from this run (review and commit it)",
         False,
-        _bool,
+        parse_bool,
         ini_type="bool",
         store_true=True,
         flag_only=True,
@@ -413,7 +420,7 @@ OPTIONS: tuple[Option, ...] = (
         "intersect (compare the unchanged queries) or rescore (re-score the baseline's stored "
         "rankings against the current labels)",
         "strict",
-        _choice("strict", "intersect", "rescore"),
+        parse_choice("strict", "intersect", "rescore"),
         metavar="MODE",
     ),
     Option(
@@ -421,7 +428,7 @@ OPTIONS: tuple[Option, ...] = (
         "family-wise control of the regression checks: maxt (default, Westfall-Young "
         "step-down over joint sign flips), minp, holm, or none (each check alone at alpha)",
         "maxt",
-        _choice("maxt", "minp", "holm", "none"),
+        parse_choice("maxt", "minp", "holm", "none"),
         metavar="METHOD",
     ),
     Option(
@@ -429,7 +436,7 @@ OPTIONS: tuple[Option, ...] = (
         "what a regression check tests: drop (default: the drop exceeds the budget and is "
         "significant) or beyond-budget (the drop is significantly larger than the budget)",
         "drop",
-        _choice("drop", "beyond-budget"),
+        parse_choice("drop", "beyond-budget"),
         metavar="MODE",
     ),
     Option(
@@ -437,7 +444,7 @@ OPTIONS: tuple[Option, ...] = (
         "when a baseline is configured, re-run this many queries after the run and report "
         "how many rankings changed (default 5; 0 = off)",
         5,
-        _non_negative_int,
+        parse_non_negative_int,
         metavar="N",
     ),
     Option(
@@ -445,7 +452,7 @@ OPTIONS: tuple[Option, ...] = (
         "with --retrieval-update-baseline: run the retriever N times and record per-query "
         "means and spread (default 1)",
         1,
-        _positive_int,
+        parse_positive_int,
         metavar="N",
     ),
     Option(
@@ -454,7 +461,7 @@ OPTIONS: tuple[Option, ...] = (
         "'recall@50 2%' (relative); default: recall@<largest K> on the retriever, ndcg@10 and "
         "mrr, 0.01 each",
         (),
-        _lines,
+        parse_lines,
         ini_type="linelist",
         flag=False,
     ),

@@ -1,7 +1,7 @@
 """How the text of one setting becomes its value: one parser per kind of setting.
 
 Each parser takes the raw text of a flag or an ini key and returns the typed value, or raises
-:class:`_Invalid` saying what was expected (``'ten' is not a positive integer``);
+:class:`InvalidValue` saying what was expected (``'ten' is not a positive integer``);
 :func:`pytest_retrieval.settings.resolve` adds where the value came from. The option table
 (:mod:`pytest_retrieval.options`) names a parser for every setting and loads in every pytest run,
 so this module imports nothing heavy (difflib only for an error message).
@@ -17,23 +17,23 @@ from .metrics import METRIC_NAMES, MetricSpec, check_gain
 from .text import parse_int
 
 
-class _Invalid(ValueError):
+class InvalidValue(ValueError):
     """A value that does not parse; its message says what was expected."""
 
 
-def _positive_int(text: str) -> int:
+def parse_positive_int(text: str) -> int:
     text = text.strip()
     value = parse_int(text)  # ASCII digits only: "²" passes str.isdigit() but not int()
     if value is None or value < 1:
-        raise _Invalid(f"{text!r} is not a positive integer")
+        raise InvalidValue(f"{text!r} is not a positive integer")
     return value
 
 
-def _non_negative_int(text: str) -> int:
+def parse_non_negative_int(text: str) -> int:
     text = text.strip()
     value = parse_int(text)
     if value is None:
-        raise _Invalid(f"{text!r} is not an integer >= 0")
+        raise InvalidValue(f"{text!r} is not an integer >= 0")
     return value
 
 
@@ -44,40 +44,40 @@ def _number(text: str) -> float:
             raise ValueError(text)
         return float(text)
     except ValueError:
-        raise _Invalid(f"{text!r} is not a number") from None
+        raise InvalidValue(f"{text!r} is not a number") from None
 
 
-def _seconds(text: str) -> float:
+def parse_seconds(text: str) -> float:
     value = _number(text)
     if math.isnan(value) or value < 0:
-        raise _Invalid(f"{text!r} is not a number >= 0")
+        raise InvalidValue(f"{text!r} is not a number >= 0")
     if math.isinf(value):
-        raise _Invalid(f"{text!r} is not a finite number of seconds; 0 means no limit")
+        raise InvalidValue(f"{text!r} is not a finite number of seconds; 0 means no limit")
     return value
 
 
-def _probability(text: str) -> float:
+def parse_probability(text: str) -> float:
     value = _number(text)
     if not 0.0 < value < 1.0:
-        raise _Invalid(f"{text!r} is not a number strictly between 0 and 1")
+        raise InvalidValue(f"{text!r} is not a number strictly between 0 and 1")
     return value
 
 
-def _split_list(text: str) -> list[str]:
+def parse_split_list(text: str) -> list[str]:
     return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
 
 
-def _ks(text: str) -> tuple[int, ...]:
-    values = [_positive_int(part) for part in _split_list(text)]
+def parse_ks(text: str) -> tuple[int, ...]:
+    values = [parse_positive_int(part) for part in parse_split_list(text)]
     if not values:
-        raise _Invalid("no cutoff given; write e.g. 1,5,10,50")
+        raise InvalidValue("no cutoff given; write e.g. 1,5,10,50")
     return tuple(sorted(set(values)))
 
 
-def _metrics(text: str) -> tuple[str, ...]:
+def parse_metrics(text: str) -> tuple[str, ...]:
     """Metric families (``recall``, computed at every K) or full spellings (``r_precision``)."""
     names: list[str] = []
-    for part in _split_list(text):
+    for part in parse_split_list(text):
         lowered = part.lower()
         if lowered in METRIC_NAMES:
             names.append(lowered)
@@ -91,18 +91,18 @@ def _metrics(text: str) -> tuple[str, ...]:
             # A misspelt family: suggest the family, not one cutoff of it. With a cutoff
             # (recal@5, recall@0) the spec's own message says which part is wrong.
             if close and "@" not in part:
-                raise _Invalid(
+                raise InvalidValue(
                     f"{part!r} is not a metric; did you mean {close[0]!r}? (known: "
                     f"{', '.join(METRIC_NAMES)}, or one cutoff such as ndcg@10)"
                 ) from None
-            raise _Invalid(str(exc)) from None
+            raise InvalidValue(str(exc)) from None
         names.append(spec.name if spec.k is None and spec.name != "r_precision" else str(spec))
     if not names:
-        raise _Invalid("no metric given; write e.g. recall, ndcg, mrr")
+        raise InvalidValue("no metric given; write e.g. recall, ndcg, mrr")
     return tuple(dict.fromkeys(names))
 
 
-def _choice(*choices: str) -> Callable[[str], str]:
+def parse_choice(*choices: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()
         if value not in choices:
@@ -110,86 +110,86 @@ def _choice(*choices: str) -> Callable[[str], str]:
 
             close = difflib.get_close_matches(value, choices, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise _Invalid(f"{text!r} is not one of {', '.join(choices)}{hint}")
+            raise InvalidValue(f"{text!r} is not one of {', '.join(choices)}{hint}")
         return value
 
     return parse
 
 
-def _gain(text: str) -> str:
+def parse_gain(text: str) -> str:
     try:
         return check_gain(text.strip().lower())
     except ValueError as exc:
-        raise _Invalid(str(exc)) from None
+        raise InvalidValue(str(exc)) from None
 
 
-def _text(text: str) -> str:
+def parse_text(text: str) -> str:
     value = text.strip()
     if not value:
-        raise _Invalid("is empty")
+        raise InvalidValue("is empty")
     return value
 
 
-def _bool(text: str) -> bool:
+def parse_bool(text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
         return True
     if value in ("0", "false", "no", "off"):
         return False
-    raise _Invalid(f"{text!r} is not true or false")
+    raise InvalidValue(f"{text!r} is not true or false")
 
 
-def _lines(text: str) -> tuple[str, ...]:
+def parse_lines(text: str) -> tuple[str, ...]:
     return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
 _RUN_STAGES = ("retriever", "reranker")
 
 
-def _run_sources(text: str) -> tuple[tuple[str, str], ...]:
+def parse_run_sources(text: str) -> tuple[tuple[str, str], ...]:
     """``STAGE=PATH`` or ``PATH`` (the retriever stage), one per line: ``((stage, path), ...)``.
 
     A prefix before ``=`` that looks like a name is a stage and must be a known one, so a typo
     (``rerankr=run.jsonl``) is an error rather than a file called ``rerankr=run.jsonl``.
     """
     sources: dict[str, str] = {}
-    for line in _lines(text):
+    for line in parse_lines(text):
         stage, path = "retriever", line
         head, equals, tail = line.partition("=")
         if equals and head.strip().replace("_", "").replace("-", "").isalnum():
             stage, path = head.strip().lower(), tail.strip()
             if stage not in _RUN_STAGES:
-                raise _Invalid(
+                raise InvalidValue(
                     f"{line!r}: unknown stage {head.strip()!r}; write PATH (the retriever "
                     f"stage) or STAGE=PATH with STAGE one of {', '.join(_RUN_STAGES)}"
                 )
             if not path:
-                raise _Invalid(f"{line!r}: no path after {head.strip()}=")
+                raise InvalidValue(f"{line!r}: no path after {head.strip()}=")
         if stage in sources:
-            raise _Invalid(
+            raise InvalidValue(
                 f"two runs for the {stage} stage ({sources[stage]} and {path}); give one run "
                 "per stage"
             )
         sources[stage] = path
     if not sources:
-        raise _Invalid("no run file given; write PATH or STAGE=PATH")
+        raise InvalidValue("no run file given; write PATH or STAGE=PATH")
     return tuple(sources.items())
 
 
-def _score_floor(text: str) -> tuple[tuple[str, float], ...]:
+def parse_score_floor(text: str) -> tuple[tuple[str, float], ...]:
     """``0.5`` (every stage), ``retriever=0.5, reranker=0.2`` (per stage; a bare value among
     them is the default of the others), or ``empty`` in place of a number (only an empty
     ranking abstains): ``(("", default), (stage, floor), ...)``."""
     from .abstention import ANY_RESULT
 
     floors: dict[str, float] = {}
-    for part in _split_list(text):
+    for part in parse_split_list(text):
         stage, equals, value = part.partition("=")
         if not equals:
             stage, value = "", part
         stage = stage.strip().lower()
         if equals and stage not in _RUN_STAGES:
-            raise _Invalid(
+            raise InvalidValue(
                 f"{part!r}: unknown stage {stage!r}; write a score (every stage) or STAGE=SCORE "
                 f"with STAGE one of {', '.join(_RUN_STAGES)}"
             )
@@ -199,16 +199,16 @@ def _score_floor(text: str) -> tuple[tuple[str, float], ...]:
         else:
             floor = _number(value)
             if not math.isfinite(floor):
-                raise _Invalid(f"{value!r} is not a finite score; write a number or empty")
+                raise InvalidValue(f"{value!r} is not a finite score; write a number or empty")
         if stage in floors:
-            raise _Invalid(f"two floors for {stage or 'every stage'}; give one")
+            raise InvalidValue(f"two floors for {stage or 'every stage'}; give one")
         floors[stage] = floor
     if not floors:
-        raise _Invalid("no floor given; write e.g. 0.5 or retriever=0.5, reranker=0.2")
+        raise InvalidValue("no floor given; write e.g. 0.5 or retriever=0.5, reranker=0.2")
     return tuple(floors.items())
 
 
-def _dedup(text: str) -> str:
+def parse_dedup(text: str) -> str:
     """``off``, ``exact``, ``near`` or ``near=T`` (T the Jaccard threshold, 0 < T <= 1)."""
     value = text.strip().lower().replace(" ", "")
     if value in ("off", "exact", "near"):
@@ -217,6 +217,6 @@ def _dedup(text: str) -> str:
     if head == "near" and equals:
         number = _number(threshold)
         if not 0.0 < number <= 1.0:
-            raise _Invalid(f"{threshold!r} is not a Jaccard threshold in (0, 1]")
+            raise InvalidValue(f"{threshold!r} is not a Jaccard threshold in (0, 1]")
         return f"near={number:g}"
-    raise _Invalid(f"{text!r} is not one of off, exact, near, near=THRESHOLD (e.g. near=0.8)")
+    raise InvalidValue(f"{text!r} is not one of off, exact, near, near=THRESHOLD (e.g. near=0.8)")

@@ -26,7 +26,7 @@ from .options import DEFAULT_KS as DEFAULT_KS
 from .options import DEFAULT_METRICS as DEFAULT_METRICS
 from .options import OPTIONS as OPTIONS
 from .options import Option as Option
-from .optionvalues import _Invalid
+from .optionvalues import InvalidValue
 
 #: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
 DEFAULT_CACHE_DIR = ".retrieval-cache"
@@ -219,7 +219,7 @@ def resolve(
         text = "\n".join(raw) if isinstance(raw, (list, tuple)) else str(raw)
         try:
             value = option.parse(text)
-        except _Invalid as exc:
+        except InvalidValue as exc:
             shown = text.replace("\n", "; ")
             from_ini = source != option.flag_name
             where = f"`{option.ini} = {shown}` in {ini_source}" if from_ini else f"{source} {shown}"
