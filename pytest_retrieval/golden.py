@@ -28,7 +28,7 @@ from typing import Any
 
 from .errors import GoldenSetError, Problem
 from .leakage import normalise_text as normalise_text  # re-exported: older imports
-from .leakage import set_problems as _set_problems  # the loaders' name for it (golden_io)
+from .leakage import set_problems
 from .text import first_surrogate, has_surrogate
 
 # Names that moved to formats/ (the model imports no format). Old imports such as
@@ -53,6 +53,9 @@ def __getattr__(name: str) -> Any:
 
     return getattr(import_module(module), name)
 
+
+#: The loaders' name for :func:`~pytest_retrieval.leakage.set_problems` (``formats.golden_io``).
+_set_problems = set_problems
 
 QueryId = str
 DocId = str
@@ -451,7 +454,7 @@ class GoldenSet:
             )
         if not problems:
             entries = [(q.id, q.text, q.split) for q in queries]
-            problems = _set_problems(entries, source=self.source)
+            problems = set_problems(entries, source=self.source)
         if problems:
             title = f"{self.source or 'golden set'}: {len(problems)} problem(s)"
             raise GoldenSetError(problems, title=title)
