@@ -8,10 +8,11 @@ configured otherwise). A judgment may carry its provenance (:class:`Label`: who 
 it, and when), which is kept in the file and counted by ``golden stats`` but is not a label:
 the fingerprint ignores it.
 
-This module is the model only (queries, the set's rules, the fingerprint, the leakage guard,
-joining sets). Every reader and writer lives in :mod:`pytest_retrieval.formats`, which imports
-this module and never the reverse: ``load_golden`` / ``write_golden`` are in
-:mod:`pytest_retrieval.formats.golden_io` (and in the public API, ``pytest_retrieval``).
+This module is the model only (queries, the set's rules, the fingerprint, joining sets; the
+leakage guard it applies is :mod:`pytest_retrieval.leakage`). Every reader and writer lives in
+:mod:`pytest_retrieval.formats`, which imports this module and never the reverse:
+``load_golden`` / ``write_golden`` are in :mod:`pytest_retrieval.formats.golden_io` (and in the
+public API, ``pytest_retrieval``).
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ import hashlib
 import json
 import os
 import re
-import string
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from .errors import GoldenSetError, Problem
-from .text import first_surrogate, has_surrogate, leakage_key
+from .leakage import normalise_text as normalise_text  # re-exported: older imports
+from .leakage import set_problems
+from .text import first_surrogate, has_surrogate
 
 # Names that moved to formats/ (the model imports no format). Old imports such as
 # ``from pytest_retrieval.golden import load_golden`` keep working: they resolve on first use,
@@ -53,6 +54,9 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(module), name)
 
 
+#: The loaders' name for :func:`~pytest_retrieval.leakage.set_problems` (``formats.golden_io``).
+_set_problems = set_problems
+
 QueryId = str
 DocId = str
 #: ``{doc id: grade}``; 0 = judged not relevant, a doc that is absent is unjudged.
@@ -75,31 +79,6 @@ _PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter 
 def is_plain_name(name: object) -> bool:
     """True if ``name`` is a usable slice or split name: ``[A-Za-z0-9][A-Za-z0-9_.-]*``."""
     return isinstance(name, str) and _PLAIN_NAME.match(name) is not None
-
-
-# Only category P* (not symbols such as '+' or '$'), so the ASCII fast path agrees with the
-# Unicode path below.
-_ASCII_PUNCTUATION = str.maketrans(
-    "", "", "".join(c for c in string.punctuation if unicodedata.category(c).startswith("P"))
-)
-
-
-def normalise_text(text: str) -> str:
-    """The form of a query text used to detect leakage between splits (never the fingerprint,
-    which hashes the text as written).
-
-    NFKC-normalised and case-folded (:func:`~pytest_retrieval.text.leakage_key`: "café" in NFC
-    and in NFD, "ＣＡＦÉ" and "cafe\u0301" are one text), punctuation (Unicode category P*)
-    deleted, runs of white space collapsed to one space and trimmed:
-    ``"What's  the Refund-window?"`` becomes ``"whats the refundwindow"``.
-    """
-    if text.isascii():
-        folded = text.translate(_ASCII_PUNCTUATION).lower()
-    else:
-        folded = "".join(
-            ch for ch in leakage_key(text) if not unicodedata.category(ch).startswith("P")
-        )
-    return " ".join(folded.split())
 
 
 def surrogate_problem(value: str, what: str) -> str | None:
@@ -438,67 +417,6 @@ def compute_fingerprint(queries: Iterable[Query]) -> str:
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _where(index: int, lines: Sequence[int | None] | None) -> str:
-    line = lines[index] if lines is not None else None
-    return f"on line {line}" if line is not None else f"by query #{index + 1}"
-
-
-#: What the cross-query checks need of a query: id, text and split (None where invalid).
-Entry = tuple[str, str | None, str | None]
-
-
-def _set_problems(
-    entries: Sequence[Entry],
-    *,
-    source: str | None = None,
-    lines: Sequence[int | None] | None = None,
-) -> list[Problem]:
-    """Problems that span queries: duplicate ids and the same text in two splits (leakage).
-
-    ``entries[i]`` is ``(id, text, split)`` of the i-th query of the file, ``lines[i]`` its
-    line where the format has lines. A loader also passes the queries that failed other checks
-    (with None for their invalid parts), so a duplicate id is reported even then.
-    """
-    problems: list[Problem] = []
-    first_of_id: dict[str, int] = {}
-    first_of_text: dict[str, dict[str, int]] = {}
-    for index, (query_id, text, split) in enumerate(entries):
-        line = lines[index] if lines is not None else None
-        if query_id in first_of_id:
-            problems.append(
-                Problem(
-                    f"duplicate query id: already used {_where(first_of_id[query_id], lines)}",
-                    "give every query a unique id, or merge the two entries",
-                    source=source,
-                    line=line,
-                    query_id=query_id,
-                    field="id",
-                )
-            )
-            continue
-        first_of_id[query_id] = index
-        if text is None or split is None:
-            continue
-        splits = first_of_text.setdefault(normalise_text(text), {})
-        if splits and split not in splits:
-            other_split, other = next(iter(splits.items()))
-            problems.append(
-                Problem(
-                    f"leakage: the same text as query {entries[other][0]!r} "
-                    f"({_where(other, lines)}) is in split {split!r} and in split "
-                    f"{other_split!r}",
-                    "a query text must be in one split only: delete one of the two queries "
-                    "or move both into the same split",
-                    source=source,
-                    line=line,
-                    query_id=query_id,
-                    field="text",
-                )
-            )
-        splits.setdefault(split, index)
-    return problems
-
-
 @dataclass(frozen=True, slots=True, repr=False)
 class GoldenSet:
     """An ordered, validated collection of :class:`Query` records.
@@ -536,7 +454,7 @@ class GoldenSet:
             )
         if not problems:
             entries = [(q.id, q.text, q.split) for q in queries]
-            problems = _set_problems(entries, source=self.source)
+            problems = set_problems(entries, source=self.source)
         if problems:
             title = f"{self.source or 'golden set'}: {len(problems)} problem(s)"
             raise GoldenSetError(problems, title=title)

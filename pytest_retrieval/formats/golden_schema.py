@@ -1,33 +1,44 @@
 """The canonical golden-set schema, shared by the YAML, JSON, JSONL and CSV readers.
 
 A reader decodes its file into plain Python values (mappings, lists, strings, ints) and records
-where each came from in a :class:`Marks`; :class:`SchemaReader` then checks those values against
-the schema and turns them into :class:`~pytest_retrieval.golden.Query` records, collecting every
-problem (located by file, line, column, query id and field) instead of stopping at the first.
+where each came from in a :class:`~.golden_parsed.Marks`; :class:`SchemaReader` then checks those
+values against the schema and turns them into :class:`~pytest_retrieval.golden.Query` records,
+collecting every problem (located by file, line, column, query id and field) in a
+:class:`~.golden_parsed.Parsed` instead of stopping at the first. A single value (an id, a
+grade) is checked by :mod:`~.golden_values`.
 """
 
 from __future__ import annotations
 
 import datetime
-import difflib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Problem
 from ..golden import (
     DEFAULT_SPLIT,
     MAX_GRADE,
-    MAX_GRADE_FIX,
     SCHEMA_VERSION,
     SURROGATE_FIX,
     Label,
     Query,
-    describe_grade,
     is_plain_name,
     surrogate_problem,
 )
-from ..text import MAX_INT_DIGITS, has_surrogate
+from ..text import has_surrogate
+
+# The ``X as X`` names are re-exported: the readers import them from here.
+from .golden_parsed import Loc as Loc
+from .golden_parsed import Locate
+from .golden_parsed import Marks as Marks
+from .golden_parsed import Parsed as Parsed
+from .golden_parsed import read_text as read_text
+from .golden_values import SourceInt as SourceInt
+from .golden_values import as_id as as_id
+from .golden_values import describe
+from .golden_values import grade_problem as grade_problem
+from .golden_values import id_problem as id_problem
+from .golden_values import suggest_field as suggest_field
 
 #: Fields of one query, in the order the writers emit them.
 QUERY_FIELDS = ("id", "text", "relevant", "slices", "split", "provenance")
@@ -40,149 +51,11 @@ HEADER_FIELDS = ("version", "name", "corpus_version", "defaults")
 #: Keys of ``defaults``.
 DEFAULTS_FIELDS = ("split", "slices")
 
-# Names people reach for that difflib would not match to ours.
-_ALIASES = {
-    "judgments": "relevant",
-    "judgements": "relevant",
-    "qrels": "relevant",
-    "labels": "relevant",
-    "relevance": "relevant",
-    "docs": "relevant",
-    "documents": "relevant",
-    "relevant_docs": "relevant",
-    "relevant_ids": "relevant",
-    "query": "text",
-    "question": "text",
-    "qid": "id",
-    "query_id": "id",
-    "_id": "id",
-    "slice": "slices",
-    "tags": "slices",
-    "tag": "slices",
-}
-
 _PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter or digit"
-
-#: ``(line, column)``, 1-based, either unknown (None).
-Loc = tuple[int | None, int | None]
-#: ``locate(container, key)``: where ``container[key]`` (or the container itself, key None) is.
-Locate = Callable[[object, object], Loc]
-
-
-def suggest_field(key: object, known: tuple[str, ...]) -> str:
-    """The fix for an unknown field: the nearest known name, or the list of known names."""
-    text = str(key)
-    alias = _ALIASES.get(text.lower())
-    if alias in known:
-        return f"did you mean {alias!r}?"
-    close = difflib.get_close_matches(text.lower(), known, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}?"
-    return f"known fields are {', '.join(known)}"
-
-
-class SourceInt(int):
-    """An int read from YAML that remembers how it was written (``007`` stays ``"007"``).
-
-    YAML 1.1 reads ``007`` as octal 7 and ``1_000`` as 1000; as an id the user meant the text.
-    """
-
-    text: str
-
-
-class Marks:
-    """Where decoded values came from, keyed by the identity of their containers.
-
-    ``at[id(c)]`` is where container ``c`` starts; ``keys[id(d)][k]`` where key ``k`` of mapping
-    ``d`` is written; ``items[id(s)][i]`` where item ``i`` of list ``s`` is. The decoded tree must
-    stay alive while the marks are used, since ids of dead objects are reused.
-    """
-
-    __slots__ = ("at", "items", "keys")
-
-    def __init__(self) -> None:
-        self.at: dict[int, Loc] = {}
-        self.keys: dict[int, dict[Any, Loc]] = {}
-        self.items: dict[int, list[Loc]] = {}
-
-    def locate(self, container: object, key: object = None) -> Loc:
-        """Where ``container[key]`` is, else where ``container`` starts, else unknown."""
-        if key is not None:
-            if isinstance(container, Mapping):
-                found = self.keys.get(id(container), {}).get(key)
-                if found is not None:
-                    return found
-            elif isinstance(container, list) and isinstance(key, int):
-                items = self.items.get(id(container))
-                if items is not None and 0 <= key < len(items):
-                    return items[key]
-        return self.at.get(id(container), (None, None))
-
-
-def read_text(parsed: Parsed, path: str | None = None) -> str | None:
-    """The text of ``path`` (default: the parsed source) as UTF-8, a BOM tolerated; None after
-    recording why it cannot be read."""
-    name = parsed.source if path is None else path
-    try:
-        with open(name, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        parsed.fail("file not found", "check the path", source=name)
-        return None
-    except IsADirectoryError:
-        parsed.fail("is a folder, expected a file", "name the file itself", source=name)
-        return None
-    except OSError as exc:
-        parsed.fail(f"cannot be read: {exc.strerror}", "check its permissions", source=name)
-        return None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        parsed.fail(
-            f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-            "save the file as UTF-8",
-            source=name,
-            line=raw.count(b"\n", 0, exc.start) + 1,
-        )
-        return None
 
 
 def _nowhere(container: object, key: object = None) -> Loc:
     return (None, None)
-
-
-@dataclass(slots=True)
-class Parsed:
-    """What a reader produced: queries with their lines, problems, and document metadata."""
-
-    source: str
-    queries: list[Query] = field(default_factory=list)
-    lines: list[int | None] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    name: str | None = None
-    corpus_version: str | None = None
-    #: The file that ``lines`` refer to, when not ``source`` itself (a BEIR folder).
-    line_source: str | None = None
-    #: ``(id, text, split)`` of every query with a usable id, valid or not, for the
-    #: cross-query checks; ``entry_lines`` holds their lines.
-    entries: list[tuple[str, str | None, str | None]] = field(default_factory=list)
-    entry_lines: list[int | None] = field(default_factory=list)
-
-    def add(self, query: Query, line: int | None) -> None:
-        """Append a valid query read from ``line``."""
-        self.queries.append(query)
-        self.lines.append(line)
-        self.note(query.id, query.text, query.split, line)
-
-    def note(self, query_id: str, text: str | None, split: str | None, line: int | None) -> None:
-        """Remember a query for the cross-query checks even if it is invalid."""
-        self.entries.append((query_id, text, split))
-        self.entry_lines.append(line)
-
-    def fail(self, message: str, fix: str | None = None, **where: Any) -> None:
-        """Record a problem in this file (or in ``where["source"]``)."""
-        where.setdefault("source", self.source)
-        self.problems.append(Problem(message, fix, **where))
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,73 +64,6 @@ class Defaults:
 
     split: str = DEFAULT_SPLIT
     slices: tuple[str, ...] = ()
-
-
-def _describe(value: object) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"the boolean {value!r}"
-    if isinstance(value, SourceInt):
-        return value.text
-    if isinstance(value, (Mapping, list)):
-        return f"a {'mapping' if isinstance(value, Mapping) else 'list'}"
-    return repr(value)
-
-
-def id_problem(value: object, what: str) -> tuple[str, str] | None:
-    """Why ``value`` is not a usable id, and the fix; None if it is one."""
-    if isinstance(value, str):
-        if value.strip():
-            bad = surrogate_problem(value, what)
-            return None if bad is None else (bad, SURROGATE_FIX)
-        return f"{what} is blank", f"give the {what} a non-blank value"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return None
-    if isinstance(value, bool):
-        return (
-            f"{what} must be a string, got {_describe(value)}",
-            "quote it: YAML reads unquoted yes/no/on/off/true/false as booleans",
-        )
-    if isinstance(value, (float, datetime.date)):
-        return f"{what} must be a string, got {_describe(value)}", "quote it"
-    return f"{what} must be a string, got {_describe(value)}", f"write the {what} as a string"
-
-
-def as_id(value: object) -> str:
-    """The string form of an id already checked by :func:`id_problem`."""
-    if isinstance(value, SourceInt):
-        return value.text
-    return str(value)
-
-
-def grade_problem(value: object) -> tuple[str, str] | None:
-    """Why ``value`` is not a grade, and the fix; None if it is one."""
-    if isinstance(value, bool):
-        return (
-            f"grade must be an integer, got {_describe(value)}",
-            "write 1 or a higher grade for relevant, 0 for judged not relevant",
-        )
-    if isinstance(value, int):
-        if value > MAX_GRADE:
-            return f"grade {describe_grade(value)} is above the maximum {MAX_GRADE}", MAX_GRADE_FIX
-        if value >= 0:
-            return None
-        return (
-            f"grade must be >= 0, got {value}",
-            "use 0 for judged not relevant, and leave unjudged documents out",
-        )
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        if len(value.strip()) > MAX_INT_DIGITS:
-            shown = f"a number of {len(value.strip())} digits"
-            return f"grade {shown} is above the maximum {MAX_GRADE}", MAX_GRADE_FIX
-        return f"grade must be an integer, got the string {value!r}", "write it without quotes"
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return f"grade must be an integer, got {value!r}", f"write {int(value)}"
-    return (
-        f"grade must be an integer, got {_describe(value)}",
-        "use a whole number: 0 = judged not relevant, 1 or more = relevant",
-    )
 
 
 class SchemaReader:
@@ -318,8 +124,7 @@ class SchemaReader:
         """Read a whole YAML/JSON document: ``version``, metadata, ``defaults``, ``queries``."""
         if not isinstance(doc, Mapping):
             self.problem(
-                f"a golden set must be a mapping with 'version' and 'queries', got "
-                f"{_describe(doc)}",
+                f"a golden set must be a mapping with 'version' and 'queries', got {describe(doc)}",
                 "start the file with 'version: 1' and list the queries under 'queries:'",
                 doc,
             )
@@ -346,7 +151,7 @@ class SchemaReader:
             return
         if not isinstance(queries, list):
             self.problem(
-                f"'queries' must be a list, got {_describe(queries)}",
+                f"'queries' must be a list, got {describe(queries)}",
                 "write each query as a list item starting with '- id: ...'",
                 doc,
                 "queries",
@@ -362,7 +167,7 @@ class SchemaReader:
             version = header["version"]
             if type(version) is not int and not isinstance(version, SourceInt):
                 self.problem(
-                    f"'version' must be the integer {SCHEMA_VERSION}, got {_describe(version)}",
+                    f"'version' must be the integer {SCHEMA_VERSION}, got {describe(version)}",
                     f"write 'version: {SCHEMA_VERSION}'",
                     header,
                     "version",
@@ -391,7 +196,7 @@ class SchemaReader:
         block = header["defaults"]
         if not isinstance(block, Mapping):
             self.problem(
-                f"'defaults' must be a mapping, got {_describe(block)}",
+                f"'defaults' must be a mapping, got {describe(block)}",
                 "write 'defaults:' with 'split:' and/or 'slices:' under it",
                 header,
                 "defaults",
@@ -412,7 +217,7 @@ class SchemaReader:
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             return as_id(value)
         self.problem(
-            f"{key!r} must be a string, got {_describe(value)}",
+            f"{key!r} must be a string, got {describe(value)}",
             "quote it",
             header,
             key,
@@ -436,7 +241,7 @@ class SchemaReader:
         before = len(self.parsed.problems)
         if not isinstance(record, Mapping):
             self.problem(
-                f"a query must be a mapping with id, text and relevant, got {_describe(record)}",
+                f"a query must be a mapping with id, text and relevant, got {describe(record)}",
                 "write it as '- id: ...' followed by 'text:' and 'relevant:' lines",
                 container,
                 key,
@@ -492,7 +297,7 @@ class SchemaReader:
         fix = "write 'provenance: {doc-a: {by: alice, at: 2024-05-01}}' for judged documents"
         if not isinstance(block, Mapping):
             self.problem(
-                f"'provenance' must be a mapping of doc id to {{by, at}}, got {_describe(block)}",
+                f"'provenance' must be a mapping of doc id to {{by, at}}, got {describe(block)}",
                 fix,
                 record,
                 "provenance",
@@ -514,7 +319,7 @@ class SchemaReader:
             if not isinstance(entry, Mapping):
                 self.problem(
                     f"provenance of {doc_id!r} must be a mapping with 'by' (and 'at'), got "
-                    f"{_describe(entry)}",
+                    f"{describe(entry)}",
                     fix,
                     block,
                     doc,
@@ -531,7 +336,7 @@ class SchemaReader:
             if not isinstance(by, str) or not by.strip():
                 self.problem(
                     f"provenance of {doc_id!r} needs 'by': who or what graded it, got "
-                    f"{_describe(by)}",
+                    f"{describe(by)}",
                     fix,
                     entry,
                     "by" if "by" in entry else None,
@@ -540,7 +345,7 @@ class SchemaReader:
                 continue
             if at is not None and not isinstance(at, str):
                 self.problem(
-                    f"'at' of {doc_id!r} must be a date or time, got {_describe(at)}",
+                    f"'at' of {doc_id!r} must be a date or time, got {describe(at)}",
                     "write an ISO 8601 time such as 2024-05-01T10:00:00Z",
                     entry,
                     "at",
@@ -573,7 +378,7 @@ class SchemaReader:
         if isinstance(text, str) or text is None:
             message = "query text is blank"
         else:
-            message = f"query text must be a string, got {_describe(text)}"
+            message = f"query text must be a string, got {describe(text)}"
         self.problem(
             message,
             "write the question as a user would ask it; quote it if YAML reads it as another type",
@@ -619,7 +424,7 @@ class SchemaReader:
             )
             self.problem(
                 f"'relevant' must be a list of doc ids or a mapping of doc id to grade, got "
-                f"{_describe(relevant)}",
+                f"{describe(relevant)}",
                 fix,
                 record,
                 "relevant",
@@ -666,7 +471,7 @@ class SchemaReader:
             assert isinstance(split, str)
             return split
         self.problem(
-            f"split name {_describe(split)} is not a plain identifier",
+            f"split name {describe(split)} is not a plain identifier",
             _PLAIN_NAME_FIX,
             block,
             "split",
@@ -694,7 +499,7 @@ class SchemaReader:
                 else "write a list of names, e.g. 'slices: [multi-hop]' (or 'slices: []')"
             )
             self.problem(
-                f"'slices' must be a list of names, got {_describe(slices)}",
+                f"'slices' must be a list of names, got {describe(slices)}",
                 fix,
                 block,
                 "slices",
@@ -707,7 +512,7 @@ class SchemaReader:
         for index, name in enumerate(slices):
             if not is_plain_name(name):
                 self.problem(
-                    f"slice name {_describe(name)} is not a plain identifier",
+                    f"slice name {describe(name)} is not a plain identifier",
                     _PLAIN_NAME_FIX,
                     slices,
                     index,

@@ -1,0 +1,111 @@
+"""What a golden-set reader produces, and where each decoded value came from.
+
+A reader reads its file's text (:func:`read_text`), decodes it into plain Python values,
+records where each came from in a :class:`Marks`, and collects the queries, their lines and
+every problem in a :class:`Parsed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Problem
+from ..golden import Query
+
+#: ``(line, column)``, 1-based, either unknown (None).
+Loc = tuple[int | None, int | None]
+#: ``locate(container, key)``: where ``container[key]`` (or the container itself, key None) is.
+Locate = Callable[[object, object], Loc]
+
+
+class Marks:
+    """Where decoded values came from, keyed by the identity of their containers.
+
+    ``at[id(c)]`` is where container ``c`` starts; ``keys[id(d)][k]`` where key ``k`` of mapping
+    ``d`` is written; ``items[id(s)][i]`` where item ``i`` of list ``s`` is. The decoded tree must
+    stay alive while the marks are used, since ids of dead objects are reused.
+    """
+
+    __slots__ = ("at", "items", "keys")
+
+    def __init__(self) -> None:
+        self.at: dict[int, Loc] = {}
+        self.keys: dict[int, dict[Any, Loc]] = {}
+        self.items: dict[int, list[Loc]] = {}
+
+    def locate(self, container: object, key: object = None) -> Loc:
+        """Where ``container[key]`` is, else where ``container`` starts, else unknown."""
+        if key is not None:
+            if isinstance(container, Mapping):
+                found = self.keys.get(id(container), {}).get(key)
+                if found is not None:
+                    return found
+            elif isinstance(container, list) and isinstance(key, int):
+                items = self.items.get(id(container))
+                if items is not None and 0 <= key < len(items):
+                    return items[key]
+        return self.at.get(id(container), (None, None))
+
+
+def read_text(parsed: Parsed, path: str | None = None) -> str | None:
+    """The text of ``path`` (default: the parsed source) as UTF-8, a BOM tolerated; None after
+    recording why it cannot be read."""
+    name = parsed.source if path is None else path
+    try:
+        with open(name, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        parsed.fail("file not found", "check the path", source=name)
+        return None
+    except IsADirectoryError:
+        parsed.fail("is a folder, expected a file", "name the file itself", source=name)
+        return None
+    except OSError as exc:
+        parsed.fail(f"cannot be read: {exc.strerror}", "check its permissions", source=name)
+        return None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        parsed.fail(
+            f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+            "save the file as UTF-8",
+            source=name,
+            line=raw.count(b"\n", 0, exc.start) + 1,
+        )
+        return None
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What a reader produced: queries with their lines, problems, and document metadata."""
+
+    source: str
+    queries: list[Query] = field(default_factory=list)
+    lines: list[int | None] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    name: str | None = None
+    corpus_version: str | None = None
+    #: The file that ``lines`` refer to, when not ``source`` itself (a BEIR folder).
+    line_source: str | None = None
+    #: ``(id, text, split)`` of every query with a usable id, valid or not, for the
+    #: cross-query checks; ``entry_lines`` holds their lines.
+    entries: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    entry_lines: list[int | None] = field(default_factory=list)
+
+    def add(self, query: Query, line: int | None) -> None:
+        """Append a valid query read from ``line``."""
+        self.queries.append(query)
+        self.lines.append(line)
+        self.note(query.id, query.text, query.split, line)
+
+    def note(self, query_id: str, text: str | None, split: str | None, line: int | None) -> None:
+        """Remember a query for the cross-query checks even if it is invalid."""
+        self.entries.append((query_id, text, split))
+        self.entry_lines.append(line)
+
+    def fail(self, message: str, fix: str | None = None, **where: Any) -> None:
+        """Record a problem in this file (or in ``where["source"]``)."""
+        where.setdefault("source", self.source)
+        self.problems.append(Problem(message, fix, **where))
