@@ -1,227 +1,48 @@
 """The baseline file: a committed snapshot of per-query quality (the format only).
 
-A **snapshot** holds, per query (outside the held-out split) and per stage, every metric's value,
-the rank of each relevant document and the ranking to the retrieval depth; plus the golden-set
-fingerprint, a label hash per query, the query's judgments and a hash of its text (schema
-version 2: what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings against
-new labels, see :mod:`pytest_retrieval.rescore`), and the settings that change numbers.
-Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no judgments) are still read.
+What a snapshot holds (per query and stage: every metric's value, the relevant documents' ranks,
+the ranking; the golden-set fingerprint, the labels and the settings that change numbers) and how
+one is built from a run is :mod:`pytest_retrieval.snapshot`; its names are importable from here
+too. Schema version 2 adds each query's judgments and a hash of its text (what lets
+``--retrieval-baseline-mode=rescore`` re-score the stored rankings against new labels, see
+:mod:`pytest_retrieval.rescore`). Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no
+judgments) are still read.
 
 The **baseline file** is a snapshot written as deterministic JSON (sorted keys, indent 2,
-rounded floats, trailing newline), only on an explicit update, atomically. The JSON artifact
-carries the same snapshot, so the offline CLI (``pytest-retrieval compare``) and the plugin run
-the very same comparison, whose rule lives in :mod:`pytest_retrieval.regression`.
+rounded floats, trailing newline), only on an explicit update, atomically (:func:`dump_baseline`,
+:func:`stamp`), and read back checked (:func:`load_baseline`, :func:`snapshot_problems`). The
+JSON artifact carries the same snapshot, so the offline CLI (``pytest-retrieval compare``) and the
+plugin run the very same comparison, whose rule lives in :mod:`pytest_retrieval.regression`.
 
 Held-out queries never enter a baseline with per-query detail.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
 
 from .errors import InputError, Problem
-from .evaluate import Evaluation
 from .files import read_text_file
-from .gates import Selection
-from .golden import GoldenSet
+from .snapshot import BASELINE_SCHEMA as BASELINE_SCHEMA
+from .snapshot import BASELINE_SCHEMA_VERSION as BASELINE_SCHEMA_VERSION
+from .snapshot import DECIMALS as DECIMALS
+from .snapshot import QuerySnapshot as QuerySnapshot
+from .snapshot import Snapshot as Snapshot
+from .snapshot import average_snapshots as average_snapshots
+from .snapshot import build_snapshot as build_snapshot
+from .snapshot import label_hash as label_hash
+from .snapshot import round_value as round_value
+from .snapshot import snapshot_mean as snapshot_mean
+from .snapshot import text_hash as text_hash
 
-BASELINE_SCHEMA = "pytest-retrieval/baseline"
-BASELINE_SCHEMA_VERSION = 2
 #: Every baseline schema version this release reads (1: no judgments, top 10 ids only).
 READABLE_VERSIONS = (1, 2)
-#: Decimals kept for every float in a baseline (enough for 4-decimal reports, short diffs).
-DECIMALS = 6
 #: How many ids of each ranking a version-1 snapshot kept; version 2 keeps the ranking to the
 #: retrieval depth (the ``depth`` setting it records).
 TOP_KEPT = 10
-
-
-def round_value(value: float | None) -> float | None:
-    return None if value is None else round(value, DECIMALS)
-
-
-def _round_all(value: Any) -> Any:
-    """``value`` (builtins) with every float in it rounded to :data:`DECIMALS` decimals."""
-    if isinstance(value, float):
-        return round(value, DECIMALS)
-    if isinstance(value, Mapping):
-        return {k: _round_all(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_round_all(v) for v in value]
-    return value
-
-
-def text_hash(text: str | None) -> str:
-    """A short hash of a query's text (rescoring needs to know the text did not change)."""
-    return hashlib.sha256(json.dumps(text, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
-
-
-def label_hash(
-    text: str | None, judgments: Mapping[str, int], slices: Iterable[str], split: str
-) -> str:
-    """A short hash of one query's labels: changes when its text, grades, slices or split do."""
-    canonical = json.dumps(
-        [text, sorted(judgments.items()), sorted(slices), split],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass(frozen=True, slots=True)
-class QuerySnapshot:
-    """One query in a snapshot."""
-
-    split: str
-    slices: tuple[str, ...]
-    labels: str
-    metrics: Mapping[str, Mapping[str, float | None]]  # stage -> metric -> value
-    relevant_ranks: Mapping[str, Mapping[str, int | None]]  # stage -> doc -> rank (None: missing)
-    top: Mapping[str, tuple[str, ...]]  # stage -> the ranking, to the retrieval depth
-    #: stage -> metric -> run-to-run standard deviation (ddof=1) over the baseline's runs; empty
-    #: for a single-run snapshot (the key is then left out of the file).
-    spread: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
-    #: The labels the values were scored with (version 2; ``None`` in a version-1 baseline).
-    judgments: Mapping[str, int] | None = None
-    #: :func:`text_hash` of the query text (version 2; ``None`` in a version-1 baseline).
-    text: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Builtins, floats rounded."""
-        out: dict[str, Any] = {
-            "split": self.split,
-            "slices": list(self.slices),
-            "labels": self.labels,
-            "metrics": {
-                stage: {m: None if v is None else round(v, DECIMALS) for m, v in values.items()}
-                for stage, values in self.metrics.items()
-            },
-            "relevant_ranks": {s: dict(r) for s, r in self.relevant_ranks.items()},
-            "top": {s: list(t) for s, t in self.top.items()},
-        }
-        if self.spread:
-            out["spread"] = {
-                stage: {m: round_value(v) for m, v in values.items()}
-                for stage, values in self.spread.items()
-            }
-        if self.judgments is not None:
-            out["judgments"] = dict(self.judgments)
-        if self.text is not None:
-            out["text"] = self.text
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> QuerySnapshot:
-        """Inverse of :meth:`to_dict`."""
-        judgments = data.get("judgments")
-        text = data.get("text")
-        return cls(
-            split=str(data["split"]),
-            slices=tuple(data.get("slices", ())),
-            labels=str(data["labels"]),
-            metrics={s: dict(v) for s, v in data["metrics"].items()},
-            relevant_ranks={s: dict(r) for s, r in data.get("relevant_ranks", {}).items()},
-            top={s: tuple(t) for s, t in data.get("top", {}).items()},
-            spread={s: dict(v) for s, v in (data.get("spread") or {}).items()},
-            judgments=dict(judgments) if isinstance(judgments, Mapping) else None,
-            text=str(text) if text is not None else None,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """Per-query quality of one run, comparable with another run's."""
-
-    fingerprint: str
-    settings: Mapping[str, Any]
-    stages: tuple[str, ...]
-    metrics: tuple[str, ...]
-    queries: Mapping[str, QuerySnapshot]
-    heldout: Mapping[str, Any] = field(default_factory=dict)
-    plugin_version: str = ""
-    created: str = ""
-    #: ``retrieval_index_version`` of the run (recorded, never compared: a new index is what a
-    #: regression check is for). Older baselines have none.
-    index_version: str | None = None
-    #: How many runs of the retriever the per-query values are the means of (1: one run; the
-    #: key is then left out of the file, so single-run baselines read as before).
-    n_runs: int = 1
-    #: The schema version the snapshot was read from (a new one is the current version).
-    schema_version: int = BASELINE_SCHEMA_VERSION
-
-    def to_dict(self, *, lazy: bool = False) -> dict[str, Any]:
-        """The baseline document (builtins), in the version it was read from (a version-1
-        baseline lacks what version 2 adds, so it is never relabelled). ``lazy``: the per-query
-        entries are built as they are read (:class:`~pytest_retrieval.files.LazyMapping`), for a
-        document written once (the artifact's snapshot), not held."""
-        if lazy:
-            from .files import LazyMapping
-
-            queries: Mapping[str, Any] = LazyMapping(
-                sorted(self.queries), lambda qid: self.queries[qid].to_dict()
-            )
-        else:
-            queries = {qid: q.to_dict() for qid, q in sorted(self.queries.items())}
-        out = {
-            "schema": BASELINE_SCHEMA,
-            "schema_version": self.schema_version,
-            "plugin_version": self.plugin_version,
-            "created": self.created,
-            "golden": {"fingerprint": self.fingerprint, "queries": len(self.queries)},
-            "settings": dict(self.settings),
-            "index_version": self.index_version,
-            "stages": list(self.stages),
-            "metrics": list(self.metrics),
-            "means": self.means_by_column(),
-            "heldout": _round_all(dict(self.heldout)),
-            "queries": queries,
-        }
-        if self.n_runs != 1:
-            out["n_runs"] = self.n_runs
-        return out
-
-    def means_by_column(self) -> dict[str, dict[str, dict[str, float | None]]]:
-        """Readable means (stage -> "overall"/"slice:<name>" -> metric -> mean), for reviewers."""
-        out: dict[str, dict[str, dict[str, float | None]]] = {}
-        columns: dict[str, list[QuerySnapshot]] = {"overall": list(self.queries.values())}
-        for q in self.queries.values():
-            for name in q.slices:
-                columns.setdefault(f"slice:{name}", []).append(q)
-        for stage in self.stages:
-            out[stage] = {}
-            for label, members in sorted(columns.items()):
-                # One pass per metric over this column's metric dicts (the same values, summed
-                # in the same order, as a lookup per query and metric: the same bits).
-                rows = [q.metrics.get(stage, {}) for q in members]
-                means: dict[str, float | None] = {}
-                for metric in self.metrics:
-                    values = [v for row in rows if (v := row.get(metric)) is not None]
-                    means[metric] = round_value(sum(values) / len(values)) if values else None
-                out[stage][label] = means
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Snapshot:
-        """Inverse of :meth:`to_dict` (no validation: see :func:`load_baseline`)."""
-        return cls(
-            fingerprint=str(data["golden"]["fingerprint"]),
-            settings=dict(data["settings"]),
-            stages=tuple(data["stages"]),
-            metrics=tuple(data["metrics"]),
-            queries={qid: QuerySnapshot.from_dict(q) for qid, q in data["queries"].items()},
-            heldout=dict(data.get("heldout", {})),
-            plugin_version=str(data.get("plugin_version", "")),
-            created=str(data.get("created", "")),
-            index_version=data.get("index_version"),
-            n_runs=int(data.get("n_runs", 1)),
-            schema_version=int(data.get("schema_version", BASELINE_SCHEMA_VERSION)),
-        )
 
 
 def dump_baseline(snapshot: Snapshot) -> str:
@@ -424,193 +245,3 @@ def snapshot_problems(
                         field=f"metrics.{stage}",
                     )
     return problems
-
-
-def snapshot_mean(
-    snapshot: Snapshot, metric: str, selection: Selection, *, heldout_split: str = "heldout"
-) -> tuple[float | None, int, str]:
-    """(mean, queries counted, stage) of a metric over a selection of a snapshot's queries.
-
-    Used by ``pytest-retrieval gate`` to re-apply a threshold to a stored run. Raises
-    InputError when the stage or metric is not in the snapshot, or the split is held out.
-    """
-    stage = selection.stage or (snapshot.stages[-1] if snapshot.stages else None)
-    if stage is None or stage not in snapshot.stages:
-        raise InputError(
-            Problem(
-                f"stage {stage!r} is not in the run",
-                fix=f"stages: {', '.join(snapshot.stages) or 'none'}",
-            )
-        )
-    if metric not in snapshot.metrics:
-        raise InputError(
-            Problem(
-                f"the run did not record {metric}",
-                fix="add it to retrieval_metrics / retrieval_ks and run the tests again",
-            )
-        )
-    if selection.split == heldout_split:
-        raise InputError(
-            Problem(
-                "held-out queries are not stored per query, so held-out gates cannot be re-applied",
-                fix="gate the held-out split in the pytest run (--retrieval-heldout)",
-            )
-        )
-    values = []
-    for query in snapshot.queries.values():
-        if not selection.matches(query.split, query.slices, heldout_split=heldout_split):
-            continue
-        value = query.metrics.get(stage, {}).get(metric)
-        if value is not None:
-            values.append(value)
-    return (sum(values) / len(values) if values else None), len(values), stage
-
-
-def _first_ranks(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, int | None]:
-    """Each relevant doc's first rank (1-based) in ``ranking``, None when it is absent."""
-    if len(relevant) <= 16:  # a few C-level scans beat a Python loop over the whole ranking
-        ranks: dict[str, int | None] = {}
-        for doc in relevant:
-            try:
-                ranks[doc] = ranking.index(doc) + 1
-            except ValueError:
-                ranks[doc] = None
-        return ranks
-    first: dict[str, int] = {}
-    wanted = set(relevant)
-    for rank, doc in enumerate(ranking, start=1):
-        if doc in wanted and doc not in first:
-            first[doc] = rank
-    return {doc: first.get(doc) for doc in relevant}
-
-
-def build_snapshot(
-    visible: GoldenSet,
-    per_stage: Mapping[str, Evaluation],
-    ranking_of: Callable[[str, str], tuple[str, ...]],
-    *,
-    metric_names: Sequence[str],
-    min_grade: int,
-    settings: Mapping[str, Any],
-    heldout_ids: Sequence[str] = (),
-    index_version: str | None = None,
-) -> Snapshot:
-    """Per-query values, relevant ranks, judgments and rankings of every ``visible`` query.
-
-    Each ranking is kept to ``settings["depth"]`` (the depth asked of the retriever) when the
-    settings record one, else whole. Held-out queries never enter with per-query detail:
-    ``heldout_ids`` (when the split is unsealed) only adds their means.
-    """
-    stages = tuple(per_stage)
-    raw_depth = settings.get("depth")
-    depth = raw_depth if type(raw_depth) is int and raw_depth > 0 else None
-    columns = {
-        stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
-    }
-    names = list(metric_names)
-    stage_columns = {stage: [e.columns[n] for n in names] for stage, e in per_stage.items()}
-    queries: dict[str, QuerySnapshot] = {}
-    for query in visible:
-        relevant = [d for d, g in query.judgments.items() if g >= min_grade]
-        metrics: dict[str, dict[str, float | None]] = {}
-        ranks: dict[str, dict[str, int | None]] = {}
-        tops: dict[str, tuple[str, ...]] = {}
-        for stage in stages:
-            row = columns[stage].get(query.id)
-            per_stage[stage]
-            metrics[stage] = (
-                dict(zip(names, [values[row] for values in stage_columns[stage]]))
-                if row is not None
-                else dict.fromkeys(names)
-            )
-            ranking = ranking_of(query.id, stage)
-            ranks[stage] = _first_ranks(ranking, relevant)
-            tops[stage] = ranking[:TOP_KEPT]
-            first: dict[str, int] = {}
-            wanted = set(relevant)
-            for rank, doc in enumerate(ranking, start=1):
-                if doc in wanted and doc not in first:
-                    first[doc] = rank
-            ranks[stage] = {doc: first.get(doc) for doc in relevant}
-            tops[stage] = tuple(ranking[:depth]) if depth is not None else tuple(ranking)
-        queries[query.id] = QuerySnapshot(
-            split=query.split,
-            slices=query.slices,
-            labels=label_hash(query.text, query.judgments, query.slices, query.split),
-            metrics=metrics,
-            relevant_ranks=ranks,
-            top=tops,
-            judgments=dict(query.judgments),
-            text=text_hash(query.text),
-        )
-    heldout: dict[str, Any] = {}
-    if heldout_ids:
-        for stage in stages:
-            sub = per_stage[stage].restrict(heldout_ids)
-            heldout[stage] = {"n": sub.evaluated, "means": sub.means}
-    return Snapshot(
-        fingerprint=visible.fingerprint,
-        settings=dict(settings),
-        stages=stages,
-        metrics=tuple(names),
-        queries=queries,
-        heldout=heldout,
-        index_version=index_version,
-    )
-
-
-def average_snapshots(runs: Sequence[Snapshot]) -> Snapshot:
-    """One snapshot from several runs of the same pipeline over the same golden set.
-
-    Per query, stage and metric: the mean over the runs where the value is defined, and the
-    run-to-run standard deviation (ddof=1) as ``spread``. Relevant ranks, top ids, settings and
-    held-out means are the first run's (they explain, they are not compared). ``n_runs`` is
-    ``len(runs)``; one run is returned unchanged.
-    """
-    if not runs:
-        raise ValueError("average_snapshots needs at least one run")
-    first = runs[0]
-    if len(runs) == 1:
-        return first
-    queries: dict[str, QuerySnapshot] = {}
-    for qid, query in first.queries.items():
-        means: dict[str, dict[str, float | None]] = {}
-        spread: dict[str, dict[str, float | None]] = {}
-        for stage, values in query.metrics.items():
-            means[stage], spread[stage] = {}, {}
-            for metric in values:
-                seen = [
-                    v
-                    for run in runs
-                    if (v := run.queries[qid].metrics.get(stage, {}).get(metric)) is not None
-                ]
-                if not seen:
-                    means[stage][metric] = spread[stage][metric] = None
-                    continue
-                mean = sum(seen) / len(seen)
-                means[stage][metric] = mean
-                spread[stage][metric] = (
-                    (sum((v - mean) ** 2 for v in seen) / (len(seen) - 1)) ** 0.5
-                    if len(seen) > 1
-                    else None
-                )
-        queries[qid] = QuerySnapshot(
-            split=query.split,
-            slices=query.slices,
-            labels=query.labels,
-            metrics=means,
-            relevant_ranks=query.relevant_ranks,
-            top=query.top,
-            spread=spread,
-        )
-    return Snapshot(
-        fingerprint=first.fingerprint,
-        settings=first.settings,
-        stages=first.stages,
-        metrics=first.metrics,
-        queries=queries,
-        heldout=first.heldout,
-        plugin_version=first.plugin_version,
-        created=first.created,
-        n_runs=len(runs),
-    )

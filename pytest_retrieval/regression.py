@@ -16,9 +16,11 @@ suggests refreshing it (see the README on refreshing without ratcheting onto a l
 
 Held-out queries never enter a baseline with per-query detail, so regressions are checked on the
 other splits only. :func:`compare` applies the rule in steps: check the two snapshots are
-comparable, pair the selected queries, test, and explain; :func:`family` pairs every budget of a
-session at once and adjusts their p-values together.
-comparable, pair the selected queries, test, and explain.
+comparable and pair the selected queries (:mod:`pytest_retrieval.regression_pairs`), test, and
+explain; :func:`family` (:mod:`pytest_retrieval.regression_family`) pairs every budget of a
+session at once and adjusts their p-values together. A check's outcome,
+:class:`RegressionOutcome`, is :mod:`pytest_retrieval.regression_outcome`'s; these names are
+importable from here too.
 
 **Holes.** A query that got worse because unjudged documents entered its top K above a relevant
 one it lost is marked in its diff (:attr:`QueryDiff.holes`), and each check reports how much of
@@ -31,553 +33,22 @@ on the current labels (:mod:`pytest_retrieval.rescore`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-from .baseline import QuerySnapshot, Snapshot, round_value
 from .declared import Budget
-from .gates import Selection
-from .text import for_terminal
-from .verdict import Status
-
-if TYPE_CHECKING:
-    from .multiplicity import AdjustedResult
+from .regression_family import Family as Family
+from .regression_family import describe as describe
+from .regression_family import family as family
+from .regression_outcome import QueryDiff as QueryDiff
+from .regression_outcome import RegressionOutcome as RegressionOutcome
+from .regression_pairs import DEFAULT_OPTIONS, pair_queries
+from .regression_pairs import CompareOptions as CompareOptions
+from .regression_pairs import label_changes as label_changes
+from .snapshot import QuerySnapshot, Snapshot
 
 #: Differences of means smaller than this are float noise when comparing a drop with a budget.
 _NOISE = 1e-10
-
-
-@dataclass(frozen=True, slots=True)
-class QueryDiff:
-    """How one query moved: its value before and after, and the relevant docs that moved."""
-
-    query_id: str
-    before: float
-    after: float
-    moves: tuple[tuple[str, int | None, int | None], ...]  # (doc, rank before, rank after)
-    #: Unjudged documents that now rank above the relevant document this query lost (and did
-    #: not rank above it before); 0 when none, or when the snapshot holds no judgments.
-    holes: int = 0
-    #: The relevant document that lost rank first (the one the holes rank above).
-    lost: str | None = None
-
-    @property
-    def delta(self) -> float:
-        """after - before."""
-        return self.after - self.before
-
-    def describe(self, metric: str) -> str:
-        """``refund-window: ndcg@10 1.0000 → 0.3869; refund-policy: rank 1 → 7``."""
-
-        def rank(value: int | None) -> str:
-            return "—" if value is None else str(value)
-
-        # User ids are escaped (for_terminal): one with a newline cannot start a log line.
-        moved = "; ".join(
-            f"{for_terminal(doc)}: rank {rank(a)} → {rank(b)}" for doc, a, b in self.moves[:4]
-        )
-        more = f" (+{len(self.moves) - 4} more)" if len(self.moves) > 4 else ""
-        line = f"{for_terminal(self.query_id)}: {metric} {self.before:.4f} → {self.after:.4f}" + (
-            f"; {moved}{more}" if moved else ""
-        )
-        if self.holes:
-            documents = "document now ranks" if self.holes == 1 else "documents now rank"
-            line += (
-                f"; {self.holes} unjudged {documents} above the lost one "
-                f"({for_terminal(self.lost or '')}): label them before trusting this drop"
-            )
-        return line
-
-    def to_dict(self) -> dict[str, Any]:
-        """Builtins."""
-        return {
-            "query_id": self.query_id,
-            "before": round_value(self.before),
-            "after": round_value(self.after),
-            "moves": [{"doc": d, "before": a, "after": b} for d, a, b in self.moves],
-            "holes": self.holes,
-            "lost": self.lost,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class RegressionOutcome:
-    """The verdict of one regression check."""
-
-    name: str
-    metric: str
-    stage: str | None
-    split: str | None
-    slice: str | None
-    status: str  # "pass", "regression", "improvement", "incomparable", "missing", "skipped"
-    message: str
-    budget: float = 0.0
-    n: int = 0
-    baseline_mean: float | None = None
-    current_mean: float | None = None
-    delta: float | None = None
-    ci: tuple[float, float] | None = None
-    p_value: float | None = None
-    p_value_improvement: float | None = None
-    detectable: float | None = None
-    warning: str | None = None
-    worse: tuple[QueryDiff, ...] = ()
-    better: tuple[QueryDiff, ...] = ()
-    #: The mean drop is larger than the budget (whether or not it is significant).
-    over_budget: bool = False
-    #: The per-check p-value before the family-wise adjustment (``p_value`` is the adjusted one).
-    p_value_raw: float | None = None
-    #: How the family was adjusted (maxt, minp, holm, none) and how many checks it has.
-    multiplicity: str | None = None
-    family_size: int = 0
-    alpha: float | None = None
-    #: What was tested: "drop" (H0: no drop) or "beyond-budget" (H0: drop <= budget).
-    test: str = "drop"
-    #: The one-sided ``1 - alpha`` upper bound of the mean delta (None: infinite); ``ci`` is the
-    #: two-sided ``1 - 2 alpha`` interval of the same test inversion.
-    upper_bound: float | None = None
-    ci_level: float | None = None
-    upper_level: float | None = None
-    ci_collapsed: bool = False
-    ci_reason: str | None = None
-    #: Why no drop is detectable (``detectable`` is then None).
-    detectable_reason: str | None = None
-    #: Runs the baseline's per-query values are the means of, and (when it records their
-    #: spread) the standard deviation of the mean delta that run-to-run noise alone gives.
-    baseline_runs: int = 1
-    noise: float | None = None
-    #: Queries that got worse with unjudged documents above a lost relevant one, and the part
-    #: of the mean change (``delta``) that their drops make up.
-    hole_queries: int = 0
-    hole_delta: float | None = None
-
-    @property
-    def passed(self) -> bool:
-        """True unless the check found a regression or could not compare."""
-        return Status(self.status).passed
-
-    def to_dict(self) -> dict[str, Any]:
-        """Builtins (artifact, xdist payload)."""
-        return {
-            "name": self.name,
-            "metric": self.metric,
-            "stage": self.stage,
-            "split": self.split,
-            "slice": self.slice,
-            "status": self.status,
-            "passed": self.passed,
-            "message": self.message,
-            "budget": self.budget,
-            "n": self.n,
-            "baseline_mean": self.baseline_mean,
-            "current_mean": self.current_mean,
-            "delta": self.delta,
-            "ci": list(self.ci) if self.ci else None,
-            "p_value": self.p_value,
-            "p_value_improvement": self.p_value_improvement,
-            "detectable": self.detectable,
-            "warning": self.warning,
-            "worse": [d.to_dict() for d in self.worse],
-            "better": [d.to_dict() for d in self.better],
-            "over_budget": self.over_budget,
-            "p_value_raw": self.p_value_raw,
-            "multiplicity": self.multiplicity,
-            "family_size": self.family_size,
-            "alpha": self.alpha,
-            "test": self.test,
-            "upper_bound": self.upper_bound,
-            "ci_level": self.ci_level,
-            "upper_level": self.upper_level,
-            "ci_collapsed": self.ci_collapsed,
-            "ci_reason": self.ci_reason,
-            "detectable_reason": self.detectable_reason,
-            "baseline_runs": self.baseline_runs,
-            "noise": self.noise,
-            "hole_queries": self.hole_queries,
-            "hole_delta": self.hole_delta,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RegressionOutcome:
-        """Inverse of :meth:`to_dict`."""
-
-        def diffs(rows: Sequence[Mapping[str, Any]]) -> tuple[QueryDiff, ...]:
-            return tuple(
-                QueryDiff(
-                    r["query_id"],
-                    r["before"],
-                    r["after"],
-                    tuple((m["doc"], m["before"], m["after"]) for m in r["moves"]),
-                    holes=int(r.get("holes", 0)),
-                    lost=r.get("lost"),
-                )
-                for r in rows
-            )
-
-        ci = data.get("ci")
-        return cls(
-            name=data["name"],
-            metric=data["metric"],
-            stage=data["stage"],
-            split=data["split"],
-            slice=data["slice"],
-            status=data["status"],
-            message=data["message"],
-            budget=data.get("budget", 0.0),
-            n=data.get("n", 0),
-            baseline_mean=data.get("baseline_mean"),
-            current_mean=data.get("current_mean"),
-            delta=data.get("delta"),
-            ci=(ci[0], ci[1]) if ci else None,
-            p_value=data.get("p_value"),
-            p_value_improvement=data.get("p_value_improvement"),
-            detectable=data.get("detectable"),
-            warning=data.get("warning"),
-            worse=diffs(data.get("worse", ())),
-            better=diffs(data.get("better", ())),
-            over_budget=bool(data.get("over_budget", False)),
-            p_value_raw=data.get("p_value_raw"),
-            multiplicity=data.get("multiplicity"),
-            family_size=int(data.get("family_size") or 0),
-            alpha=data.get("alpha"),
-            test=str(data.get("test") or "drop"),
-            upper_bound=data.get("upper_bound"),
-            ci_level=data.get("ci_level"),
-            upper_level=data.get("upper_level"),
-            ci_collapsed=bool(data.get("ci_collapsed", False)),
-            ci_reason=data.get("ci_reason"),
-            detectable_reason=data.get("detectable_reason"),
-            baseline_runs=int(data.get("baseline_runs") or 1),
-            noise=data.get("noise"),
-            hole_queries=int(data.get("hole_queries", 0)),
-            hole_delta=data.get("hole_delta"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class CompareOptions:
-    """Statistics and matching options of a comparison."""
-
-    alpha: float = 0.05
-    confidence: float = 0.95
-    resamples: int = 10_000
-    seed: int = 0
-    mode: str = "strict"  # or "intersect", "rescore"
-    heldout_split: str = "heldout"
-    shown: int = 5
-    multiplicity: str = "maxt"  # or "minp", "holm", "none"
-    budget_test: str = "drop"  # or "beyond-budget"
-
-
-def _incomparable(
-    budget: Budget, stage: str | None, message: str, status: str = "incomparable"
-) -> RegressionOutcome:
-    return RegressionOutcome(
-        name=budget.name,
-        metric=str(budget.spec),
-        stage=stage,
-        split=budget.selection.split,
-        slice=budget.selection.slice,
-        status=status,
-        message=message,
-        budget=budget.amount,
-    )
-
-
-def label_changes(baseline: Snapshot, current: Snapshot) -> tuple[list[str], list[str], list[str]]:
-    """(added, removed, changed) query ids between two snapshots."""
-    added = sorted(set(current.queries) - set(baseline.queries))
-    removed = sorted(set(baseline.queries) - set(current.queries))
-    changed = sorted(
-        qid
-        for qid in set(baseline.queries) & set(current.queries)
-        if baseline.queries[qid].labels != current.queries[qid].labels
-    )
-    return added, removed, changed
-
-
-def _listing(ids: Sequence[str]) -> str:
-    return ", ".join(ids[:8]) + (f" (+{len(ids) - 8} more)" if len(ids) > 8 else "")
-
-
-def _moves(
-    before: QuerySnapshot, after: QuerySnapshot, stage: str, k: int | None
-) -> tuple[tuple[str, int | None, int | None], ...]:
-    """Relevant docs whose rank changed, those that left (or entered) the top K first."""
-    old = before.relevant_ranks.get(stage, {})
-    new = after.relevant_ranks.get(stage, {})
-    moves = []
-    for doc in sorted(set(old) | set(new)):
-        a, b = old.get(doc), new.get(doc)
-        if a == b:
-            continue
-        inside_before = a is not None and (k is None or a <= k)
-        inside_after = b is not None and (k is None or b <= k)
-        crossed = inside_before != inside_after
-        moves.append((0 if crossed else 1, a if a is not None else 1 << 30, doc, a, b))
-    moves.sort()
-    return tuple((doc, a, b) for _c, _r, doc, a, b in moves)
-
-
-@dataclass(frozen=True, slots=True)
-class _Paired:
-    """The queries one budget compares: ``(query id, before, after)``, and notes."""
-
-    stage: str
-    pairs: list[tuple[str, float, float]]
-    note: str | None
-    where: str
-
-
-def _holes(
-    before: QuerySnapshot,
-    after: QuerySnapshot,
-    stage: str,
-    k: int | None,
-    moves: Sequence[tuple[str, int | None, int | None]],
-) -> tuple[int, str | None]:
-    """(unjudged documents now above the first relevant document that lost rank, that doc).
-
-    The lost document is the one with the best old rank among those that moved down or out.
-    A hole counts when it is unjudged in the current labels, ranks above the lost document's
-    new rank (within the top K), and did not rank above the lost document before.
-    """
-    judgments = after.judgments
-    if judgments is None:
-        return 0, None
-    lost = [(a, doc, b) for doc, a, b in moves if a is not None and (b is None or b > a)]
-    if not lost:
-        return 0, None
-    old_rank, doc, new_rank = min(lost)
-    ranking = after.top.get(stage, ())
-    limit = len(ranking) if new_rank is None else new_rank - 1
-    if k is not None:
-        limit = min(limit, k)
-    earlier = set(before.top.get(stage, ())[: old_rank - 1])
-    holes = sum(
-        1 for d in ranking[:limit] if judgments.get(d, -1) < 0 and d not in earlier and d != doc
-    )
-    return holes, doc
-
-
-def _prepare(
-    baseline: Snapshot | None,
-    current: Snapshot,
-    budget: Budget,
-    *,
-    stage: str | None,
-    options: CompareOptions,
-    baseline_path: str,
-) -> _Paired | RegressionOutcome:
-    """Pair the queries of one budget, or the outcome saying why it cannot be compared."""
-    metric = str(budget.spec)
-    if baseline is None:
-        return _incomparable(
-            budget,
-            stage,
-            f"no baseline at {baseline_path}: create it with `pytest --retrieval-baseline "
-            f"{baseline_path} --retrieval-update-baseline`, review it and commit it",
-            status="missing",
-        )
-    for key in sorted(set(baseline.settings) | set(current.settings)):
-        if baseline.settings.get(key) != current.settings.get(key):
-            return _incomparable(
-                budget,
-                stage,
-                f"incomparable: setting {key!r} is {current.settings.get(key)!r} now but "
-                f"{baseline.settings.get(key)!r} in {baseline_path}; use the same setting or "
-                "refresh the baseline (--retrieval-update-baseline)",
-            )
-    if stage is None:
-        stage = current.stages[-1] if current.stages else None
-    if stage is None or stage not in current.stages:
-        return _incomparable(
-            budget,
-            stage,
-            f"stage {stage!r} is not in this run (stages: {', '.join(current.stages)})",
-        )
-    if stage not in baseline.stages:
-        return _incomparable(
-            budget,
-            stage,
-            f"stage {stage!r} is not in {baseline_path} "
-            f"(stages: {', '.join(baseline.stages)}); refresh the baseline",
-        )
-    if metric not in baseline.metrics:
-        return _incomparable(
-            budget,
-            stage,
-            f"{baseline_path} has no {metric}; refresh the "
-            "baseline so it records every metric you budget",
-        )
-    if budget.selection.split == options.heldout_split:
-        return _incomparable(
-            budget,
-            stage,
-            "held-out queries never enter a baseline with "
-            "per-query detail; budget the tuning split instead",
-            status="skipped",
-        )
-    added, removed, changed = label_changes(baseline, current)
-    note: str | None = None
-    if baseline.fingerprint != current.fingerprint or added or removed or changed:
-        summary = ", ".join(
-            f"{len(ids)} {what}" + (f" ({_listing(ids)})" if ids else "")
-            for what, ids in (("added", added), ("removed", removed), ("changed", changed))
-        )
-        if options.mode == "rescore":
-            from .rescore import rescore, why_not_rescorable
-
-            reason = why_not_rescorable(baseline, current)
-            if reason is not None:
-                return _incomparable(budget, stage, f"incomparable in rescore mode: {reason}")
-            rescored = rescore(baseline, current, [metric])
-            baseline, current = rescored.baseline, rescored.current
-            changed = list(rescored.changed)
-            kept = len(rescored.baseline.queries)
-            note = (
-                f"rescore mode: the baseline's stored rankings and this run's re-scored against "
-                f"the current labels ({len(rescored.relabelled)} relabelled queries"
-                + (f": {_listing(rescored.relabelled)}" if rescored.relabelled else "")
-                + f"); comparing {kept} queries"
-                + (
-                    f", leaving out {len(changed)} whose text, split or slices changed "
-                    f"({_listing(changed)})"
-                    if changed
-                    else ""
-                )
-                + (f" ({summary})" if added or removed else "")
-            )
-        elif options.mode != "intersect":
-            return _incomparable(
-                budget,
-                stage,
-                f"incomparable: the golden set changed since {baseline_path} was made: queries "
-                f"{summary}. Refresh the baseline (--retrieval-update-baseline), compare the "
-                "unchanged queries with --retrieval-baseline-mode=intersect, or, when only "
-                "judgments changed, re-score the baseline's rankings against the current labels "
-                "with --retrieval-baseline-mode=rescore",
-            )
-        else:
-            note = summary
-    shared = sorted(set(baseline.queries) & set(current.queries) - set(changed))
-    if note is not None and options.mode == "intersect":
-        note = f"intersect mode: comparing the {len(shared)} unchanged queries only ({note})"
-
-    def selected(q: QuerySnapshot) -> bool:
-        return budget.selection.matches(q.split, q.slices, heldout_split=options.heldout_split)
-
-    pairs = []
-    for qid in shared:
-        before, after = baseline.queries[qid], current.queries[qid]
-        if not selected(after):
-            continue
-        a = round_value(before.metrics.get(stage, {}).get(metric))
-        # The baseline keeps DECIMALS decimals: round the current value the same way, or float
-        # noise (0.333333 vs 0.3333333) would count as a change in the sign-flip test.
-        b = round_value(after.metrics.get(stage, {}).get(metric))
-        if a is not None and b is not None:
-            pairs.append((qid, a, b))
-    where = Selection(stage, budget.selection.split or "overall", budget.selection.slice).label()
-    if not pairs:
-        return _incomparable(budget, stage, f"no query to compare for {metric} [{where}]")
-    return _Paired(stage, pairs, note, where)
-
-
-@dataclass(frozen=True, slots=True)
-class Family:
-    """Every comparable regression check of a session, adjusted together.
-
-    ``results`` maps a budget's name to its :class:`~pytest_retrieval.multiplicity.
-    AdjustedResult`; checks that cannot be compared (missing baseline, incomparable, skipped)
-    are not members and do not count in ``size``.
-    """
-
-    method: str
-    alpha: float
-    test: str
-    results: Mapping[str, AdjustedResult] = field(default_factory=dict)
-
-    @property
-    def size(self) -> int:
-        """How many checks were adjusted together."""
-        return len(self.results)
-
-    def describe(self) -> str:
-        """``7 regression checks, family-wise alpha 0.05, maxT (...)``."""
-        return describe(self.size, self.alpha, self.method, self.test)
-
-
-def describe(size: int, alpha: float, method: str, test: str = "drop") -> str:
-    """The one line naming a family in a summary (also rebuilt from an artifact's checks)."""
-    from .multiplicity import describe_family
-
-    text = describe_family(size, alpha, method)  # type: ignore[arg-type]
-    if test == "beyond-budget":
-        text += "; each tests whether the drop is significantly larger than its budget"
-    return text
-
-
-def _shift(budget: Budget, paired: _Paired, options: CompareOptions) -> float:
-    """The budget in metric units in beyond-budget mode (the shifted test), else 0."""
-    if options.budget_test != "beyond-budget":
-        return 0.0
-    mean_before = sum(a for _q, a, _b in paired.pairs) / len(paired.pairs)
-    return max(0.0, budget.allowed(mean_before))
-
-
-def family(
-    baseline: Snapshot | None,
-    current: Snapshot,
-    budgets: Sequence[Budget],
-    *,
-    default_stage: str | None,
-    options: CompareOptions = CompareOptions(),
-    baseline_path: str = "the baseline",
-) -> Family:
-    """Pair every budget and adjust their one-sided p-values together (``options.multiplicity``).
-
-    Deterministic: the same snapshots, budgets and seed give the same family, so each xdist
-    worker can compute it and read its own check's result.
-    """
-    from .multiplicity import FamilyItem, adjust_family
-
-    items: list[FamilyItem] = []
-    for budget in budgets:
-        paired = _prepare(
-            baseline,
-            current,
-            budget,
-            stage=budget.selection.stage or default_stage,
-            options=options,
-            baseline_path=baseline_path,
-        )
-        if isinstance(paired, RegressionOutcome):
-            continue
-        if any(item.name == budget.name for item in items):
-            continue  # the same budget declared twice is one check
-        items.append(
-            FamilyItem(
-                budget.name,
-                tuple(q for q, _a, _b in paired.pairs),
-                tuple(b - a for _q, a, b in paired.pairs),
-                shift=_shift(budget, paired, options),
-            )
-        )
-    adjusted = adjust_family(
-        items,
-        options.multiplicity,  # type: ignore[arg-type]
-        alpha=options.alpha,
-        seed=options.seed,
-        resamples=options.resamples,
-    )
-    return Family(
-        options.multiplicity,
-        options.alpha,
-        options.budget_test,
-        {result.name: result for result in adjusted},
-    )
 
 
 def compare_all(
@@ -586,7 +57,7 @@ def compare_all(
     budgets: Sequence[Budget],
     *,
     default_stage: str | None,
-    options: CompareOptions = CompareOptions(),
+    options: CompareOptions = DEFAULT_OPTIONS,
     baseline_path: str = "the baseline",
 ) -> tuple[Family, list[RegressionOutcome]]:
     """Every budget's outcome under one family (what ``pytest-retrieval compare`` applies)."""
@@ -632,7 +103,7 @@ def compare(
     budget: Budget,
     *,
     stage: str | None,
-    options: CompareOptions = CompareOptions(),
+    options: CompareOptions = DEFAULT_OPTIONS,
     baseline_path: str = "the baseline",
     family_result: Family | None = None,
 ) -> RegressionOutcome:
@@ -644,7 +115,7 @@ def compare(
     from . import stats
 
     metric = str(budget.spec)
-    paired = _prepare(
+    paired = pair_queries(
         baseline, current, budget, stage=stage, options=options, baseline_path=baseline_path
     )
     if isinstance(paired, RegressionOutcome):
@@ -875,7 +346,51 @@ def _noise(
     return math.sqrt(total) / len(pairs)
 
 
-def _spread(values: Sequence[float]) -> float:
-    """Sample standard deviation (ddof=1) of at least two values."""
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+def _moves(
+    before: QuerySnapshot, after: QuerySnapshot, stage: str, k: int | None
+) -> tuple[tuple[str, int | None, int | None], ...]:
+    """Relevant docs whose rank changed, those that left (or entered) the top K first."""
+    old = before.relevant_ranks.get(stage, {})
+    new = after.relevant_ranks.get(stage, {})
+    moves = []
+    for doc in sorted(set(old) | set(new)):
+        a, b = old.get(doc), new.get(doc)
+        if a == b:
+            continue
+        inside_before = a is not None and (k is None or a <= k)
+        inside_after = b is not None and (k is None or b <= k)
+        crossed = inside_before != inside_after
+        moves.append((0 if crossed else 1, a if a is not None else 1 << 30, doc, a, b))
+    moves.sort()
+    return tuple((doc, a, b) for _c, _r, doc, a, b in moves)
+
+
+def _holes(
+    before: QuerySnapshot,
+    after: QuerySnapshot,
+    stage: str,
+    k: int | None,
+    moves: Sequence[tuple[str, int | None, int | None]],
+) -> tuple[int, str | None]:
+    """(unjudged documents now above the first relevant document that lost rank, that doc).
+
+    The lost document is the one with the best old rank among those that moved down or out.
+    A hole counts when it is unjudged in the current labels, ranks above the lost document's
+    new rank (within the top K), and did not rank above the lost document before.
+    """
+    judgments = after.judgments
+    if judgments is None:
+        return 0, None
+    lost = [(a, doc, b) for doc, a, b in moves if a is not None and (b is None or b > a)]
+    if not lost:
+        return 0, None
+    old_rank, doc, new_rank = min(lost)
+    ranking = after.top.get(stage, ())
+    limit = len(ranking) if new_rank is None else new_rank - 1
+    if k is not None:
+        limit = min(limit, k)
+    earlier = set(before.top.get(stage, ())[: old_rank - 1])
+    holes = sum(
+        1 for d in ranking[:limit] if judgments.get(d, -1) < 0 and d not in earlier and d != doc
+    )
+    return holes, doc

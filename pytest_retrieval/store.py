@@ -4,13 +4,10 @@ Calling an embedding API or re-embedding a golden set on every pytest run costs 
 minutes. The cache stores, per (stage, query), the ranking the retriever returned, so that a run
 whose inputs did not change can be scored without calling it again.
 
-**The key is complete or the cache is wrong.** A :class:`CacheKey` holds the stage, the query
-text, the depth asked for, the retriever's identity (its qualified name and, for a factory, the
-factory spec), the user-declared index version, the corpus fingerprint, the doc-id mapping's
-fingerprint and, for the reranker stage, the candidate list it was given. The row is looked up by
-a sha256 of all of them: any change is a miss, never a stale hit. What the key cannot see is the
-index's *content*: rebuilding an index without changing ``retrieval_index_version`` reuses the old
-rankings. That is the user's contract, and why the version is recorded in artifacts and baselines.
+Each row holds a :class:`~pytest_retrieval.cachekey.CacheKey`'s digest (any change of what made a
+ranking is a miss, never a stale hit), the :class:`~pytest_retrieval.cachekey.CacheEntry` stored
+under it and a checksum of both; what the key holds, and the entry's stored text, are
+:mod:`pytest_retrieval.cachekey`'s. The names of that module are importable from here too.
 
 Modes (``retrieval_cache``), implemented by the caller with :func:`mode_reads` and
 :func:`mode_writes`:
@@ -37,17 +34,23 @@ rebuild` moves it aside and starts an empty cache.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from .cachekey import SCHEMA_VERSION as SCHEMA_VERSION
+from .cachekey import CacheEntry as CacheEntry
+from .cachekey import CacheKey as CacheKey
+from .cachekey import corpus_fingerprint as corpus_fingerprint
+from .cachekey import doc_id_fingerprint as doc_id_fingerprint
+from .cachekey import entry_from_value, row_checksum
+from .cachekey import keys_for as keys_for
+from .cachekey import retriever_identity as retriever_identity
 from .settings import DEFAULT_CACHE_DIR as DEFAULT_CACHE_DIR  # the folder's one definition
 
 CacheMode = Literal["off", "use", "refresh", "replay"]
@@ -58,8 +61,6 @@ CACHE_FILE_NAME = "runs.sqlite3"
 
 #: ``PRAGMA application_id``: marks the file as ours ("prtv"), so a foreign database is refused.
 APPLICATION_ID = 0x70727476
-#: ``PRAGMA user_version``: bumped on any incompatible change of the tables or the key.
-SCHEMA_VERSION = 1
 #: How long a writer waits for another process' lock before giving up (seconds).
 BUSY_TIMEOUT_S = 60.0
 
@@ -100,162 +101,6 @@ def mode_writes(mode: str) -> bool:
 def cache_file(cache_dir: str | os.PathLike[str]) -> Path:
     """The cache file inside ``cache_dir`` (``retrieval_cache_dir``)."""
     return Path(cache_dir) / CACHE_FILE_NAME
-
-
-# --- the key ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CacheKey:
-    """Everything a ranking depends on that pytest-retrieval can see.
-
-    ``retriever`` is the qualified name of the retriever (:func:`retriever_identity`) and
-    ``factory`` the ``module:function`` spec it came from, if any. ``index_version`` is the
-    user-declared ``retrieval_index_version``; ``corpus`` the corpus fingerprint when
-    ``retrieval_corpus`` is set; ``doc_ids`` the doc-id mapping's fingerprint
-    (:func:`doc_id_fingerprint`); ``candidates`` the ids handed to a reranker (None for the
-    first stage). ``None`` and ``""`` are different values.
-    """
-
-    stage: str
-    query: str
-    depth: int
-    retriever: str
-    factory: str | None = None
-    index_version: str | None = None
-    corpus: str | None = None
-    doc_ids: str | None = None
-    candidates: tuple[str, ...] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Builtins only (candidates as a list)."""
-        out = asdict(self)
-        if self.candidates is not None:
-            out["candidates"] = list(self.candidates)
-        return out
-
-    @property
-    def digest(self) -> str:
-        """sha256 hex of the canonical JSON of every field and the schema version."""
-        document = {"schema": SCHEMA_VERSION, **self.to_dict()}
-        text = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def retriever_identity(retriever: object) -> str:
-    """``module.qualname`` of a function, or of the class of a retriever object."""
-    import inspect
-
-    target: Any = retriever
-    # A function names itself; an object (a class instance with a retrieve method) by its class.
-    if not (inspect.isfunction(retriever) or inspect.ismethod(retriever)):
-        target = type(retriever)
-    module = getattr(target, "__module__", None) or "?"
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or "?"
-    return f"{module}.{name}"
-
-
-def doc_id_fingerprint(
-    doc_id: str | Callable[..., Any] | None = None,
-    doc_id_map: str | os.PathLike[str] | Mapping[str, str] | None = None,
-    *,
-    separator: str | None = None,
-) -> str | None:
-    """A sha256 of how returned ids become document ids; None when nothing maps them.
-
-    ``doc_id`` is the ``retrieval_doc_id`` option text (a path such as ``metadata.source`` or a
-    ``module:function``) or a callable (identified by its qualified name); ``doc_id_map`` a map
-    file (its bytes are hashed, so editing the file is a miss) or a mapping (its items are
-    hashed); ``separator`` any chunk-id separator in use.
-    """
-    if doc_id is None and doc_id_map is None and separator is None:
-        return None
-    parts: dict[str, Any] = {"separator": separator}
-    if callable(doc_id):
-        parts["doc_id"] = "callable:" + retriever_identity(doc_id)
-    else:
-        parts["doc_id"] = doc_id
-    if isinstance(doc_id_map, Mapping):
-        items = sorted((str(k), str(v)) for k, v in doc_id_map.items())
-        parts["doc_id_map"] = "mapping:" + _sha256_text(json.dumps(items, ensure_ascii=False))
-    elif doc_id_map is not None:
-        parts["doc_id_map"] = "file:" + _sha256_file(doc_id_map)
-    else:
-        parts["doc_id_map"] = None
-    return _sha256_text(json.dumps(parts, sort_keys=True, ensure_ascii=False))
-
-
-def corpus_fingerprint(path: str | os.PathLike[str]) -> str:
-    """A sha256 of the ``retrieval_corpus`` file's bytes: editing the corpus file is a miss."""
-    return "file:" + _sha256_file(path)
-
-
-def _sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _sha256_file(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-# --- the value -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CacheEntry:
-    """One stored answer: the ranking (doc id strings, best first), optional scores (one per
-    id), the latency of the call that produced it (ms) and when it was stored (Unix seconds;
-    0 until stored)."""
-
-    ranking: tuple[str, ...]
-    scores: tuple[float | None, ...] | None = None
-    latency_ms: float | None = None
-    created: float = field(default=0.0, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.scores is not None and len(self.scores) != len(self.ranking):
-            raise ValueError(
-                f"{len(self.scores)} scores for a ranking of {len(self.ranking)} ids; give one "
-                "score per id or none"
-            )
-
-    def _value(self) -> str:
-        scores = None
-        if self.scores is not None:
-            # JSON has no NaN/inf: keep them as strings so the entry round-trips exactly.
-            scores = [s if s is None or math.isfinite(s) else repr(float(s)) for s in self.scores]
-        document = {"ranking": list(self.ranking), "scores": scores, "latency_ms": self.latency_ms}
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-
-
-def _entry_from_value(value: str, created: float) -> CacheEntry:
-    """Parse a stored value; ValueError when it is not one we wrote."""
-    document = json.loads(value)
-    if not isinstance(document, dict):
-        raise ValueError("not an object")
-    ranking = document.get("ranking")
-    if not isinstance(ranking, list) or not all(isinstance(d, str) for d in ranking):
-        raise ValueError("ranking is not a list of strings")
-    raw_scores = document.get("scores")
-    scores: tuple[float | None, ...] | None = None
-    if raw_scores is not None:
-        if not isinstance(raw_scores, list):
-            raise ValueError("scores is not a list")
-        scores = tuple(None if s is None else float(s) for s in raw_scores)
-    latency = document.get("latency_ms")
-    if latency is not None and not isinstance(latency, (int, float)):
-        raise ValueError("latency_ms is not a number")
-    return CacheEntry(
-        tuple(ranking), scores, None if latency is None else float(latency), float(created)
-    )
-
-
-def _checksum(digest: str, value: str) -> str:
-    return hashlib.sha256(f"{digest}\n{value}".encode()).hexdigest()[:32]
 
 
 # --- the store -------------------------------------------------------------------------------
@@ -461,12 +306,12 @@ class RunCache:
         return found
 
     def _verified(self, digest: str, value: Any, checksum: Any, created: Any) -> CacheEntry:
-        if not isinstance(value, str) or checksum != _checksum(digest, value):
+        if not isinstance(value, str) or checksum != row_checksum(digest, value):
             raise CacheCorrupt(
                 self.path, f"is damaged: the entry {digest[:12]} does not match its checksum"
             )
         try:
-            return _entry_from_value(value, created)
+            return entry_from_value(value, created)
         except (ValueError, TypeError) as exc:
             raise CacheCorrupt(
                 self.path, f"is damaged: the entry {digest[:12]} cannot be read ({exc})"
@@ -486,7 +331,7 @@ class RunCache:
         now = time.time()
         rows = []
         for key, entry in items:
-            digest, value = key.digest, entry._value()
+            digest, value = key.digest, entry.to_value()
             key_json = json.dumps(key.to_dict(), sort_keys=True, ensure_ascii=False)
             rows.append(
                 (
@@ -496,7 +341,7 @@ class RunCache:
                     key.index_version,
                     key_json,
                     value,
-                    _checksum(digest, value),
+                    row_checksum(digest, value),
                     now,
                 )
             )
@@ -605,21 +450,3 @@ def _file_bytes(path: Path, *, wal: bool = True) -> int:
         with contextlib.suppress(OSError):
             total += candidate.stat().st_size
     return total
-
-
-def keys_for(
-    texts: Mapping[_K, str],
-    template: CacheKey,
-    candidates: Mapping[_K, Sequence[str]] | None = None,
-) -> dict[_K, CacheKey]:
-    """One key per query: ``template`` with each query's text (and reranker candidates)."""
-    from dataclasses import replace
-
-    return {
-        label: replace(
-            template,
-            query=text,
-            candidates=template.candidates if candidates is None else tuple(candidates[label]),
-        )
-        for label, text in texts.items()
-    }
