@@ -54,9 +54,6 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(module), name)
 
 
-#: The loaders' name for :func:`~pytest_retrieval.leakage.set_problems` (``formats.golden_io``).
-_set_problems = set_problems
-
 QueryId = str
 DocId = str
 #: ``{doc id: grade}``; 0 = judged not relevant, a doc that is absent is unjudged.

@@ -94,7 +94,8 @@ def test_pool_lists_exactly_the_unjudged_top_n_of_every_run_once() -> None:
 def load_golden_text() -> GoldenSet:
     import yaml
 
-    from pytest_retrieval.formats.golden_schema import Parsed, SchemaReader
+    from pytest_retrieval.formats.golden_parsed import Parsed
+    from pytest_retrieval.formats.golden_schema import SchemaReader
 
     parsed = Parsed(source="golden.yaml")
     SchemaReader(parsed).read_document(yaml.safe_load(GOLDEN))

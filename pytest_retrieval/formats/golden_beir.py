@@ -18,7 +18,8 @@ import os
 
 from ..golden import DEFAULT_SPLIT, SURROGATE_FIX, Query, is_plain_name, surrogate_problem
 from ..text import parse_int
-from .golden_schema import Parsed, as_id, grade_problem, id_problem, read_text
+from .golden_parsed import Parsed, read_text
+from .golden_values import as_id, grade_problem, id_problem
 
 _HEADER = ("query-id", "corpus-id", "score")
 

@@ -20,7 +20,9 @@ import io
 from typing import Any
 
 from ..text import parse_int
-from .golden_schema import Defaults, Marks, Parsed, SchemaReader, read_text, suggest_field
+from .golden_parsed import Marks, Parsed, read_text
+from .golden_schema import Defaults, SchemaReader
+from .golden_values import suggest_field
 
 #: Columns of the one-row-per-query shape.
 PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split")

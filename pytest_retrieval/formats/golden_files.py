@@ -13,16 +13,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, GoldenSet, Query
-from .golden_schema import (
-    HEADER_FIELDS,
-    Defaults,
-    Loc,
-    Marks,
-    Parsed,
-    SchemaReader,
-    SourceInt,
-    read_text,
-)
+from .golden_parsed import Loc, Marks, Parsed, read_text
+from .golden_schema import HEADER_FIELDS, Defaults, SchemaReader
+from .golden_values import SourceInt
 
 if TYPE_CHECKING:
     import yaml

@@ -20,14 +20,14 @@ from ..golden import (
     DEFAULT_HELDOUT_SPLIT,
     CorpusSpec,
     GoldenSet,
-    _set_problems,
     is_plain_name,
     join_golden_sets,
 )
+from ..leakage import set_problems
 from .corpus import corpus_problems, read_corpus_ids
 
 if TYPE_CHECKING:
-    from .golden_schema import Parsed
+    from .golden_parsed import Parsed
 
 #: Format names :func:`load_golden` accepts.
 READ_FORMATS = ("yaml", "json", "jsonl", "csv", "trec", "beir")
@@ -147,7 +147,7 @@ def load_golden(
     parsed = _read(fmt, source, os.fspath(topics) if topics is not None else None)
     problems = list(parsed.problems)
     line_source = parsed.line_source or source
-    problems.extend(_set_problems(parsed.entries, source=line_source, lines=parsed.entry_lines))
+    problems.extend(set_problems(parsed.entries, source=line_source, lines=parsed.entry_lines))
     if corpus is not None:
         try:
             problems.extend(

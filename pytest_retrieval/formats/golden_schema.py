@@ -26,19 +26,8 @@ from ..golden import (
     surrogate_problem,
 )
 from ..text import has_surrogate
-
-# The ``X as X`` names are re-exported: the readers import them from here.
-from .golden_parsed import Loc as Loc
-from .golden_parsed import Locate
-from .golden_parsed import Marks as Marks
-from .golden_parsed import Parsed as Parsed
-from .golden_parsed import read_text as read_text
-from .golden_values import SourceInt as SourceInt
-from .golden_values import as_id as as_id
-from .golden_values import describe
-from .golden_values import grade_problem as grade_problem
-from .golden_values import id_problem as id_problem
-from .golden_values import suggest_field as suggest_field
+from .golden_parsed import Loc, Locate, Parsed
+from .golden_values import SourceInt, as_id, describe, grade_problem, id_problem, suggest_field
 
 #: Fields of one query, in the order the writers emit them.
 QUERY_FIELDS = ("id", "text", "relevant", "slices", "split", "provenance")

@@ -18,7 +18,7 @@ import re
 
 from ..errors import RunFileError
 from ..golden import DEFAULT_SPLIT, Query
-from .golden_schema import Parsed, read_text
+from .golden_parsed import Parsed, read_text
 from .trec import read_qrels_records
 
 _TOP = re.compile(r"<top>(.*?)(?:</top>|\Z)", re.IGNORECASE | re.DOTALL)
