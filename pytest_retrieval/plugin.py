@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,11 +27,10 @@ if TYPE_CHECKING:
     from .declared import Budget, Threshold
     from .evaluate import Evaluation
     from .finish import Finish
+    from .gates import GateOutcome
     from .golden import GoldenSet
-    from .report.payload import RunBundle
-    from .retriever import QueryOutcome, QueryRequest
-    from .runsource import Distribute
-    from .session import DeterminismProbe, RetrievalSession
+    from .regression import RegressionOutcome
+    from .session import RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
 _USAGE_KEY = "pytest_retrieval_usage_error"
@@ -193,15 +192,25 @@ class RetrievalPlugin:
     """The plugin while a golden set is configured: the session and the hooks that use it."""
 
     def __init__(self, config: pytest.Config, session: RetrievalSession) -> None:
+        from .gateitems import homes
+        from .runphase import RunPhase
+
         self.config = config
         self.session = session
-        self.lock = threading.Lock()
-        self.run_error: str | None = None
+        #: The retriever's run, made once on the first test that needs it (see :func:`_ensure_run`).
+        self.run_phase = RunPhase(
+            session,
+            config.rootpath,
+            fail=_fail,
+            usage_error=partial(_usage_error, config),
+            warn=_warn,
+            progress=partial(_progress, config),
+        )
         self.usage_error: str | None = None  # a worker's, under xdist
         self.payloads: list[dict[str, Any]] = []
         self.finished: Finish | None = None
-        #: The declared gates by the file they are collected from (see :func:`_homes`).
-        self.homes = _homes(config, session)
+        #: The declared gates by the file they are collected from (see :func:`.gateitems.homes`).
+        self.homes = homes(session.budgets, session.thresholds, config.inipath)
 
     @property
     def is_worker(self) -> bool:
@@ -272,6 +281,8 @@ class RetrievalPlugin:
         the walk did not reach (outside ``testpaths``), before -k/-m selection sees them."""
         if not _whole_suite(config):
             return
+        from .gateitems import NO_FILE
+
         # pytest offers every file of the folders on the way to a path to pytest_collect_file,
         # and keeps only what the path names: the items tell which files were collected.
         present = {item.path for item in items if isinstance(item, _GateItem)}
@@ -279,7 +290,7 @@ class RetrievalPlugin:
         for path in self.homes:
             if path in present:
                 continue
-            if path == _NO_FILE:
+            if path == NO_FILE:
                 parent: pytest.Collector = _GatesCollector.from_parent(
                     session, name="retrieval-gates", nodeid="retrieval-gates"
                 )
@@ -445,107 +456,22 @@ def retrieval_evaluation(retrieval_session: RetrievalSession) -> Evaluation:
 
 def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None:
     """Run the retriever over the golden set once per session (once in total under xdist)."""
-    session = active.session
-    if session.has_run:
-        return
-    with active.lock:
-        if session.outcomes is not None:  # another thread ran it meanwhile
-            return
-        if active.run_error:
-            pytest.fail(active.run_error, pytrace=False)
-        retriever = reranker = None
-        if not session.run_files:  # a stored run is gated without building the retriever
-            retriever = request.getfixturevalue("retriever_under_test")
-            reranker = request.getfixturevalue("reranker_under_test")
 
-        from .runsource import describe_runs
-        from .specs import corpus_ids, depth_hint, describe_callable
+    def base_temp() -> Path:
+        factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+        return factory.getbasetemp().parent
 
-        distribute: Distribute | None = None
-        worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
-        if worker is not None and not session.run_files:
-            from .runsource import sharded
-
-            # Workers that need the run share its queries: shards in the session's shared
-            # temporary folder, each query run by one worker (see shards.py).
-            factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-            distribute = sharded(
-                factory.getbasetemp().parent,
-                worker["testrunuid"],
-                workers=int(worker.get("workercount", 1)),
-                batch_size=session.settings.batch_size,
-                key=f"{session.settings.cache} depth={session.effective_depth}",
-            )
-        # Under xdist every worker that needs the run probes it too (a few extra calls each);
-        # the controller keeps one probe, chosen deterministically.
-        outcomes, probe, extra = _run(active, retriever, reranker, distribute)
-        session.set_checks(probe, extra)
-        name = describe_runs(session.run_files) if session.run_files else None
-        session.set_outcomes(
-            outcomes,
-            retriever_name=name or describe_callable(retriever),
-            depth_hint=None if session.run_files else depth_hint(retriever),
-        )
-        refusal = session.refusal(corpus_ids(session.settings.corpus))
-        if refusal is not None:
-            active.run_error = refusal
-            _usage_error(active.config, refusal)
+    worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
+    active.run_phase.ensure(request.getfixturevalue, worker=worker, base_temp=base_temp)
 
 
-def _run(
-    active: RetrievalPlugin, retriever: Any, reranker: Any, distribute: Distribute | None = None
-) -> RunBundle:
-    """The run (shared out under xdist), then the determinism probe and any extra baseline
-    runs."""
-    from .errors import InputError
-    from .runsource import obtain
-    from .specs import doc_id_option
+def _fail(message: str) -> NoReturn:
+    """Fail the running test with our message only (the run failed, or failed before)."""
+    pytest.fail(message, pytrace=False)
 
-    session = active.session
-    if session.run_files:  # gated as stored: no retriever, no doc-id mapping, no probe
-        return obtain(session, rootdir=active.config.rootpath, compute=None), None, []
-    try:
-        doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
-    except InputError as exc:
-        _usage_error(active.config, str(exc))
-    progress = _progress(active.config, len(session.scorable_queries()))
 
-    def compute(requests: Sequence[QueryRequest]) -> list[QueryOutcome]:
-        return session.run(
-            retriever,
-            reranker,
-            doc_id=doc_id,
-            doc_map=doc_map,
-            progress=progress,
-            requests=requests,
-        )
-
-    def warn(message: str) -> None:
-        warnings.warn(pytest.PytestWarning(f"pytest-retrieval: {message}"), stacklevel=1)
-
-    try:
-        # The run files, the cache or the retriever: runsource decides (and records which).
-        outcomes = obtain(
-            session,
-            rootdir=active.config.rootpath,
-            compute=compute,
-            retriever=retriever,
-            reranker=reranker,
-            warn=warn,
-            distribute=distribute,
-        )
-        probe: DeterminismProbe | None = None
-        extra: list[list[QueryOutcome]] = []
-        if session.settings.cache != "replay":  # replay never calls the retriever: no probe
-            probe, extra = session.run_checks(
-                retriever, reranker, outcomes, doc_id=doc_id, doc_map=doc_map
-            )
-    except InputError as exc:  # a replay the cache cannot serve
-        _usage_error(active.config, str(exc))
-    except TypeError as exc:  # the retriever object has no usable method
-        active.run_error = _safe(f"pytest-retrieval: {exc}")
-        pytest.fail(active.run_error, pytrace=False)
-    return outcomes, probe, extra
+def _warn(message: str) -> None:
+    warnings.warn(pytest.PytestWarning(f"pytest-retrieval: {message}"), stacklevel=1)
 
 
 def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] | None:
@@ -613,10 +539,6 @@ class _GatesCollector(pytest.Collector):
         return []
 
 
-#: The home of declared gates without a file.
-_NO_FILE = Path("<retrieval-gates>")
-
-
 class _DeclaredFile(pytest.File):
     """The gates file (``retrieval-gates.yaml``) or the ini file as a collector of its declared
     gates and budgets (pytest's "working with non-python tests" pattern)."""
@@ -625,27 +547,6 @@ class _DeclaredFile(pytest.File):
         active = _active(self.config)
         entries = active.homes.get(self.path, []) if active is not None else []
         return _gate_items(self, entries)
-
-
-def _homes(config: pytest.Config, retrieval: RetrievalSession) -> dict[Path, list[Any]]:
-    """Each declared gate and budget (budgets first, the order the run always had) by the
-    file that collects it: the gates file for its own lines; the ini file for
-    ``retrieval_thresholds``, ``retrieval_regression`` and the default regression checks (the
-    gates file, when there is no ini file); else no file."""
-    ini = config.inipath
-    homes: dict[Path, list[Any]] = {}
-    entries: list[Threshold | Budget] = [*retrieval.budgets, *retrieval.thresholds]
-    for entry in entries:
-        origin = entry.origin
-        if origin is not None and origin not in ("retrieval_thresholds", "retrieval_regression"):
-            home = Path(os.path.abspath(origin))
-        elif ini is not None:
-            home = ini
-        else:
-            files = [e.origin for e in retrieval.thresholds if e.origin]
-            home = Path(os.path.abspath(files[0])) if files else _NO_FILE
-        homes.setdefault(home, []).append(entry)
-    return homes
 
 
 def _whole_suite(config: pytest.Config) -> bool:
@@ -664,6 +565,8 @@ def _whole_suite(config: pytest.Config) -> bool:
 def _gate_items(parent: pytest.Collector, entries: Sequence[Any]) -> list[pytest.Item]:
     """One item per declared gate or budget, named to be valid in ``-k`` and unique in its
     file, marked ``retrieval``, with the JUnit properties that say what it checks."""
+    from .gateitems import declared_properties
+
     items: list[pytest.Item] = []
     seen: dict[str, int] = {}
     for entry in entries:
@@ -674,36 +577,21 @@ def _gate_items(parent: pytest.Collector, entries: Sequence[Any]) -> list[pytest
         item = _GateItem.from_parent(parent, name=name, callobj=_gate_call(entry))
         item.entry = entry
         item.add_marker("retrieval")
-        item.user_properties.extend(_declared_properties(entry))
+        item.user_properties.extend(declared_properties(entry))
         items.append(item)
     return items
-
-
-def _declared_properties(entry: Threshold | Budget) -> list[tuple[str, object]]:
-    """The item's JUnit properties before it runs (the stage, when not given, is the run's
-    default stage: filled in when the gate runs)."""
-    return [("source", "declared"), ("gate", entry.name), *entry.properties()]
-
-
-def _set_stage(properties: list[tuple[str, object]], stage: str | None) -> None:
-    """Replace the ``stage`` property with the stage the gate was scored at."""
-    if stage is None:
-        return
-    for index, (key, _) in enumerate(properties):
-        if key == "stage":
-            properties[index] = ("stage", stage)
-            return
-    properties.append(("stage", stage))
 
 
 def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
     """The test function of a declared gate or budget item."""
     from .declared import Threshold
+    from .gateitems import outcome_properties
 
     # Properties go straight onto the item: the record_property fixture warns under xunit2
     # through item.warn, which needs a line number a declared gate does not have.
     def gate(retrieval_session: RetrievalSession, request: pytest.FixtureRequest) -> None:
         properties = request.node.user_properties
+        outcome: GateOutcome | RegressionOutcome
         if isinstance(entry, Threshold):
             outcome = retrieval_session.check(
                 entry.spec,
@@ -713,33 +601,12 @@ def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
                 kind="threshold",
                 name=entry.name,
             )
-            _set_stage(properties, outcome.stage)
-            properties.extend([("value", outcome.value), ("passed", outcome.passed)])
-            if not outcome.passed:
-                raise _GateFailed(outcome.message)
-            return
-        baseline = str(retrieval_session.settings.baseline)
-        result = retrieval_session.regression(entry, baseline_path=baseline)
-        _set_stage(properties, result.stage)
-        for key in (
-            "baseline_mean",
-            "current_mean",
-            "delta",
-            "p_value",
-            "p_value_raw",
-            "multiplicity",
-            "family_size",
-            "test",
-            "detectable",
-            "upper_bound",
-        ):
-            properties.append((key, getattr(result, key)))
-        if result.ci is not None:
-            properties.extend([("ci_low", result.ci[0]), ("ci_high", result.ci[1])])
-            properties.append(("ci_level", result.ci_level))
-        properties.append(("status", result.status))
-        if not result.passed:
-            raise _GateFailed(result.message)
+        else:
+            baseline = str(retrieval_session.settings.baseline)
+            outcome = retrieval_session.regression(entry, baseline_path=baseline)
+        failure = outcome_properties(properties, outcome)
+        if failure is not None:
+            raise _GateFailed(failure)
 
     return gate
 
