@@ -15,7 +15,9 @@ session with exit status 4.
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,28 @@ if TYPE_CHECKING:
 
 #: ``progress(done, total)``: reports how far the retriever has got.
 Progress = Callable[[int, int], None]
+
+
+def progress_line(total: int, writer: Callable[[], Callable[[str], None]]) -> Progress | None:
+    """A progress line (``retrieval: 120/500 queries``, written at most every 0.2 s, then
+    ``done``) on long runs, only on a terminal; None when the run has fewer than 50 queries or
+    stdout is no terminal. ``writer()`` gives what writes past the test's output capture."""
+    if total < 50:
+        return None
+    stdout = sys.__stdout__
+    if stdout is None or not stdout.isatty():
+        return None
+    write = writer()
+    last = [0.0]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < 0.2:
+            return
+        last[0] = now
+        write(f"\rretrieval: {done}/{total} queries" + (" done\n" if done >= total else ""))
+
+    return show
 
 
 def run_queries(
