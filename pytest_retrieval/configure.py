@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import InputError, Problem
 from .session import RetrievalSession
@@ -133,6 +133,76 @@ def misread_flag_path(
             f"ini setting is ignored; write {arg}={value}"
         )
     return None
+
+
+def misread_settings(
+    args: Sequence[str],
+    unknown_keys: Iterable[str],
+    *,
+    invocation_dir: Path,
+    rootpath: Path,
+    inipath: Path | None,
+) -> str | None:
+    """The usage error when pytest misread our settings: a ``--retrieval-* PATH`` flag in the
+    space form that made it read another ini file (:func:`misread_flag_path`), else
+    ``retrieval_*`` ini keys that are no setting (``unknown_keys``, what pytest did not
+    recognise: :func:`unknown_ini_keys`). None when neither happened."""
+    from .settings import OPTIONS
+
+    if any(a.startswith("--retrieval-") and "=" not in a for a in args):
+        message = misread_flag_path(
+            args,
+            flags={o.flag_name for o in OPTIONS if o.flag and not o.store_true},
+            invocation_dir=invocation_dir,
+            rootpath=rootpath,
+            inipath=inipath,
+        )
+        if message is not None:
+            return message
+    keys = list(unknown_keys)
+    if keys:
+        return unknown_ini_keys(keys, inipath.name if inipath else "the ini file")
+    return None
+
+
+def start(
+    option: Callable[[str], Any],
+    ini: Callable[[str], Any],
+    *,
+    inipath: Path | None,
+    rootpath: Path,
+    cli_base: Path,
+    on_skip: Callable[[str], NoReturn],
+    on_sealed: Callable[[str], NoReturn],
+) -> RetrievalSession:
+    """The session a pytest run configures: every setting from its flag (``option(dest)``, None
+    when not given) or its ini key (``ini(key)``), resolved (relative paths against the ini
+    file's folder, or the rootdir without one, and the invocation folder for flags), then
+    :func:`build_session`. Raises InputError."""
+    from .settings import OPTIONS, resolve
+
+    settings = resolve(
+        {o.name: option(f"retrieval_{o.name}") for o in OPTIONS if o.flag},
+        {o.name: ini(o.ini) for o in OPTIONS if not o.flag_only},
+        ini_source=inipath.name if inipath else "the ini file",
+        ini_base=inipath.parent if inipath else rootpath,
+        cli_base=cli_base,
+    )
+    return build_session(settings, rootdir=rootpath, on_skip=on_skip, on_sealed=on_sealed)
+
+
+def header(session: RetrievalSession) -> str:
+    """The report header's line: the effective golden set (path, queries, fingerprint) and
+    whether the held-out split is sealed."""
+    golden = session.golden
+    state = "unsealed" if session.unsealed else "sealed"
+    # The fingerprint of every query (a baseline records the non-held-out ones'): the
+    # label says which, so two different hashes of one file are not a mystery.
+    return (
+        f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
+        f"{golden.short_fingerprint} of all {len(golden)}), held-out split "
+        f"{session.heldout_name!r} {state}"
+    )
 
 
 def build_session(

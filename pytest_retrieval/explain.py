@@ -2,17 +2,25 @@
 
 Pure functions over a golden set's queries and an evaluation; the session passes its rankings
 and its held-out redaction rule in, so that nothing here decides what may be shown.
+:func:`explain_score` is the explanation under a failed gate: what was scored, the queries that
+failed in the retriever, the worst queries (or, for ``abstain_rate`` / ``answer_rate``, the
+queries on the wrong side of the score floor).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .evaluate import Evaluation
 from .golden import Query
 from .metrics import MetricSpec
 from .text import for_terminal
+
+if TYPE_CHECKING:
+    from .dedup import DuplicateGroups
+    from .retriever import QueryOutcome
 
 #: How many returned ids a worst-query line shows.
 RETURNED_SHOWN = 3
@@ -91,3 +99,117 @@ def worst_queries(
         first = next((i for i, d in enumerate(ranked, 1) if d in relevant_set), None)
         worst.append(WorstQuery(qid, query.text, value, missed, first, ranked[:RETURNED_SHOWN]))
     return worst
+
+
+def explain_score(
+    spec: MetricSpec,
+    stage: str,
+    queries: Sequence[Query],
+    evaluation: Evaluation,
+    outcomes: Mapping[str, QueryOutcome],
+    *,
+    redacted: Callable[[Query], bool],
+    duplicates: DuplicateGroups | None,
+    min_grade: int,
+    limit: int,
+    floor: float | None,
+) -> list[str]:
+    """The lines under a score: how many queries were scored, the failed and worst ones.
+
+    ``outcomes`` is the run (query id → outcome), ``redacted`` the session's held-out rule,
+    ``limit`` how many queries a list shows (``retrieval_worst``), ``floor`` the stage's score
+    floor.
+    """
+    n = evaluation.counts[str(spec)]
+    if spec.name == "abstain_rate":
+        lines = [f"no-answer queries scored: {n} (abstain_rate is defined on them only)"]
+    elif spec.name == "answer_rate":
+        lines = [f"answerable queries scored: {n} (answer_rate is defined on them only)"]
+    else:
+        lines = [
+            f"queries scored: {n}, skipped (no relevant document): "
+            f"{len(evaluation.skipped_no_relevant)}"
+        ]
+    if evaluation.deduplicated:
+        assert duplicates is not None
+        lines.append(f"scored per duplicate group: {duplicates.describe()}")
+    by_id = {q.id: q for q in queries}
+    failed = [o for o in outcomes.values() if o.error is not None and o.query_id in by_id]
+    if failed:
+        # A held-out query's id is a per-query detail too: counted, never named.
+        named = [o.query_id for o in failed if not redacted(by_id[o.query_id])]
+        hidden = len(failed) - len(named)
+        lines.append(
+            f"{len(failed)} queries failed in the retriever and scored 0"
+            + (": " + ", ".join(named[:10]) if named else "")
+            + (f" ({hidden} held-out, not named)" if hidden else "")
+        )
+
+    def ranking(qid: str) -> tuple[str, ...]:
+        outcome = outcomes.get(qid)
+        return outcome.rankings.get(stage, ()) if outcome else ()
+
+    worst = (
+        []
+        if spec.name in ("abstain_rate", "answer_rate", "distinct")
+        else worst_queries(
+            spec, queries, evaluation, ranking, redacted=redacted, min_grade=min_grade, limit=limit
+        )
+    )
+    if spec.name in ("abstain_rate", "answer_rate"):
+        lines.extend(
+            _explain_abstention(
+                spec,
+                stage,
+                queries,
+                evaluation,
+                outcomes,
+                redacted=redacted,
+                limit=limit,
+                floor=floor,
+            )
+        )
+    if worst:
+        lines.append(f"worst {len(worst)} quer{'y' if len(worst) == 1 else 'ies'}:")
+        lines.extend(f"  {w.describe(spec)}" for w in worst)
+    if any(redacted(q) for q in queries):
+        lines.append(
+            "held-out per-query details are hidden (--retrieval-heldout-details shows them)"
+        )
+    return lines
+
+
+def _explain_abstention(
+    spec: MetricSpec,
+    stage: str,
+    queries: Sequence[Query],
+    evaluation: Evaluation,
+    outcomes: Mapping[str, QueryOutcome],
+    *,
+    redacted: Callable[[Query], bool],
+    limit: int,
+    floor: float | None,
+) -> list[str]:
+    """The queries that scored 0: no-answer queries answered, answerable ones abstained."""
+    from .abstention import describe_floor, top_score
+
+    column = evaluation.columns[str(spec)]
+    by_id = {q.id: q for q in queries}
+    zero = [
+        qid
+        for qid, value in zip(evaluation.query_ids, column)
+        if value == 0.0 and not redacted(by_id[qid])
+    ]
+    shown_floor = describe_floor(floor)
+    what = "answered anyway" if spec.name == "abstain_rate" else "abstained"
+    lines = [
+        f"score floor {shown_floor}: {len(zero)} quer{'y' if len(zero) == 1 else 'ies'} {what}"
+    ]
+    for qid in zero[:limit]:
+        outcome = outcomes.get(qid)
+        ranking = outcome.rankings.get(stage, ()) if outcome else ()
+        top = top_score(outcome.scores.get(stage)) if outcome else None
+        shown = f"top score {top:.4g}" if top is not None else "no score"
+        first = f", top result {for_terminal(ranking[0])}" if ranking else ", nothing returned"
+        lines.append(f"  {for_terminal(qid)}: {shown}{first}")
+    return lines

@@ -12,7 +12,10 @@ quality) or that was interrupted (an interrupted session writes nothing at all).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import InputError
 from .session import RetrievalSession
@@ -47,6 +50,22 @@ class Finish:
     gates: list[str] = field(default_factory=list)
     #: Notes after the sections: the baseline written or refused, report files, write errors.
     notes: list[Line] = field(default_factory=list)
+
+    def output(self) -> list[tuple[bool, str, dict[str, bool]]]:
+        """What the terminal shows, in order, as ``(is_title, text, markup)``: a title is a
+        section's separator line (``retrieval``, then the gates section, red when a gate
+        failed), the rest are lines (a note in its colour)."""
+        out: list[tuple[bool, str, dict[str, bool]]] = []
+        if self.summary:
+            out.append((True, "retrieval", {}))
+            out.extend((False, line, {}) for line in self.summary)
+        if self.gates_title:
+            failed = self.gates_failed
+            out.append((True, self.gates_title, {"red": failed, "green": not failed}))
+            out.extend((False, line, {}) for line in self.gates)
+        for note in self.notes:
+            out.append((False, note.text, {note.colour: True} if note.colour else {}))
+        return out
 
 
 def finish(
@@ -118,6 +137,39 @@ def finish(
         gates_failed=bool(verdict.failed),
         gates=render_gates(session, quiet=quiet),
         notes=notes,
+    )
+
+
+def settle(
+    session: RetrievalSession,
+    payloads: Iterable[dict[str, Any]],
+    *,
+    exit_status: int,
+    verbosity: int,
+    worker_usage_error: str | None,
+    width: int,
+) -> Finish:
+    """The controller's end of a pytest session: the xdist workers' payloads merged into the
+    session, then :func:`finish` (``verbosity`` is pytest's: -q is below 0, -v above; the
+    Markdown report goes to ``$GITHUB_STEP_SUMMARY`` when that is set and
+    ``retrieval_step_summary`` allows it)."""
+    from .report.payload import Report, merge_all
+    from .version import __version__
+
+    payloads = list(payloads)
+    if payloads:
+        merge_all(Report.from_dict(p) for p in payloads).apply_to(session)
+    settings = session.settings
+    return finish(
+        session,
+        exit_status=exit_status,
+        quiet=verbosity < 0,
+        plugin_version=__version__,
+        worker_usage_error=worker_usage_error,
+        step_summary=settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY")),
+        is_worker=False,
+        verbose=verbosity > 0,
+        width=width,
     )
 
 

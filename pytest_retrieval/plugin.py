@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -28,10 +27,7 @@ if TYPE_CHECKING:
     from .evaluate import Evaluation
     from .finish import Finish
     from .golden import GoldenSet
-    from .report.payload import RunBundle
-    from .retriever import QueryOutcome, QueryRequest
-    from .runsource import Distribute
-    from .session import DeterminismProbe, RetrievalSession
+    from .session import RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
 _USAGE_KEY = "pytest_retrieval_usage_error"
@@ -89,22 +85,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
         _refuse_flags_without_golden(config)
         return
-    from .configure import build_session
+    from .configure import start
     from .errors import InputError
     from .gates import activate
-    from .settings import OPTIONS, resolve
 
-    ini_path = config.inipath
     try:
-        settings = resolve(
-            {o.name: config.getoption(f"retrieval_{o.name}", None) for o in OPTIONS if o.flag},
-            {o.name: config.getini(o.ini) for o in OPTIONS if not o.flag_only},
-            ini_source=ini_path.name if ini_path else "the ini file",
-            ini_base=ini_path.parent if ini_path else config.rootpath,
+        session = start(
+            partial(config.getoption, default=None),
+            config.getini,
+            inipath=config.inipath,
+            rootpath=config.rootpath,
             cli_base=config.invocation_params.dir,
-        )
-        session = build_session(
-            settings, rootdir=config.rootpath, on_skip=pytest.skip, on_sealed=_skip
+            on_skip=pytest.skip,
+            on_sealed=_skip,
         )
     except InputError as exc:
         raise pytest.UsageError(_safe(str(exc))) from None
@@ -117,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
         context.__exit__(None, None, None)
 
     config.add_cleanup(deactivate)
-    if settings.heldout and not os.environ.get("CI") and not plugin.is_worker:
+    if session.settings.heldout and not os.environ.get("CI") and not plugin.is_worker:
         from .configure import UNSEALED_OUTSIDE_CI
 
         config.issue_config_time_warning(pytest.PytestWarning(UNSEALED_OUTSIDE_CI), stacklevel=2)
@@ -131,27 +124,19 @@ def _refuse_misread_settings(config: pytest.Config) -> None:
     ``retrieval_*`` ini key that is no setting. Cheap in every run: nothing is imported unless
     such a flag or key is there."""
     args = [str(a) for a in config.invocation_params.args]
-    if any(a.startswith("--retrieval-") and "=" not in a for a in args):
-        from .configure import misread_flag_path
-        from .settings import OPTIONS
+    # pytest has no public list of the keys it read; its own check warns only after the run.
+    unknown_keys = getattr(config, "_get_unknown_ini_keys", None)
+    keys = [k for k in unknown_keys() if k.startswith("retrieval_")] if unknown_keys else []
+    if keys or any(a.startswith("--retrieval-") and "=" not in a for a in args):
+        from .configure import misread_settings
 
-        message = misread_flag_path(
+        message = misread_settings(
             args,
-            flags={o.flag_name for o in OPTIONS if o.flag and not o.store_true},
+            keys,
             invocation_dir=config.invocation_params.dir,
             rootpath=config.rootpath,
             inipath=config.inipath,
         )
-        if message is not None:
-            raise pytest.UsageError(_safe(message))
-    # pytest has no public list of the keys it read; its own check warns only after the run.
-    unknown_keys = getattr(config, "_get_unknown_ini_keys", None)
-    keys = [k for k in unknown_keys() if k.startswith("retrieval_")] if unknown_keys else []
-    if keys:
-        from .configure import unknown_ini_keys
-
-        inipath = config.inipath
-        message = unknown_ini_keys(keys, inipath.name if inipath else "the ini file")
         if message is not None:
             raise pytest.UsageError(_safe(message))
 
@@ -193,15 +178,25 @@ class RetrievalPlugin:
     """The plugin while a golden set is configured: the session and the hooks that use it."""
 
     def __init__(self, config: pytest.Config, session: RetrievalSession) -> None:
+        from .gateitems import homes
+        from .runphase import RunPhase
+
         self.config = config
         self.session = session
-        self.lock = threading.Lock()
-        self.run_error: str | None = None
+        #: The retriever's run, made once on the first test that needs it (see :func:`_ensure_run`).
+        self.run_phase = RunPhase(
+            session,
+            config.rootpath,
+            fail=_fail,
+            usage_error=partial(_usage_error, config),
+            warn=_warn,
+            progress=partial(_progress, config),
+        )
         self.usage_error: str | None = None  # a worker's, under xdist
         self.payloads: list[dict[str, Any]] = []
         self.finished: Finish | None = None
-        #: The declared gates by the file they are collected from (see :func:`_homes`).
-        self.homes = _homes(config, session)
+        #: The declared gates by the file they are collected from (see :func:`.gateitems.homes`).
+        self.homes = homes(session.budgets, session.thresholds, config.inipath)
 
     @property
     def is_worker(self) -> bool:
@@ -209,15 +204,9 @@ class RetrievalPlugin:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         """Name the effective golden set (path, queries, fingerprint)."""
-        golden = self.session.golden
-        state = "unsealed" if self.session.unsealed else "sealed"
-        # The fingerprint of every query (a baseline records the non-held-out ones'): the
-        # label says which, so two different hashes of one file are not a mystery.
-        return [
-            f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
-            f"{golden.short_fingerprint} of all {len(golden)}), held-out split "
-            f"{self.session.heldout_name!r} {state}"
-        ]
+        from .configure import header
+
+        return [header(self.session)]
 
     @pytest.fixture(autouse=True)
     def _retrieval_on_demand(self, request: pytest.FixtureRequest) -> Generator[None, None, None]:
@@ -234,17 +223,13 @@ class RetrievalPlugin:
         try:
             return (yield)
         finally:
+            from .gateitems import recorded_properties, uncompared
+
             if not isinstance(item, _GateItem):  # a declared gate sets its own
-                for outcome in self.session.gate_outcomes[before:]:
-                    if outcome.nodeid == item.nodeid:
-                        item.user_properties.extend(outcome.properties())
+                outcomes = self.session.gate_outcomes[before:]
+                item.user_properties.extend(recorded_properties(outcomes, item.nodeid))
             for gate in self.session.leave_test():
-                item.warn(
-                    pytest.PytestWarning(
-                        f"{item.nodeid}: the gate {gate!r} was created but never compared, so "
-                        f"it gates nothing; write e.g. `assert_{gate.spec.name}_at(...) >= 0.9`"
-                    )
-                )
+                item.warn(pytest.PytestWarning(uncompared(item.nodeid, gate)))
 
     def pytest_assertrepr_compare(
         self, config: pytest.Config, op: str, left: object, right: object
@@ -272,72 +257,49 @@ class RetrievalPlugin:
         the walk did not reach (outside ``testpaths``), before -k/-m selection sees them."""
         if not _whole_suite(config):
             return
+        from .gateitems import NO_FILE, NO_FILE_ID, uncollected
+
         # pytest offers every file of the folders on the way to a path to pytest_collect_file,
         # and keeps only what the path names: the items tell which files were collected.
         present = {item.path for item in items if isinstance(item, _GateItem)}
         added: list[pytest.Item] = []
-        for path in self.homes:
-            if path in present:
-                continue
-            if path == _NO_FILE:
-                parent: pytest.Collector = _GatesCollector.from_parent(
-                    session, name="retrieval-gates", nodeid="retrieval-gates"
-                )
+        for path, nodeid in uncollected(self.homes, present, config.rootpath):
+            if path == NO_FILE:
+                parent = _GatesCollector.from_parent(session, name=NO_FILE_ID, nodeid=NO_FILE_ID)
                 added.extend(_gate_items(parent, self.homes[path]))
-                continue
-            # A file outside the rootdir (retrieval_gates_file = ../x.yaml) gets a relative id.
-            inside = config.rootpath in path.parents
-            nodeid = None if inside else os.path.relpath(path, config.rootpath)
-            node = _DeclaredFile.from_parent(session, path=path, nodeid=nodeid)
-            added.extend(node.collect())
+            else:
+                added.extend(_DeclaredFile.from_parent(session, path=path, nodeid=nodeid).collect())
         items.extend(added)
         _report_collected(session, added)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Workers publish their report; the controller merges and settles the session."""
-        from .report.payload import Report, merge_all
-
         if self.is_worker:
+            from .report.payload import Report
+
             payload = Report.from_session(self.session).to_dict()
             session.config.workeroutput[_OUTPUT_KEY] = payload  # type: ignore[attr-defined]
             return
-        if self.payloads:
-            merge_all(Report.from_dict(p) for p in self.payloads).apply_to(self.session)
-        from .finish import finish
-        from .version import __version__
+        from .finish import settle
 
-        settings = self.session.settings
-        self.finished = finish(
+        self.finished = settle(
             self.session,
+            self.payloads,
             exit_status=int(session.exitstatus),
-            quiet=self.config.get_verbosity() < 0,
-            plugin_version=__version__,
+            verbosity=self.config.get_verbosity(),
             worker_usage_error=self.usage_error,
-            step_summary=settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY")),
-            is_worker=self.is_worker,
-            verbose=self.config.get_verbosity() > 0,
             width=_terminal_width(self.config),
         )
         session.exitstatus = self.finished.exit_status
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Print what :func:`~pytest_retrieval.finish.finish` decided."""
-        done = self.finished
-        if done is None:
-            return
-        if done.summary:
-            terminalreporter.write_sep("=", "retrieval")
-            for line in done.summary:
-                terminalreporter.write_line(_safe(line))
-        if done.gates_title:
-            failed = done.gates_failed
-            terminalreporter.write_sep("=", done.gates_title, red=failed, green=not failed)
-            for line in done.gates:
-                terminalreporter.write_line(_safe(line))
-        for note in done.notes:
-            colour = {note.colour: True} if note.colour else {}
-            terminalreporter.write_line(_safe(note.text), **colour)
+        for title, text, markup in self.finished.output() if self.finished else ():
+            if title:
+                terminalreporter.write_sep("=", text, **markup)
+            else:
+                terminalreporter.write_line(_safe(text), **markup)
 
 
 def _terminal_width(config: pytest.Config) -> int:
@@ -445,133 +407,44 @@ def retrieval_evaluation(retrieval_session: RetrievalSession) -> Evaluation:
 
 def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None:
     """Run the retriever over the golden set once per session (once in total under xdist)."""
-    session = active.session
-    if session.has_run:
-        return
-    with active.lock:
-        if session.outcomes is not None:  # another thread ran it meanwhile
-            return
-        if active.run_error:
-            pytest.fail(active.run_error, pytrace=False)
-        retriever = reranker = None
-        if not session.run_files:  # a stored run is gated without building the retriever
-            retriever = request.getfixturevalue("retriever_under_test")
-            reranker = request.getfixturevalue("reranker_under_test")
 
-        from .runsource import describe_runs
-        from .specs import corpus_ids, depth_hint, describe_callable
+    def base_temp() -> Path:
+        factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+        return factory.getbasetemp().parent
 
-        distribute: Distribute | None = None
-        worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
-        if worker is not None and not session.run_files:
-            from .runsource import sharded
-
-            # Workers that need the run share its queries: shards in the session's shared
-            # temporary folder, each query run by one worker (see shards.py).
-            factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-            distribute = sharded(
-                factory.getbasetemp().parent,
-                worker["testrunuid"],
-                workers=int(worker.get("workercount", 1)),
-                batch_size=session.settings.batch_size,
-                key=f"{session.settings.cache} depth={session.effective_depth}",
-            )
-        # Under xdist every worker that needs the run probes it too (a few extra calls each);
-        # the controller keeps one probe, chosen deterministically.
-        outcomes, probe, extra = _run(active, retriever, reranker, distribute)
-        session.set_checks(probe, extra)
-        name = describe_runs(session.run_files) if session.run_files else None
-        session.set_outcomes(
-            outcomes,
-            retriever_name=name or describe_callable(retriever),
-            depth_hint=None if session.run_files else depth_hint(retriever),
-        )
-        refusal = session.refusal(corpus_ids(session.settings.corpus))
-        if refusal is not None:
-            active.run_error = refusal
-            _usage_error(active.config, refusal)
+    worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
+    active.run_phase.ensure(request.getfixturevalue, worker=worker, base_temp=base_temp)
 
 
-def _run(
-    active: RetrievalPlugin, retriever: Any, reranker: Any, distribute: Distribute | None = None
-) -> RunBundle:
-    """The run (shared out under xdist), then the determinism probe and any extra baseline
-    runs."""
-    from .errors import InputError
-    from .runsource import obtain
-    from .specs import doc_id_option
+def _fail(message: str) -> NoReturn:
+    """Fail the running test with our message only (the run failed, or failed before)."""
+    pytest.fail(message, pytrace=False)
 
-    session = active.session
-    if session.run_files:  # gated as stored: no retriever, no doc-id mapping, no probe
-        return obtain(session, rootdir=active.config.rootpath, compute=None), None, []
-    try:
-        doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
-    except InputError as exc:
-        _usage_error(active.config, str(exc))
-    progress = _progress(active.config, len(session.scorable_queries()))
 
-    def compute(requests: Sequence[QueryRequest]) -> list[QueryOutcome]:
-        return session.run(
-            retriever,
-            reranker,
-            doc_id=doc_id,
-            doc_map=doc_map,
-            progress=progress,
-            requests=requests,
-        )
-
-    def warn(message: str) -> None:
-        warnings.warn(pytest.PytestWarning(f"pytest-retrieval: {message}"), stacklevel=1)
-
-    try:
-        # The run files, the cache or the retriever: runsource decides (and records which).
-        outcomes = obtain(
-            session,
-            rootdir=active.config.rootpath,
-            compute=compute,
-            retriever=retriever,
-            reranker=reranker,
-            warn=warn,
-            distribute=distribute,
-        )
-        probe: DeterminismProbe | None = None
-        extra: list[list[QueryOutcome]] = []
-        if session.settings.cache != "replay":  # replay never calls the retriever: no probe
-            probe, extra = session.run_checks(
-                retriever, reranker, outcomes, doc_id=doc_id, doc_map=doc_map
-            )
-    except InputError as exc:  # a replay the cache cannot serve
-        _usage_error(active.config, str(exc))
-    except TypeError as exc:  # the retriever object has no usable method
-        active.run_error = _safe(f"pytest-retrieval: {exc}")
-        pytest.fail(active.run_error, pytrace=False)
-    return outcomes, probe, extra
+def _warn(message: str) -> None:
+    warnings.warn(pytest.PytestWarning(f"pytest-retrieval: {message}"), stacklevel=1)
 
 
 def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] | None:
     """A progress line on long runs, only on a terminal and not with -q."""
-    if hasattr(config, "workerinput") or config.get_verbosity() < 0 or total < 50:
+    if hasattr(config, "workerinput") or config.get_verbosity() < 0:
         return None
-    stdout = sys.__stdout__
-    if stdout is None or not stdout.isatty():
-        return None
-    capture = config.pluginmanager.getplugin("capturemanager")
-    writer = config.get_terminal_writer()
-    last = [0.0]
+    from .runphase import progress_line
 
-    def show(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - last[0] < 0.2:
-            return
-        last[0] = now
-        text = f"\rretrieval: {done}/{total} queries" + (" done\n" if done >= total else "")
-        if capture is not None:
-            with capture.global_and_fixture_disabled():
-                writer.write(text, flush=True)
-        else:
-            writer.write(text, flush=True)
+    def writer() -> Callable[[str], None]:
+        capture = config.pluginmanager.getplugin("capturemanager")
+        terminal = config.get_terminal_writer()
 
-    return show
+        def write(text: str) -> None:
+            if capture is not None:
+                with capture.global_and_fixture_disabled():
+                    terminal.write(text, flush=True)
+            else:
+                terminal.write(text, flush=True)
+
+        return write
+
+    return progress_line(total, writer)
 
 
 # --- declared gates as items ----------------------------------------------------------------
@@ -596,13 +469,11 @@ class _GateItem(pytest.Function):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        entry = self.entry
-        # The line of the gates file; an ini line has none (pytest.ini's lines are not ours).
-        line = entry.line_number if entry is not None else None
-        if not isinstance(self.parent, pytest.File) or (entry and entry.origin is None):
-            line = None
-        shown = entry.name if entry is not None else self.name
-        return self.path, None if line is None else line - 1, f"retrieval gate {shown}"
+        from .gateitems import report_line
+
+        line = report_line(self.entry, in_file=isinstance(self.parent, pytest.File))
+        shown = self.entry.name if self.entry is not None else self.name
+        return self.path, line, f"retrieval gate {shown}"
 
 
 class _GatesCollector(pytest.Collector):
@@ -613,10 +484,6 @@ class _GatesCollector(pytest.Collector):
         return []
 
 
-#: The home of declared gates without a file.
-_NO_FILE = Path("<retrieval-gates>")
-
-
 class _DeclaredFile(pytest.File):
     """The gates file (``retrieval-gates.yaml``) or the ini file as a collector of its declared
     gates and budgets (pytest's "working with non-python tests" pattern)."""
@@ -625,27 +492,6 @@ class _DeclaredFile(pytest.File):
         active = _active(self.config)
         entries = active.homes.get(self.path, []) if active is not None else []
         return _gate_items(self, entries)
-
-
-def _homes(config: pytest.Config, retrieval: RetrievalSession) -> dict[Path, list[Any]]:
-    """Each declared gate and budget (budgets first, the order the run always had) by the
-    file that collects it: the gates file for its own lines; the ini file for
-    ``retrieval_thresholds``, ``retrieval_regression`` and the default regression checks (the
-    gates file, when there is no ini file); else no file."""
-    ini = config.inipath
-    homes: dict[Path, list[Any]] = {}
-    entries: list[Threshold | Budget] = [*retrieval.budgets, *retrieval.thresholds]
-    for entry in entries:
-        origin = entry.origin
-        if origin is not None and origin not in ("retrieval_thresholds", "retrieval_regression"):
-            home = Path(os.path.abspath(origin))
-        elif ini is not None:
-            home = ini
-        else:
-            files = [e.origin for e in retrieval.thresholds if e.origin]
-            home = Path(os.path.abspath(files[0])) if files else _NO_FILE
-        homes.setdefault(home, []).append(entry)
-    return homes
 
 
 def _whole_suite(config: pytest.Config) -> bool:
@@ -664,82 +510,28 @@ def _whole_suite(config: pytest.Config) -> bool:
 def _gate_items(parent: pytest.Collector, entries: Sequence[Any]) -> list[pytest.Item]:
     """One item per declared gate or budget, named to be valid in ``-k`` and unique in its
     file, marked ``retrieval``, with the JUnit properties that say what it checks."""
+    from .gateitems import declared_properties, item_names
+
     items: list[pytest.Item] = []
-    seen: dict[str, int] = {}
-    for entry in entries:
-        name = entry.item_name
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:  # the same line twice: both run, each selectable
-            name = f"{name}-{seen[name]}"
+    for name, entry in item_names(entries):
         item = _GateItem.from_parent(parent, name=name, callobj=_gate_call(entry))
         item.entry = entry
         item.add_marker("retrieval")
-        item.user_properties.extend(_declared_properties(entry))
+        item.user_properties.extend(declared_properties(entry))
         items.append(item)
     return items
 
 
-def _declared_properties(entry: Threshold | Budget) -> list[tuple[str, object]]:
-    """The item's JUnit properties before it runs (the stage, when not given, is the run's
-    default stage: filled in when the gate runs)."""
-    return [("source", "declared"), ("gate", entry.name), *entry.properties()]
-
-
-def _set_stage(properties: list[tuple[str, object]], stage: str | None) -> None:
-    """Replace the ``stage`` property with the stage the gate was scored at."""
-    if stage is None:
-        return
-    for index, (key, _) in enumerate(properties):
-        if key == "stage":
-            properties[index] = ("stage", stage)
-            return
-    properties.append(("stage", stage))
-
-
 def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
     """The test function of a declared gate or budget item."""
-    from .declared import Threshold
+    from .gateitems import run_declared
 
     # Properties go straight onto the item: the record_property fixture warns under xunit2
     # through item.warn, which needs a line number a declared gate does not have.
     def gate(retrieval_session: RetrievalSession, request: pytest.FixtureRequest) -> None:
-        properties = request.node.user_properties
-        if isinstance(entry, Threshold):
-            outcome = retrieval_session.check(
-                entry.spec,
-                entry.selection,
-                entry.op,
-                entry.value,
-                kind="threshold",
-                name=entry.name,
-            )
-            _set_stage(properties, outcome.stage)
-            properties.extend([("value", outcome.value), ("passed", outcome.passed)])
-            if not outcome.passed:
-                raise _GateFailed(outcome.message)
-            return
-        baseline = str(retrieval_session.settings.baseline)
-        result = retrieval_session.regression(entry, baseline_path=baseline)
-        _set_stage(properties, result.stage)
-        for key in (
-            "baseline_mean",
-            "current_mean",
-            "delta",
-            "p_value",
-            "p_value_raw",
-            "multiplicity",
-            "family_size",
-            "test",
-            "detectable",
-            "upper_bound",
-        ):
-            properties.append((key, getattr(result, key)))
-        if result.ci is not None:
-            properties.extend([("ci_low", result.ci[0]), ("ci_high", result.ci[1])])
-            properties.append(("ci_level", result.ci_level))
-        properties.append(("status", result.status))
-        if not result.passed:
-            raise _GateFailed(result.message)
+        failure = run_declared(entry, retrieval_session, request.node.user_properties)
+        if failure is not None:
+            raise _GateFailed(failure)
 
     return gate
 

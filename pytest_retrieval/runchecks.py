@@ -16,6 +16,11 @@
   retriever. :class:`Coverage` says how much, and warns below :data:`LOW_COVERAGE`.
 
 Both look only at queries that ran without an error; held-out queries are never quoted.
+
+The functions that take a session (:func:`find_short_rankings`, :func:`coverage_of`,
+:func:`refusal`) apply these checks to its run: which stages, cutoffs and queries they look at,
+and which finding stops the run as a usage error (:func:`refusal`, with the ``retrieval_doc_id``
+path that no returned item has).
 """
 
 from __future__ import annotations
@@ -24,6 +29,14 @@ import re
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .metrics import MetricSpec
+from .retriever import RETRIEVER_STAGE
+
+if TYPE_CHECKING:
+    from .retriever import QueryOutcome
+    from .session import RetrievalSession
 
 #: Below this share of queries with any judged id in their ranking, the ids "almost never" match
 #: (with at least :data:`MIN_QUERIES_FOR_SHARE` queries; with fewer, only "never" counts).
@@ -298,3 +311,164 @@ def coverage_warnings(found: Sequence[Coverage]) -> list[dict[str, object]]:
             }
         )
     return out
+
+
+# --- the checks of a session's run -----------------------------------------------------------
+
+
+def rankings_ran(outcomes: Mapping[str, QueryOutcome], stage: str) -> list[tuple[str, ...]]:
+    """The rankings of one stage, of the queries that ran without an error."""
+    return [o.rankings[stage] for o in outcomes.values() if stage in o.rankings and o.error is None]
+
+
+def depth_problem(session: RetrievalSession, spec: MetricSpec, stage: str) -> str | None:
+    """Why ``spec`` cannot be gated at ``stage`` (None when it can): a metric deeper than the
+    results asked for, or than every ranking the retriever returned, would be scored on a
+    shorter list. The session refuses the gate with this explanation."""
+    assert session.outcomes is not None
+    if spec.k is None:
+        return None
+    depth = session.effective_depth
+    ran = rankings_ran(session.outcomes, stage)
+    longest = max((len(r) for r in ran), default=0)
+    if spec.k > depth and longest <= depth:
+        return (
+            f"{spec} needs the top {spec.k} results, but the retriever was asked for "
+            f"{depth} (retrieval_depth, default: the largest of retrieval_ks); add {spec.k} "
+            "to retrieval_ks or raise retrieval_depth"
+        )
+    if ran and longest < spec.k and session.settings.short_rankings != "off":
+        hint = session.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
+        fix = hint or f"make the retriever return at least {spec.k} results per query"
+        return (
+            f"{spec} cannot be scored: every ranking [{stage}] is shorter than {spec.k} "
+            f"(longest {longest}, {depth} asked for), so it would be scored on at most "
+            f"{longest} results. Fix: {fix}; if {spec.k} is deeper than you need, gate a "
+            f"smaller K (retrieval_short_rankings = off if the corpus is that small)"
+        )
+    return None
+
+
+def find_short_rankings(session: RetrievalSession) -> list[ShortRankings]:
+    """Per stage of the session's run: rankings shorter than the cutoffs scored."""
+    if not session.outcomes or session.settings.short_rankings == "off":
+        return []
+    found = []
+    for stage in session.stages:
+        depth = session.effective_depth
+        hint = session.hint_for(depth) if stage == RETRIEVER_STAGE else None
+        finding = short_rankings(
+            stage,
+            rankings_ran(session.outcomes, stage),
+            cutoffs=session.cutoffs(),
+            depth=depth,
+            hint=hint,
+        )
+        if finding is not None:
+            found.append(finding)
+    return found
+
+
+def gated_cutoffs(session: RetrievalSession) -> dict[str, tuple[int, ...]]:
+    """Per stage, the cutoffs the gates look at (declared, recorded or budgeted; a gate
+    without a stage looks at the final one). When no gate names a cutoff, the final stage
+    at the ``retrieval_ks`` cutoff nearest 10."""
+    pairs: set[tuple[str, int]] = set()
+    declared = [(t.spec, t.selection.stage) for t in session.thresholds]
+    declared += [(b.spec, b.selection.stage) for b in session.budgets]
+    declared += [(MetricSpec.parse(g.metric), g.stage) for g in session.gate_outcomes]
+    default_stage = session.default_stage
+    for spec, stage in declared:
+        if spec.k is not None and spec.name != "judged":
+            pairs.add((stage or default_stage, spec.k))
+    if not pairs:
+        ks = session.settings.ks
+        pairs.add((default_stage, min(ks, key=lambda k: (abs(k - 10), k))))
+    return {
+        stage: tuple(sorted(k for s, k in pairs if s == stage))
+        for stage in session.stages
+        if any(s == stage for s, _k in pairs)
+    }
+
+
+def coverage_of(session: RetrievalSession) -> list[Coverage]:
+    """judged@K per stage at each cutoff the gates look at, over the visible queries
+    (the held-out split's coverage is not shown: it would describe its rankings)."""
+    if not session.outcomes:
+        return []
+    heldout = session.heldout_name
+    visible = [q.id for q in session.scorable_queries() if q.split != heldout]
+    found = []
+    for stage, cutoffs in gated_cutoffs(session).items():
+        specs = [MetricSpec("judged", k) for k in cutoffs]
+        evaluation = session.evaluation(stage, specs).restrict(visible)
+        for spec in specs:
+            values = [v for v in evaluation.columns[str(spec)] if v is not None]
+            found.append(
+                Coverage(
+                    stage=stage,
+                    cutoff=spec.k or 0,
+                    value=sum(values) / len(values) if values else None,
+                    queries=len(values),
+                    with_holes=sum(1 for v in values if v < 1.0),
+                )
+            )
+    return found
+
+
+def refusal(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> str | None:
+    """Why the session's numbers would be meaningless, as a usage error; None when they are not.
+
+    A ``retrieval_doc_id`` path that no returned item has (every query failed on it: a typo,
+    not a retriever failure); ids that (almost) never match a judged or corpus id; short
+    rankings when ``retrieval_short_rankings = error``.
+    """
+    problem = doc_id_problem(session)
+    if problem is not None:
+        return problem
+    problem = id_problem(session, corpus_ids)
+    if problem is not None:
+        return problem
+    if session.settings.short_rankings == "error":
+        found = find_short_rankings(session)
+        if found:
+            return "pytest-retrieval: " + "\n".join(f.message for f in found)
+    return None
+
+
+def doc_id_problem(session: RetrievalSession) -> str | None:
+    """The usage error when every query failed because no returned item has the
+    ``retrieval_doc_id`` path: the setting is wrong, not each query."""
+    doc_id = session.settings.doc_id
+    if not session.outcomes or not doc_id or ":" in doc_id:
+        return None
+    outcomes = list(session.outcomes.values())
+    if not all(o.error_type == "DocIdPathError" for o in outcomes):
+        return None
+    visible = [o for o in outcomes if not session.is_redacted(session.golden[o.query_id])]
+    example = f" (query {visible[0].query_id!r}: {visible[0].error})" if visible else ""
+    return (
+        f"pytest-retrieval: retrieval_doc_id = {doc_id}: no returned item has "
+        f"it, so every query failed{example}. Set it to the key or attribute path where each "
+        "result keeps its document id (e.g. metadata.source, meta.source, node.ref_doc_id), "
+        "or remove it to use the default lookup"
+    )
+
+
+def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> str | None:
+    """The usage error when (almost) no returned id is a judged id (or a corpus id)."""
+    outcomes = session.outcomes
+    if not outcomes or session.settings.id_check == "off":
+        return None
+    stage = session.stages[0] if session.stages else RETRIEVER_STAGE
+    visible = [q for q in session.scorable_queries() if q.split != session.heldout_name]
+    rankings = {
+        q.id: outcomes[q.id].rankings.get(stage, ())
+        for q in visible
+        if q.id in outcomes and outcomes[q.id].error is None
+    }
+    judged = {doc for q in session.golden for doc in q.judgments}
+    problem = id_mismatch(rankings, judged, what="judged", stage=stage)
+    if problem is None and corpus_ids:
+        problem = id_mismatch(rankings, corpus_ids, what="corpus", stage=stage)
+    return problem

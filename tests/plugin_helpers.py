@@ -36,10 +36,12 @@ import pytest
 import yaml  # noqa: F401
 
 import pytest_retrieval.finish
+import pytest_retrieval.gateitems
 import pytest_retrieval.plugin
 import pytest_retrieval.report.artifact
 import pytest_retrieval.report.payload
 import pytest_retrieval.report.terminal
+import pytest_retrieval.runphase
 import pytest_retrieval.session
 import pytest_retrieval.stats  # noqa: F401  (numpy, like _yaml, loads once per process)
 

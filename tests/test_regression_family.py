@@ -11,9 +11,9 @@ import pytest
 import pytest_retrieval.stats  # noqa: F401  (numpy first)
 from pytest_retrieval.baseline import QuerySnapshot, Snapshot, average_snapshots
 from pytest_retrieval.declared import parse_budget
+from pytest_retrieval.determinism import changed_rankings, probe_ids
 from pytest_retrieval.regression import CompareOptions, RegressionOutcome, compare, compare_all
 from pytest_retrieval.retriever import QueryOutcome
-from pytest_retrieval.session import changed_rankings, probe_ids
 
 STAGE = "retriever"
 

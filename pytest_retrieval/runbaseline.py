@@ -1,0 +1,160 @@
+"""This run and its baseline: the run as a snapshot, the baseline it writes, the comparison options.
+
+The session keeps what is computed once (a snapshot per metric list, the regression family) and
+records each regression outcome; what goes into them is decided here:
+
+* :func:`run_snapshot`: per-query values, relevant ranks and top ids of every non-held-out
+  query, per stage, with the settings a baseline must share to be comparable
+  (:func:`snapshot_settings`); held-out queries only by their means, and only when unsealed.
+* :func:`baseline_snapshot`: what ``--retrieval-update-baseline`` writes: this run's snapshot,
+  or with extra runs (``retrieval_baseline_runs``) the per-query means and spread over them all.
+* :func:`compare_options` and :func:`regression_family`: the statistics options of every
+  regression check of a session, and every declared budget adjusted together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .evaluate import evaluate
+from .metrics import MetricSpec
+
+if TYPE_CHECKING:
+    from .baseline import Snapshot
+    from .declared import Budget
+    from .regression import CompareOptions, Family
+    from .retriever import QueryOutcome
+    from .session import RetrievalSession
+    from .settings import Settings
+
+
+def snapshot_specs(
+    settings: Settings, budgets: Sequence[Budget], extra: Sequence[MetricSpec] = ()
+) -> tuple[MetricSpec, ...]:
+    """The metrics a snapshot holds: the configured ones, every budget's, then ``extra``."""
+    budgeted = [b.spec for b in budgets]
+    return tuple(dict.fromkeys([*settings.metric_specs, *budgeted, *extra]))
+
+
+def run_snapshot(session: RetrievalSession, specs: Sequence[MetricSpec]) -> Snapshot:
+    """Per-query values, relevant ranks and top ids of every non-held-out query, per stage.
+
+    Held-out queries never enter with per-query detail; when the split is unsealed only its
+    means are kept.
+    """
+    from .baseline import build_snapshot
+
+    settings = session.settings
+    stages = session.stages
+    held = (
+        [q.id for q in session.golden if q.split == session.heldout_name]
+        if session.unsealed
+        else []
+    )
+    return build_snapshot(
+        session.visible_golden(),
+        {stage: session.evaluation(stage, specs) for stage in stages},
+        session.ranking,
+        metric_names=[str(s) for s in specs],
+        min_grade=settings.min_grade,
+        settings=snapshot_settings(session),
+        heldout_ids=held,
+        index_version=settings.index_version,
+    )
+
+
+def snapshot_settings(session: RetrievalSession) -> dict[str, Any]:
+    """The settings a baseline must share to be comparable; with duplicate groups, which
+    groups (their fingerprint), since other groups give other numbers."""
+    settings = {**session.settings.affecting_numbers(), "depth": session.effective_depth}
+    if session.duplicates is not None:
+        settings["dedup"] = f"{settings.get('dedup', 'file')}:{session.duplicates.fingerprint}"
+    return settings
+
+
+def baseline_snapshot(session: RetrievalSession) -> Snapshot:
+    """What ``--retrieval-update-baseline`` writes: this run's snapshot, or with extra runs
+    (``retrieval_baseline_runs``) the per-query means and spread over all of them."""
+    from .baseline import average_snapshots, build_snapshot
+
+    first = session.snapshot()
+    if not session.extra_runs:
+        return first
+    settings = session.settings
+    specs = snapshot_specs(settings, session.budgets)
+    queries = session.scorable_queries()
+    judgments = {q.id: q.judgments for q in queries}
+    runs = [first]
+    for outcomes in session.extra_runs:
+        per_stage = {}
+        for stage in first.stages:
+            run = {
+                q.id: outcomes[q.id].rankings[stage]
+                for q in queries
+                if q.id in outcomes and stage in outcomes[q.id].rankings
+            }
+            per_stage[stage] = evaluate(
+                run,
+                judgments,
+                specs,
+                gain=settings.gain,  # type: ignore[arg-type]
+                min_grade=settings.min_grade,
+                no_relevant=settings.no_relevant,  # type: ignore[arg-type]
+            )
+
+        def ranking(qid: str, stage: str, outcomes: dict[str, QueryOutcome] = outcomes) -> Any:
+            outcome = outcomes.get(qid)
+            return outcome.rankings.get(stage, ()) if outcome else ()
+
+        runs.append(
+            build_snapshot(
+                session.visible_golden(),
+                per_stage,
+                ranking,
+                metric_names=list(first.metrics),
+                min_grade=settings.min_grade,
+                settings=first.settings,
+            )
+        )
+    return average_snapshots(runs)
+
+
+def failed_in_extra_runs(extra_runs: Sequence[Mapping[str, QueryOutcome]]) -> list[str]:
+    """Ids of queries that failed in an extra baseline run."""
+    return sorted({o.query_id for run in extra_runs for o in run.values() if o.error is not None})
+
+
+def compare_options(settings: Settings) -> CompareOptions:
+    """The statistics options of every regression check of a session."""
+    from .regression import CompareOptions
+
+    return CompareOptions(
+        alpha=settings.alpha,
+        confidence=settings.confidence,
+        resamples=settings.resamples,
+        seed=settings.seed,
+        mode=settings.baseline_mode,
+        heldout_split=settings.heldout_split,
+        shown=settings.worst,
+        multiplicity=settings.multiplicity,
+        budget_test=settings.budget_test,
+    )
+
+
+def regression_family(session: RetrievalSession, *, baseline_path: str) -> Family:
+    """Every declared budget of the session adjusted together (the session keeps the first).
+
+    Deterministic (same run, baseline, budgets and seed), so every xdist worker computes
+    the same family and reads its own check from it.
+    """
+    from .regression import family
+
+    return family(
+        session.baseline,
+        session.snapshot(),
+        session.budgets,
+        default_stage=session.default_stage,
+        options=compare_options(session.settings),
+        baseline_path=baseline_path,
+    )
