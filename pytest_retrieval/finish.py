@@ -140,6 +140,13 @@ def finish(
     )
 
 
+def worker_payload(session: RetrievalSession) -> dict[str, Any]:
+    """What an xdist worker sends the controller at its end (:mod:`.report.payload`)."""
+    from .report.payload import Report
+
+    return Report.from_session(session).to_dict()
+
+
 def settle(
     session: RetrievalSession,
     payloads: Iterable[dict[str, Any]],
@@ -147,12 +154,12 @@ def settle(
     exit_status: int,
     verbosity: int,
     worker_usage_error: str | None,
-    width: int,
+    reporter: Any,
 ) -> Finish:
     """The controller's end of a pytest session: the xdist workers' payloads merged into the
     session, then :func:`finish` (``verbosity`` is pytest's: -q is below 0, -v above; the
     Markdown report goes to ``$GITHUB_STEP_SUMMARY`` when that is set and
-    ``retrieval_step_summary`` allows it)."""
+    ``retrieval_step_summary`` allows it; the summary fits ``reporter``'s width)."""
     from .report.payload import Report, merge_all
     from .version import __version__
 
@@ -169,8 +176,20 @@ def settle(
         step_summary=settings.step_summary and bool(os.environ.get("GITHUB_STEP_SUMMARY")),
         is_worker=False,
         verbose=verbosity > 0,
-        width=width,
+        width=terminal_width(reporter),
     )
+
+
+def terminal_width(reporter: Any) -> int:
+    """The terminal's width: pytest's own writer's (its terminal reporter's), else the
+    environment's."""
+    writer = getattr(reporter, "_tw", None)
+    width = getattr(writer, "fullwidth", None)
+    if isinstance(width, int) and width > 0:
+        return width
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Line, int | None]:

@@ -113,6 +113,16 @@ def run_declared(
     return outcome_properties(properties, outcome)
 
 
+def whole_suite(args_source: str, invocation_dir: Path, rootpath: Path) -> bool:
+    """True when no path was given (``args_source`` is the name of pytest's
+    ``Config.ArgsSource``): ``testpaths``, or the rootdir itself. Then every declared gate
+    runs, even when its file lies outside ``testpaths``; a path given (or a run from a
+    subfolder) selects declared gates as it selects tests: by their file."""
+    if args_source == "TESTPATHS":
+        return True
+    return args_source == "INVOCATION_DIR" and invocation_dir == rootpath
+
+
 def uncollected(
     homes: dict[Path, list[Any]], collected: set[Path], rootpath: Path
 ) -> list[tuple[Path, str | None]]:

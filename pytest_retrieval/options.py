@@ -63,6 +63,28 @@ class Option:
         """The command-line flag, e.g. ``--retrieval-ks``."""
         return "--retrieval-" + self.name.replace("_", "-")
 
+    @property
+    def dest(self) -> str:
+        """Where the flag's value is kept (``config.getoption("retrieval_ks")``)."""
+        return f"retrieval_{self.name}"
+
+    def addini_kwargs(self) -> dict[str, Any]:
+        """The ini key as ``parser.addini`` registers it. A bool is read as text and parsed by
+        the setting itself: pytest's own bool parsing fails with an INTERNALERROR on a value
+        such as "maybe", where ours names the key."""
+        ini_type = "string" if self.ini_type == "bool" else self.ini_type
+        return {"name": self.ini, "help": self.help, "type": ini_type, "default": None}
+
+    def addoption_kwargs(self) -> dict[str, Any]:
+        """The flag as ``group.addoption`` registers it (a repeatable flag keeps every value:
+        every ``--retrieval-run``, not only the last)."""
+        kind: dict[str, Any] = (
+            {"action": "store_true"} if self.store_true else {"metavar": self.metavar}
+        )
+        if self.repeatable:
+            kind["action"] = "append"
+        return {"default": None, "dest": self.dest, "help": self.help, **kind}
+
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
 DEFAULT_METRICS = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr")

@@ -1,21 +1,17 @@
 """pytest entry point of pytest-retrieval (``pytest11: retrieval``): hooks and fixtures only.
 
-The plugin loads in every pytest run of the environment it is installed in, so it stays inert
-until a golden set is configured (``retrieval_golden`` / ``--retrieval-golden``): no output, no
-work, and no import of yaml, numpy or tabulate. Only ``pytest_addoption`` and
-``pytest_configure`` are module-level hooks; when a golden set is configured,
-``pytest_configure`` registers a :class:`RetrievalPlugin` whose methods are the other hooks (as
-pytest-xdist registers its ``DSession``), so a run without a golden set pays for nothing else.
-Each hook delegates in a few lines: :mod:`.configure` builds the session, :mod:`.session`
-scores and gates, :mod:`.finish` settles the verdict, the baseline and the reports.
+Inert until a golden set is configured (no output, no work, no import of yaml, numpy or
+tabulate); then ``pytest_configure`` registers a :class:`RetrievalPlugin` whose methods are the
+other hooks, as pytest-xdist registers its ``DSession``. Each hook delegates in a few lines
+(docs/architecture.md, "The flow of one pytest run").
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from collections.abc import Callable, Generator, Sequence
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -41,14 +37,11 @@ def _active(config: pytest.Config) -> RetrievalPlugin | None:
 def _require(config: pytest.Config) -> RetrievalPlugin:
     active = _active(config)
     if active is None:
+        from .specs import NO_GOLDEN
+
         # Only fixtures get here, from inside a test: the message is the whole story, a
         # traceback through the plugin would only hide it.
-        pytest.fail(
-            "pytest-retrieval has no golden set: set retrieval_golden = PATH in your pytest "
-            "configuration (e.g. [tool.pytest.ini_options] in pyproject.toml) or pass "
-            "--retrieval-golden PATH",
-            pytrace=False,
-        )
+        pytest.fail(NO_GOLDEN, pytrace=False)
     return active
 
 
@@ -57,23 +50,14 @@ def _require(config: pytest.Config) -> RetrievalPlugin:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register every ``retrieval_*`` ini key and ``--retrieval-*`` flag (one help text each)."""
-    from .settings import OPTIONS
+    from .options import OPTIONS
 
     group = parser.getgroup("retrieval", "retrieval quality gates (pytest-retrieval)")
     for option in OPTIONS:
         if not option.flag_only:
-            # A bool is read as text and parsed by the setting itself: pytest's own bool parsing
-            # fails with an INTERNALERROR on a value such as "maybe", where ours names the key.
-            ini_type = "string" if option.ini_type == "bool" else option.ini_type
-            parser.addini(option.ini, option.help, type=ini_type, default=None)
+            parser.addini(**option.addini_kwargs())
         if option.flag:
-            kind: dict[str, Any] = (
-                {"action": "store_true"} if option.store_true else {"metavar": option.metavar}
-            )
-            if option.repeatable:
-                kind["action"] = "append"  # every --retrieval-run, not only the last
-            dest = f"retrieval_{option.name}"
-            group.addoption(option.flag_name, default=None, dest=dest, help=option.help, **kind)
+            group.addoption(option.flag_name, **option.addoption_kwargs())
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,11 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "retrieval: a test that gates retrieval quality (added to config gates)"
     )
-    _refuse_misread_settings(config)
-    if not (config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")):
-        _refuse_flags_without_golden(config)
+    golden = config.getoption("retrieval_golden", None) or config.getini("retrieval_golden")
+    _preflight(config, golden=bool(golden))
+    if not golden:
         return
-    from .configure import start
+    from .configure import start, unsealed_warning
     from .errors import InputError
     from .gates import activate
 
@@ -103,57 +87,33 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(_safe(str(exc))) from None
     plugin = RetrievalPlugin(config, session)
     config.stash[_STATE] = plugin
-    context = activate(session)
-    context.__enter__()
-
-    def deactivate() -> None:
-        context.__exit__(None, None, None)
-
-    config.add_cleanup(deactivate)
-    if session.settings.heldout and not os.environ.get("CI") and not plugin.is_worker:
-        from .configure import UNSEALED_OUTSIDE_CI
-
-        config.issue_config_time_warning(pytest.PytestWarning(UNSEALED_OUTSIDE_CI), stacklevel=2)
+    active = ExitStack()  # the gate helpers' session until pytest unconfigures
+    active.enter_context(activate(session))
+    config.add_cleanup(active.close)
+    warning = unsealed_warning(session.settings, is_worker=plugin.is_worker)
+    if warning is not None:
+        config.issue_config_time_warning(pytest.PytestWarning(warning), stacklevel=2)
     config.pluginmanager.register(plugin, "retrieval-session")
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(plugin), "retrieval-xdist")
 
 
-def _refuse_misread_settings(config: pytest.Config) -> None:
-    """Stop on a ``--retrieval-* PATH`` flag that made pytest read another ini file, and on a
-    ``retrieval_*`` ini key that is no setting. Cheap in every run: nothing is imported unless
-    such a flag or key is there."""
-    args = [str(a) for a in config.invocation_params.args]
+def _preflight(config: pytest.Config, *, golden: bool) -> None:
+    """Stop on settings pytest misread and on a flag without a golden set (:mod:`.preflight`,
+    cheap in every run)."""
+    from .preflight import refusal
+
     # pytest has no public list of the keys it read; its own check warns only after the run.
     unknown_keys = getattr(config, "_get_unknown_ini_keys", None)
-    keys = [k for k in unknown_keys() if k.startswith("retrieval_")] if unknown_keys else []
-    if keys or any(a.startswith("--retrieval-") and "=" not in a for a in args):
-        from .configure import misread_settings
-
-        message = misread_settings(
-            args,
-            keys,
-            invocation_dir=config.invocation_params.dir,
-            rootpath=config.rootpath,
-            inipath=config.inipath,
-        )
-        if message is not None:
-            raise pytest.UsageError(_safe(message))
-
-
-def _refuse_flags_without_golden(config: pytest.Config) -> None:
-    """A ``--retrieval-*`` flag without a golden set is a mistake, not a plain run: staying off
-    would silently drop every declared gate."""
-    from .settings import OPTIONS
-
-    given = [o.flag_name for o in OPTIONS if o.flag and config.getoption(f"retrieval_{o.name}")]
-    if not given:
-        return
-    from .configure import flag_without_golden
-
-    raise pytest.UsageError(
-        flag_without_golden(given[0], config.rootpath, config.inipath or "none found")
+    message = refusal(
+        [str(a) for a in config.invocation_params.args],
+        unknown_keys() if unknown_keys else [],
+        getoption=config.getoption,
+        golden=golden,
+        invocation_dir=config.invocation_params.dir,
+        rootpath=config.rootpath,
+        inipath=config.inipath,
     )
+    if message is not None:
+        raise pytest.UsageError(_safe(message))
 
 
 def _safe(text: str) -> str:
@@ -187,7 +147,7 @@ class RetrievalPlugin:
         self.run_phase = RunPhase(
             session,
             config.rootpath,
-            fail=_fail,
+            fail=partial(pytest.fail, pytrace=False),
             usage_error=partial(_usage_error, config),
             warn=_warn,
             progress=partial(_progress, config),
@@ -255,10 +215,10 @@ class RetrievalPlugin:
     ) -> None:
         """When the run is the whole suite (no path given), add the declared gates whose file
         the walk did not reach (outside ``testpaths``), before -k/-m selection sees them."""
-        if not _whole_suite(config):
-            return
-        from .gateitems import NO_FILE, NO_FILE_ID, uncollected
+        from .gateitems import NO_FILE, NO_FILE_ID, uncollected, whole_suite
 
+        if not whole_suite(config.args_source.name, config.invocation_params.dir, config.rootpath):
+            return
         # pytest offers every file of the folders on the way to a path to pytest_collect_file,
         # and keeps only what the path names: the items tell which files were collected.
         present = {item.path for item in items if isinstance(item, _GateItem)}
@@ -276,10 +236,9 @@ class RetrievalPlugin:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Workers publish their report; the controller merges and settles the session."""
         if self.is_worker:
-            from .report.payload import Report
+            from .finish import worker_payload
 
-            payload = Report.from_session(self.session).to_dict()
-            session.config.workeroutput[_OUTPUT_KEY] = payload  # type: ignore[attr-defined]
+            session.config.workeroutput[_OUTPUT_KEY] = worker_payload(self.session)  # type: ignore[attr-defined]
             return
         from .finish import settle
 
@@ -289,9 +248,18 @@ class RetrievalPlugin:
             exit_status=int(session.exitstatus),
             verbosity=self.config.get_verbosity(),
             worker_usage_error=self.usage_error,
-            width=_terminal_width(self.config),
+            reporter=self.config.pluginmanager.get_plugin("terminalreporter"),
         )
         session.exitstatus = self.finished.exit_status
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist, never called
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """Keep a worker's report (and its usage error) for the controller's finish."""
+        output = getattr(node, "workeroutput", {})
+        if output.get(_USAGE_KEY) is not None:
+            self.usage_error = output[_USAGE_KEY]
+        if output.get(_OUTPUT_KEY) is not None:
+            self.payloads.append(output[_OUTPUT_KEY])
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Print what :func:`~pytest_retrieval.finish.finish` decided."""
@@ -300,32 +268,6 @@ class RetrievalPlugin:
                 terminalreporter.write_sep("=", text, **markup)
             else:
                 terminalreporter.write_line(_safe(text), **markup)
-
-
-def _terminal_width(config: pytest.Config) -> int:
-    """The terminal's width (pytest's own writer's, else the environment's)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    writer = getattr(reporter, "_tw", None)
-    width = getattr(writer, "fullwidth", None)
-    if isinstance(width, int) and width > 0:
-        return width
-    import shutil
-
-    return shutil.get_terminal_size().columns
-
-
-class _XdistHooks:
-    """xdist-only hooks, registered only when xdist is present (so -p no:xdist works)."""
-
-    def __init__(self, plugin: RetrievalPlugin) -> None:
-        self.plugin = plugin
-
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", {})
-        if output.get(_USAGE_KEY) is not None:
-            self.plugin.usage_error = output[_USAGE_KEY]
-        if output.get(_OUTPUT_KEY) is not None:
-            self.plugin.payloads.append(output[_OUTPUT_KEY])
 
 
 # --- fixtures --------------------------------------------------------------------------------
@@ -350,13 +292,17 @@ def _usage_error(config: pytest.Config, message: str) -> NoReturn:
     pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
-def _build(config: pytest.Config, spec: str, what: str) -> Any:
-    """What the ``module:function`` setting names (built, if it is a factory)."""
+def _build(config: pytest.Config, setting: str) -> Any:
+    """What the ``module:function`` setting (``retriever``, ``reranker``) names, built if it is
+    a factory; the missing retriever, or a spec that does not import, is a usage error."""
     from .errors import InputError
-    from .specs import build
+    from .specs import NO_RETRIEVER, build
 
+    spec = getattr(_require(config).session.settings, setting)
+    if not spec and setting == "retriever":
+        _usage_error(config, NO_RETRIEVER)
     try:
-        return build(spec, what)
+        return build(spec, f"retrieval_{setting}") if spec else None
     except InputError as exc:
         _usage_error(config, str(exc))
 
@@ -364,19 +310,13 @@ def _build(config: pytest.Config, spec: str, what: str) -> Any:
 @pytest.fixture(scope="session")
 def retriever_under_test(request: pytest.FixtureRequest) -> Any:
     """The retriever to gate. Override it in conftest.py, or set retrieval_retriever."""
-    from .specs import NO_RETRIEVER
-
-    spec = _require(request.config).session.settings.retriever
-    if spec:
-        return _build(request.config, spec, "retrieval_retriever")
-    _usage_error(request.config, NO_RETRIEVER)
+    return _build(request.config, "retriever")
 
 
 @pytest.fixture(scope="session")
 def reranker_under_test(request: pytest.FixtureRequest) -> Any:
     """An optional second stage, ``reranker(query_text, candidates) -> ranking``; None if unset."""
-    spec = _require(request.config).session.settings.reranker
-    return _build(request.config, spec, "retrieval_reranker") if spec else None
+    return _build(request.config, "reranker")
 
 
 @pytest.fixture
@@ -390,35 +330,19 @@ def retrieval_session(request: pytest.FixtureRequest) -> RetrievalSession:
 @pytest.fixture
 def retrieval_run(retrieval_session: RetrievalSession) -> dict[str, tuple[str, ...]]:
     """``{query id: ranking}`` of the final stage, for every non-held-out query."""
-    stage = retrieval_session.default_stage
-    return {
-        q.id: retrieval_session.ranking(q.id, stage) for q in retrieval_session.visible_golden()
-    }
+    return retrieval_session.visible_run()
 
 
 @pytest.fixture
 def retrieval_evaluation(retrieval_session: RetrievalSession) -> Evaluation:
     """The final stage scored on the configured metrics over the non-held-out queries."""
-    evaluation = retrieval_session.evaluation(
-        retrieval_session.default_stage, retrieval_session.settings.metric_specs
-    )
-    return evaluation.restrict(q.id for q in retrieval_session.visible_golden())
+    return retrieval_session.visible_evaluation()
 
 
 def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None:
     """Run the retriever over the golden set once per session (once in total under xdist)."""
-
-    def base_temp() -> Path:
-        factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-        return factory.getbasetemp().parent
-
     worker: dict[str, Any] | None = getattr(active.config, "workerinput", None)
-    active.run_phase.ensure(request.getfixturevalue, worker=worker, base_temp=base_temp)
-
-
-def _fail(message: str) -> NoReturn:
-    """Fail the running test with our message only (the run failed, or failed before)."""
-    pytest.fail(message, pytrace=False)
+    active.run_phase.ensure(request.getfixturevalue, worker=worker)
 
 
 def _warn(message: str) -> None:
@@ -431,20 +355,8 @@ def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] |
         return None
     from .runphase import progress_line
 
-    def writer() -> Callable[[str], None]:
-        capture = config.pluginmanager.getplugin("capturemanager")
-        terminal = config.get_terminal_writer()
-
-        def write(text: str) -> None:
-            if capture is not None:
-                with capture.global_and_fixture_disabled():
-                    terminal.write(text, flush=True)
-            else:
-                terminal.write(text, flush=True)
-
-        return write
-
-    return progress_line(total, writer)
+    capture = config.pluginmanager.getplugin("capturemanager")
+    return progress_line(total, config.get_terminal_writer, capture)
 
 
 # --- declared gates as items ----------------------------------------------------------------
@@ -492,19 +404,6 @@ class _DeclaredFile(pytest.File):
         active = _active(self.config)
         entries = active.homes.get(self.path, []) if active is not None else []
         return _gate_items(self, entries)
-
-
-def _whole_suite(config: pytest.Config) -> bool:
-    """True when no path was given: ``testpaths``, or the rootdir itself. Then every declared
-    gate runs, even when its file lies outside ``testpaths``; a path given (or a run from a
-    subfolder) selects declared gates as it selects tests: by their file."""
-    source = config.args_source
-    if source == pytest.Config.ArgsSource.TESTPATHS:
-        return True
-    return (
-        source == pytest.Config.ArgsSource.INVOCATION_DIR
-        and config.invocation_params.dir == config.rootpath
-    )
 
 
 def _gate_items(parent: pytest.Collector, entries: Sequence[Any]) -> list[pytest.Item]:

@@ -35,16 +35,26 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int], None]
 
 
-def progress_line(total: int, writer: Callable[[], Callable[[str], None]]) -> Progress | None:
+def progress_line(total: int, terminal: Callable[[], Any], capture: Any) -> Progress | None:
     """A progress line (``retrieval: 120/500 queries``, written at most every 0.2 s, then
     ``done``) on long runs, only on a terminal; None when the run has fewer than 50 queries or
-    stdout is no terminal. ``writer()`` gives what writes past the test's output capture."""
+    stdout is no terminal. ``terminal()`` gives pytest's terminal writer; ``capture``, pytest's
+    capture manager (or None), is suspended while the line is written, so it shows past the
+    tests' output capture."""
     if total < 50:
         return None
     stdout = sys.__stdout__
     if stdout is None or not stdout.isatty():
         return None
-    write = writer()
+    writer = terminal()
+
+    def write(text: str) -> None:
+        if capture is None:
+            writer.write(text, flush=True)
+            return
+        with capture.global_and_fixture_disabled():
+            writer.write(text, flush=True)
+
     last = [0.0]
 
     def show(done: int, total: int) -> None:
@@ -122,13 +132,12 @@ class RunPhase:
         fixture: Callable[[str], Any],
         *,
         worker: Mapping[str, Any] | None,
-        base_temp: Callable[[], Path],
     ) -> None:
         """Run the retriever over the golden set unless the session has its run.
 
-        ``fixture`` gets a fixture by name (``retriever_under_test``, ``reranker_under_test``),
-        ``worker`` is the xdist worker's input (None outside xdist) and ``base_temp`` the
-        folder the workers share (asked only under xdist).
+        ``fixture`` gets a fixture by name (``retriever_under_test``, ``reranker_under_test``;
+        under xdist ``tmp_path_factory``, whose base folder's parent the workers share), and
+        ``worker`` is the xdist worker's input (None outside xdist).
         """
         session = self.session
         if session.has_run:
@@ -154,7 +163,7 @@ class RunPhase:
                 # Workers that need the run share its queries: shards in the session's shared
                 # temporary folder, each query run by one worker (see shards.py).
                 distribute = sharded(
-                    base_temp(),
+                    fixture("tmp_path_factory").getbasetemp().parent,
                     worker["testrunuid"],
                     workers=int(worker.get("workercount", 1)),
                     batch_size=session.settings.batch_size,

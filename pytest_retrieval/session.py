@@ -132,6 +132,16 @@ class RetrievalSession:
             return self.golden  # the same set (and its fingerprint, computed once)
         return self.golden.where(lambda q: q.split != heldout)
 
+    def visible_run(self) -> dict[str, tuple[str, ...]]:
+        """The ``retrieval_run`` fixture: the final stage's ranking of each visible query."""
+        stage = self.default_stage
+        return {q.id: self.ranking(q.id, stage) for q in self.visible_golden()}
+
+    def visible_evaluation(self) -> Evaluation:
+        """The ``retrieval_evaluation`` fixture: the final stage on the configured metrics."""
+        evaluation = self.evaluation(self.default_stage, self.settings.metric_specs)
+        return evaluation.restrict(q.id for q in self.visible_golden())
+
     def is_redacted(self, query: Query) -> bool:
         """True when this query's details must not be shown."""
         return query.split == self.heldout_name and not self.show_heldout_details

@@ -244,3 +244,36 @@ def test_importing_the_public_api_imports_no_submodule() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
+
+
+#: The size limits of the house (docs/architecture.md, "Size"): the plugin stays thin wiring,
+#: and a module that outgrows one job is split by responsibility before it lands.
+PLUGIN_LIMIT = 450
+MODULE_LIMIT = 600
+
+
+def lines_of(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def oversized(modules: dict[str, Path], limits: dict[str, int], default: int) -> list[str]:
+    return [
+        f"{name}: {lines_of(path)} lines (limit {limits.get(name, default)})"
+        for name, path in modules.items()
+        if lines_of(path) > limits.get(name, default)
+    ]
+
+
+def test_the_plugin_is_thin_and_no_module_outgrows_one_job() -> None:
+    assert oversized(MODULES, {"pytest_retrieval.plugin": PLUGIN_LIMIT}, MODULE_LIMIT) == []
+
+
+def test_the_size_check_would_name_an_oversized_module(tmp_path: Path) -> None:
+    (tmp_path / "thin.py").write_text("x = 1\n" * 3, encoding="utf-8")
+    (tmp_path / "big.py").write_text("x = 1\n" * 4, encoding="utf-8")
+    (tmp_path / "plugin.py").write_text("x = 1\n" * 3, encoding="utf-8")
+    modules = {p.stem: p for p in tmp_path.glob("*.py")}
+    assert sorted(oversized(modules, {"plugin": 2}, 3)) == [
+        "big: 4 lines (limit 3)",
+        "plugin: 3 lines (limit 2)",
+    ]
