@@ -239,7 +239,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "id_check",
-        "stop when (almost) no returned id is ever a judged id: on (default) or off",
+        "stop when (almost) no returned id is ever a judged id, or ids differ from judged ones "
+        "only in their Unicode normal form: on (default) or off",
         "on",
         parse_choice("on", "off"),
         metavar="on|off",

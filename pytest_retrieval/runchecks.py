@@ -9,7 +9,9 @@
   judged id (chunk UUIDs, page contents returned as ids, a doc-id setting that was not picked
   up), every metric is 0 for a reason that is not retrieval quality. :func:`id_mismatch` stops the
   run with examples of both kinds of id and the likely fix. The same check against the corpus ids
-  when ``retrieval_corpus`` is set.
+  when ``retrieval_corpus`` is set. Ids that differ from judged ids only in their Unicode
+  normalisation (``café`` composed in the golden set, decomposed in the index) look identical in
+  every message and never match: :func:`normalisation_mismatch` stops the run and shows both.
 
 * **Judgment holes**: results without a judgment count as non-relevant, so low coverage
   (``judged@K``) where the gates look means the numbers measure the labels as much as the
@@ -185,6 +187,48 @@ def id_mismatch(
         f"  {what} ids, e.g.:   {', '.join(repr(d) for d in expected)}",
         f"Likely fix: {pattern or likely_fix(returned, known)}",
         "(If the retriever really finds none of them, set retrieval_id_check = off.)",
+    ]
+    return "\n".join(lines)
+
+
+def normalisation_mismatch(
+    rankings: Mapping[str, Sequence[str]], known: Collection[str], *, what: str, stage: str
+) -> str | None:
+    """The usage error when returned ids differ from ``known`` ids only in their Unicode
+    normalisation (NFC against NFD: the same text on screen, different strings); None when
+    none do. Ids are compared as given everywhere else: they are labels, not text, so the
+    convention is to refuse rather than to normalise silently (which would change what a
+    golden set's fingerprint and a baseline mean)."""
+    import unicodedata
+
+    composed = {unicodedata.normalize("NFC", k): k for k in known if not k.isascii()}
+    if not composed:
+        return None
+    # When every judged id is composed, only a returned id that is not can differ from one.
+    known_composed = all(k == c for c, k in composed.items())
+    pairs: dict[str, str] = {}
+    seen: set[str] = set()
+    for ranking in rankings.values():
+        for doc in ranking:
+            if doc.isascii() or doc in seen or doc in known:
+                continue
+            seen.add(doc)
+            if known_composed and unicodedata.is_normalized("NFC", doc):
+                continue
+            match = composed.get(unicodedata.normalize("NFC", doc))
+            if match is not None and match != doc:
+                pairs[doc] = match
+    if not pairs:
+        return None
+    shown = list(pairs.items())[:EXAMPLES]
+    lines = [
+        f"pytest-retrieval: {len(pairs)} returned id(s) [{stage}] differ from {what} ids only in "
+        "their Unicode normalisation (they look the same but are different strings), so they "
+        "never match and would be scored as misses:",
+        *(f"  returned {doc!a}, {what} {match!a}" for doc, match in shown),
+        'Likely fix: return ids in one normal form, e.g. unicodedata.normalize("NFC", doc_id) in '
+        "the retriever (or write the golden set's ids in the form the index uses).",
+        "(retrieval_id_check = off turns this check off.)",
     ]
     return "\n".join(lines)
 
@@ -456,7 +500,8 @@ def doc_id_problem(session: RetrievalSession) -> str | None:
 
 
 def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> str | None:
-    """The usage error when (almost) no returned id is a judged id (or a corpus id)."""
+    """The usage error when (almost) no returned id is a judged id (or a corpus id), or when
+    returned ids differ from judged ids only in their Unicode normalisation."""
     outcomes = session.outcomes
     if not outcomes or session.settings.id_check == "off":
         return None
@@ -469,6 +514,8 @@ def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = N
     }
     judged = {doc for q in session.golden for doc in q.judgments}
     problem = id_mismatch(rankings, judged, what="judged", stage=stage)
+    if problem is None:
+        problem = normalisation_mismatch(rankings, judged, what="judged", stage=stage)
     if problem is None and corpus_ids:
         problem = id_mismatch(rankings, corpus_ids, what="corpus", stage=stage)
     return problem

@@ -12,6 +12,7 @@ import textwrap
 import time
 
 import pytest
+from plugin_helpers import GOLDEN as GOLDEN_TEXT
 from plugin_helpers import RetrievalProject, conftest_with, esc
 
 STANDARD_RUN_TEST = """
@@ -393,6 +394,35 @@ def test_chunk_ids_that_never_match_a_judged_id_stop_the_run_with_the_separator_
             "*returned ids, e.g.: 'shipping#0', 'shipping#1', 'shipping#2', 'refund-policy#0'*",
             "*Likely fix: the returned ids are chunk ids of the judged documents ('shipping#0'): "
             "set retrieval_doc_id_separator = #*",
+        ]
+    )
+
+
+def test_ids_that_differ_from_judged_ids_only_in_unicode_normalisation_stop_the_run(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # The golden set writes "crème" composed (NFC); the index returns it decomposed (NFD). Both
+    # print as "crème", and without the check recall@3 of "refund" would be 0.
+    golden = GOLDEN_TEXT.replace("[refund-policy]", '["cr\\u00e8me"]')
+    retrieval_project.write(
+        golden=golden,
+        conftest=retriever(
+            """
+            def search(text, k):
+                ranking = ["cre\\u0300me" if d == "refund-policy" else d for d in RANKINGS[text]]
+                return ranking[:k]
+            return search
+            """
+        ),
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [
+            "*1 returned id(s) [[]retriever[]] differ from judged ids only in their Unicode*",
+            "*returned 'cre\\u0300me', judged 'cr\\xe8me'*",
+            '*Likely fix: return ids in one normal form, e.g. unicodedata.normalize("NFC", *',
         ]
     )
 

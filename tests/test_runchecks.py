@@ -1,8 +1,9 @@
-"""The short-ranking rule (runchecks.short_rankings), on hand-made rankings."""
+"""The short-ranking rule (runchecks.short_rankings) and the Unicode-normalisation id check
+(runchecks.normalisation_mismatch), on hand-made rankings."""
 
 from __future__ import annotations
 
-from pytest_retrieval.runchecks import short_rankings
+from pytest_retrieval.runchecks import normalisation_mismatch, short_rankings
 
 
 def ranks(*lengths: int) -> list[tuple[str, ...]]:
@@ -30,3 +31,30 @@ def test_rankings_mostly_far_shorter_than_asked_are_reported_even_with_one_full(
 
 def test_long_enough_rankings_are_not_reported() -> None:
     assert short_rankings("retriever", ranks(10, 10), cutoffs=(5, 10), depth=10) is None
+
+
+CAFE_NFC = "caf\u00e9"  # é as one code point
+CAFE_NFD = "cafe\u0301"  # e + combining acute accent: the same on screen
+
+
+def test_ids_that_differ_only_in_unicode_normalisation_stop_the_run_showing_both() -> None:
+    rankings = {"q1": ["menu", CAFE_NFD], "q2": ["menu"]}
+    message = normalisation_mismatch(rankings, {CAFE_NFC, "menu"}, what="judged", stage="retriever")
+    assert message is not None
+    assert "1 returned id(s) [retriever] differ from judged ids only in their Unicode" in message
+    # Escaped, so the two strings look different in the log, as they are.
+    assert "returned 'cafe\\u0301', judged 'caf\\xe9'" in message
+    assert 'unicodedata.normalize("NFC", doc_id)' in message
+
+
+def test_the_normalisation_check_works_both_ways_and_ignores_ids_that_match() -> None:
+    # The golden set decomposed, the index composed.
+    message = normalisation_mismatch({"q": [CAFE_NFC]}, {CAFE_NFD}, what="judged", stage="s")
+    assert message is not None
+    assert "returned 'caf\\xe9', judged 'cafe\\u0301'" in message
+    # The same form on both sides, ASCII ids, and unrelated non-ASCII ids are fine.
+    assert normalisation_mismatch({"q": [CAFE_NFD]}, {CAFE_NFD}, what="judged", stage="s") is None
+    assert normalisation_mismatch({"q": ["cafe"]}, {CAFE_NFC}, what="judged", stage="s") is None
+    assert (
+        normalisation_mismatch({"q": ["na\u00efve"]}, {CAFE_NFC}, what="judged", stage="s") is None
+    )
