@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .evaluate import evaluate
 from .metrics import MetricSpec
 
 if TYPE_CHECKING:
@@ -83,25 +82,10 @@ def baseline_snapshot(session: RetrievalSession) -> Snapshot:
         return first
     settings = session.settings
     specs = snapshot_specs(settings, session.budgets)
-    queries = session.scorable_queries()
-    judgments = {q.id: q.judgments for q in queries}
     runs = [first]
     for outcomes in session.extra_runs:
-        per_stage = {}
-        for stage in first.stages:
-            run = {
-                q.id: outcomes[q.id].rankings[stage]
-                for q in queries
-                if q.id in outcomes and stage in outcomes[q.id].rankings
-            }
-            per_stage[stage] = evaluate(
-                run,
-                judgments,
-                specs,
-                gain=settings.gain,  # type: ignore[arg-type]
-                min_grade=settings.min_grade,
-                no_relevant=settings.no_relevant,  # type: ignore[arg-type]
-            )
+        # Scored as this run is (duplicate groups, score floor, unjudged documents included).
+        per_stage = {stage: session.score_run(outcomes, stage, specs) for stage in first.stages}
 
         def ranking(qid: str, stage: str, outcomes: dict[str, QueryOutcome] = outcomes) -> Any:
             outcome = outcomes.get(qid)

@@ -30,7 +30,7 @@ from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, _is_pyte
 from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
-from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome
+from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, stage_scores
 from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
 from .verdict import Verdict
@@ -299,20 +299,29 @@ class RetrievalSession:
 
     def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
         """Every scorable query scored at ``stage`` on ``specs`` (cached)."""
-        self._require_run()
+        outcomes = self._require_run()
         key = (stage, tuple(str(s) for s in specs))
         with self._lock:
             cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        outcomes = self._require_run()
+        if cached is None:
+            cached = self.score_run(outcomes, stage, specs)
+            with self._lock:
+                self._cache[key] = cached
+        return cached
+
+    def score_run(
+        self, outcomes: Mapping[str, QueryOutcome], stage: str, specs: Sequence[MetricSpec]
+    ) -> Evaluation:
+        """``outcomes`` (this run, or an extra baseline run) scored at ``stage`` over the
+        scorable queries with every convention of the session: gain, grades, zero-relevant
+        queries, duplicate groups, the score floor, unjudged documents."""
         queries = self.scorable_queries()
         run = {
             q.id: outcomes[q.id].rankings[stage]
             for q in queries
             if q.id in outcomes and stage in outcomes[q.id].rankings
         }
-        result = evaluate(
+        return evaluate(
             run,
             {q.id: q.judgments for q in queries},
             specs,
@@ -320,22 +329,10 @@ class RetrievalSession:
             min_grade=self.settings.min_grade,
             no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
             duplicates=self.duplicates,
-            scores=self._scores(stage),
+            scores=stage_scores(outcomes, stage),
             score_floor=self.settings.floor_for(stage),
             unjudged=self.settings.unjudged,  # type: ignore[arg-type]
         )
-        with self._lock:
-            self._cache[key] = result
-        return result
-
-    def _scores(self, stage: str) -> dict[str, tuple[float | None, ...]]:
-        """The scores of one stage per query, where its items had them."""
-        assert self.outcomes is not None
-        return {
-            qid: o.scores[stage]
-            for qid, o in self.outcomes.items()
-            if stage in o.scores and o.error is None
-        }
 
     def abstention_sweep(self, stage: str) -> Sweep | None:
         """``abstain_rate`` and ``answer_rate`` over candidate floors from this stage's scores,
@@ -354,7 +351,7 @@ class RetrievalSession:
             [q.id for q in queries],
             run,
             {q.id: q.judgments for q in queries},
-            self._scores(stage),
+            stage_scores(outcomes, stage),
             min_grade=self.settings.min_grade,
             floor=self.settings.floor_for(stage),
         )

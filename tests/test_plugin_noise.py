@@ -262,3 +262,43 @@ def test_a_baseline_from_several_runs_records_means_and_spread_and_is_compared_a
     assert mrr["status"] == "improvement"
     # No single-run warning: the baseline knows its noise.
     assert "the baseline is a single run" not in again.stdout.str()
+
+
+COPY_CONFTEST = """\
+import pytest
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text, k):
+        # Deterministic: a verbatim copy of the judged document at rank 2, never the original.
+        number = int(text.split()[-1])
+        return ["filler-a", f"copy-{number:02d}", "filler-b"][:k]
+
+    return search
+"""
+
+
+def test_every_run_of_a_several_run_baseline_is_scored_with_the_duplicate_groups(
+    pytester: pytest.Pytester,
+) -> None:
+    _project(pytester, COPY_CONFTEST, count=4)
+    groups = "".join(f"doc-{n:02d}\tg{n}\ncopy-{n:02d}\tg{n}\n" for n in range(1, 5))
+    (pytester.path / "duplicates.tsv").write_text(groups, encoding="utf-8")
+    _run(
+        pytester,
+        "--retrieval-update-baseline",
+        "--retrieval-baseline-runs",
+        "3",
+        "-o",
+        "retrieval_duplicates=duplicates.tsv",
+    )
+    document = json.loads((pytester.path / "retrieval-baseline.json").read_text("utf-8"))
+    assert document["n_runs"] == 3
+    q01 = document["queries"]["q01"]
+    # The copy stands for its group, which holds the judged doc-01: rank 2 in every run, so
+    # RR 1/2 and recall@3 1 in each of the three (scored without the groups, the two extra
+    # runs would give 0 and the mean 1/6).
+    assert q01["metrics"]["retriever"]["mrr"] == 0.5
+    assert q01["metrics"]["retriever"]["recall@3"] == 1.0
+    assert q01["spread"]["retriever"]["mrr"] == 0.0

@@ -112,6 +112,9 @@ from .items import (
 from .items import (
     extract_doc_id as extract_doc_id,
 )
+from .items import (
+    stage_scores as stage_scores,
+)
 from .shapes import (
     describe_retriever as describe_retriever,
 )

@@ -57,6 +57,15 @@ class QueryOutcome:
     scores: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
 
 
+def stage_scores(
+    outcomes: Mapping[str, QueryOutcome], stage: str
+) -> dict[str, tuple[float | None, ...]]:
+    """The scores of one stage per query, where its items had them (failed queries: none)."""
+    return {
+        qid: o.scores[stage] for qid, o in outcomes.items() if stage in o.scores and o.error is None
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class RetrieverShape:
     """How the runner calls a retriever, and whether the requested depth reaches it.
