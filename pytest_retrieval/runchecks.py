@@ -67,21 +67,26 @@ class ShortRankings:
     flat: tuple[int, ...]
     #: How to ask this retriever for more results, when known.
     hint: str | None = None
+    #: The rankings come from stored run files (``retrieval_run``): nothing was asked for.
+    stored: bool = False
 
     @property
     def message(self) -> str:
         """One paragraph: what is short, which metrics it flattens, and the fix."""
         flat = ", ".join(f"@{k}" for k in self.flat)
         median = f"{self.median:g}"
+        asked = "as stored in the run file" if self.stored else f"{self.depth} were asked for"
         text = (
             f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings are shorter "
-            f"than the cutoff {self.cutoff} (longest {self.longest}, median {median}; "
-            f"{self.depth} were asked for)"
+            f"than the cutoff {self.cutoff} (longest {self.longest}, median {median}; {asked})"
         )
         if flat:
             text += f"; every metric at {flat} is scored on at most {self.longest} results"
         fix = self.hint or (
-            f"make the retriever return {self.depth} results per query, or lower retrieval_ks"
+            f"write the run file with {self.cutoff} results per query (pytest-retrieval run "
+            f"--depth {self.cutoff}), or lower retrieval_ks"
+            if self.stored
+            else f"make the retriever return {self.depth} results per query, or lower retrieval_ks"
         )
         return f"{text}. Fix: {fix} (retrieval_short_rankings = off if the corpus is that small)"
 
@@ -109,6 +114,7 @@ def short_rankings(
     cutoffs: Collection[int],
     depth: int,
     hint: str | None = None,
+    stored: bool = False,
 ) -> ShortRankings | None:
     """The short-ranking finding of one stage, or None when the rankings are long enough.
 
@@ -142,6 +148,7 @@ def short_rankings(
         queries=len(lengths),
         flat=flat,
         hint=hint,
+        stored=stored,
     )
 
 
@@ -383,10 +390,16 @@ def depth_problem(session: RetrievalSession, spec: MetricSpec, stage: str) -> st
         )
     if ran and longest < spec.k and session.settings.short_rankings != "off":
         hint = session.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
-        fix = hint or f"make the retriever return at least {spec.k} results per query"
+        stored = bool(session.run_files)
+        fix = hint or (
+            f"write the run file with at least {spec.k} results per query"
+            if stored
+            else f"make the retriever return at least {spec.k} results per query"
+        )
+        asked = "as stored in the run file" if stored else f"{depth} asked for"
         return (
             f"{spec} cannot be scored: every ranking [{stage}] is shorter than {spec.k} "
-            f"(longest {longest}, {depth} asked for), so it would be scored on at most "
+            f"(longest {longest}, {asked}), so it would be scored on at most "
             f"{longest} results. Fix: {fix}; if {spec.k} is deeper than you need, gate a "
             f"smaller K (retrieval_short_rankings = off if the corpus is that small)"
         )
@@ -407,6 +420,7 @@ def find_short_rankings(session: RetrievalSession) -> list[ShortRankings]:
             cutoffs=session.cutoffs(),
             depth=depth,
             hint=hint,
+            stored=bool(session.run_files),
         )
         if finding is not None:
             found.append(finding)

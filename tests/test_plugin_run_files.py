@@ -108,6 +108,34 @@ def test_missing_queries_score_empty_and_unknown_ids_are_listed(
     assert files[0]["unknown"] == ["ghost"]
 
 
+def test_short_stored_rankings_name_the_run_file_not_a_depth_never_asked_for(
+    retrieval_project: RetrievalProject,
+) -> None:
+    p = retrieval_project.write(
+        conftest=NEVER,
+        tests="from pytest_retrieval import assert_recall_at\n\n"
+        "def test_recall():\n    assert_recall_at(3) >= 0.1\n",
+    )
+    # Every stored ranking holds one or two ids; ks are 1,3.
+    write_jsonl(
+        p.path / "run.jsonl",
+        {"refund": ["refund-policy"], "sso": ["okta", "x"], "invoice": ["billing"], "fax": []},
+    )
+    result = p.run("-v", "--retrieval-run", "run.jsonl")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "asked for" not in out  # nothing was asked of a retriever
+    result.stdout.fnmatch_lines(
+        [
+            "*recall@3 cannot be scored: every ranking [[]retriever[]] is shorter than 3 (longest "
+            "2, as stored in the run file)*Fix: write the run file with at least 3 results*",
+            "*short rankings [[]retriever[]]: 4 of 4 rankings are shorter than the cutoff 3 "
+            "(longest 2, median 1; as stored in the run file)*Fix: write the run file with 3 "
+            "results per query (pytest-retrieval run --depth 3), or lower retrieval_ks*",
+        ]
+    )
+
+
 def test_a_missing_held_out_query_is_counted_not_named(
     retrieval_project: RetrievalProject,
 ) -> None:
