@@ -198,20 +198,17 @@ def id_mismatch(
     return "\n".join(lines)
 
 
-def normalisation_mismatch(
-    rankings: Mapping[str, Sequence[str]], known: Collection[str], *, what: str, stage: str
-) -> str | None:
-    """The usage error when returned ids differ from ``known`` ids only in their Unicode
-    normalisation (NFC against NFD: the same text on screen, different strings); None when
-    none do. Ids are compared as given everywhere else: they are labels, not text, so the
-    convention is to refuse rather than to normalise silently (which would change what a
-    golden set's fingerprint and a baseline mean)."""
+def normalisation_pairs(
+    rankings: Mapping[str, Sequence[str]], known: Collection[str]
+) -> dict[str, str]:
+    """Returned ids that are no ``known`` id but equal one after NFC normalisation (composed
+    against decomposed: the same text on screen, different strings), each with that id."""
     import unicodedata
 
     composed = {unicodedata.normalize("NFC", k): k for k in known if not k.isascii()}
     if not composed:
-        return None
-    # When every judged id is composed, only a returned id that is not can differ from one.
+        return {}
+    # When every known id is composed, only a returned id that is not can differ from one.
     known_composed = all(k == c for c, k in composed.items())
     pairs: dict[str, str] = {}
     seen: set[str] = set()
@@ -225,6 +222,18 @@ def normalisation_mismatch(
             match = composed.get(unicodedata.normalize("NFC", doc))
             if match is not None and match != doc:
                 pairs[doc] = match
+    return pairs
+
+
+def normalisation_mismatch(
+    rankings: Mapping[str, Sequence[str]], known: Collection[str], *, what: str, stage: str
+) -> str | None:
+    """The usage error when returned ids differ from ``known`` ids only in their Unicode
+    normalisation (:func:`normalisation_pairs`); None when none do. Ids are compared as given
+    everywhere else: they are labels, not text, so the convention is to refuse rather than to
+    normalise silently (which would change what a golden set's fingerprint and a baseline
+    mean)."""
+    pairs = normalisation_pairs(rankings, known)
     if not pairs:
         return None
     shown = list(pairs.items())[:EXAMPLES]

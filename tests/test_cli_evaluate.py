@@ -144,3 +144,57 @@ def test_the_installed_command_scores_the_example(command: list[str]) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["queries"]["evaluated"] == 4
+
+
+def _files(tmp_path: Path, qrels: str, run: str) -> list[str]:
+    (tmp_path / "qrels.txt").write_text(qrels, encoding="utf-8")
+    (tmp_path / "run.txt").write_text(run, encoding="utf-8")
+    return ["evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt")]
+
+
+def test_a_run_whose_ids_never_match_the_qrels_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 25 queries, each judging D<i>; the run ranks x<i>: recall would be 0 for every query.
+    args = _files(
+        tmp_path,
+        "".join(f"q{i} 0 D{i} 1\n" for i in range(25)),
+        "".join(f"q{i} Q0 x{i} 1 9.0 r\n" for i in range(25)),
+    )
+    assert main([*args, "-m", "recall@5"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no number printed
+    assert captured.err.count("\n") == 1
+    assert "the run's ids do not match the qrels': 0 of 25 rankings hold a judged id" in (
+        captured.err
+    )
+    assert "(run ids, e.g. 'x0', 'x1', 'x2'; judged ids, e.g. 'D0', 'D1', 'D10')" in captured.err
+    assert "or pass --no-id-check" in captured.err
+    # Asked for, the number is printed: 0.
+    assert main([*args, "-m", "recall@5", "--json", "--no-id-check"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"] == {"recall@5": 0.0}
+
+
+def test_a_small_run_without_any_judged_id_is_scored_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _files(tmp_path, "q1 0 A 1\nq2 0 C 1\n", "q1 Q0 a#1 1 9 r\nq2 Q0 c#1 1 9 r\n")
+    assert main([*args, "-m", "recall@5", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["metrics"] == {"recall@5": 0.0}
+    assert "warning: 0 of 2 rankings hold a judged id, so every metric is 0" in captured.err
+    assert "(run ids, e.g. 'a#1', 'c#1'; judged ids, e.g. 'A', 'C')" in captured.err
+
+
+def test_run_ids_that_differ_from_judged_ids_only_in_unicode_form_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    args = _files(tmp_path, f"q1 0 {nfc} 1\nq2 0 tea 1\n", f"q1 Q0 {nfd} 1 9 r\nq2 Q0 tea 1 9 r\n")
+    assert main([*args, "-m", "mrr"]) == 2
+    err = capsys.readouterr().err
+    assert "1 run id(s) differ from judged ids only in their Unicode normal form" in err
+    assert "(run 'cafe\\u0301', qrels 'caf\\xe9')" in err
+    # Scored as given when asked: q1 misses (0), q2 finds tea at rank 1 (1): MRR 1/2.
+    assert main([*args, "-m", "mrr", "--json", "--no-id-check"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"] == {"mrr": 0.5}

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from ..errors import InputError, Problem
-from ..text import for_terminal
+from ..text import for_terminal, guard_lines
 from .args import positive_int
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
@@ -73,6 +75,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument(
+        "--no-id-check",
+        action="store_true",
+        help=(
+            "score even when (almost) no ranked id is a judged id, or ids differ from judged "
+            "ones only in their Unicode normal form (refused by default: every metric would be "
+            "0 for a reason that is not retrieval quality)"
+        ),
+    )
+    parser.add_argument(
         "--keep-file-order",
         action="store_true",
         help="rank by the run file's line order instead of its scores",
@@ -103,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
     metrics = _metric_list(args.metrics)
     qrels = read_qrels(args.qrels)
     ranked = read_run(args.run, keep_file_order=args.keep_file_order)
+    if not args.no_id_check:
+        refusal, warning = id_check(ranked, qrels)
+        if refusal is not None:
+            print(guard_lines(f"pytest-retrieval evaluate: error: {refusal}"), file=sys.stderr)
+            return 2
+        if warning is not None:
+            print(guard_lines(f"pytest-retrieval evaluate: {warning}"), file=sys.stderr)
     evaluation = evaluate(
         ranked,
         qrels,
@@ -153,3 +171,45 @@ def run(args: argparse.Namespace) -> int:
         f"{queries['without_judgments']} in the run without judgments (ignored)"
     )
     return 0
+
+
+def id_check(
+    ranked: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
+) -> tuple[str | None, str | None]:
+    """The run's ids against the judged ids, refused where a pytest run would refuse them
+    (:func:`~pytest_retrieval.runchecks.id_mismatch`: (almost) no ranking holds a judged id;
+    :func:`~pytest_retrieval.runchecks.normalisation_pairs`), with the fix for a run file;
+    on a run too small for the refusal, a warning when no ranking holds a judged id at all.
+    Returns (refusal, warning)."""
+    from ..runchecks import id_mismatch, normalisation_pairs
+
+    rankings = {qid: ranking for qid, ranking in ranked.items() if qid in qrels and ranking}
+    judged = {doc for judgments in qrels.values() for doc in judgments}
+    if not rankings or not judged:
+        return None, None
+    matching = sum(1 for ranking in rankings.values() if any(d in judged for d in ranking))
+    returned = ", ".join(repr(d) for d in list(dict.fromkeys(chain(*rankings.values())))[:3])
+    expected = ", ".join(repr(d) for d in sorted(judged)[:3])
+    facts = f"{matching} of {len(rankings)} rankings hold a judged id"
+    examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
+    if id_mismatch(rankings, judged, what="judged", stage="run") is not None:
+        return (
+            f"the run's ids do not match the qrels': {facts}, so every metric would be 0 for a "
+            f"reason that is not retrieval quality {examples}. Write the run with the document "
+            "ids the qrels judge (chunk ids cut to their document, generated ids mapped to it), "
+            "or pass --no-id-check"
+        ), None
+    pairs = normalisation_pairs(rankings, judged)
+    if pairs:
+        shown = "; ".join(f"run {doc!a}, qrels {match!a}" for doc, match in list(pairs.items())[:3])
+        return (
+            f"{len(pairs)} run id(s) differ from judged ids only in their Unicode normal form, so "
+            f"they would be scored as misses ({shown}): write the ids in one normal form "
+            '(unicodedata.normalize("NFC", doc_id)), or pass --no-id-check'
+        ), None
+    if matching == 0:
+        return None, (
+            f"warning: {facts}, so every metric is 0 {examples}: check that the run and the "
+            "qrels name documents alike"
+        )
+    return None, None
