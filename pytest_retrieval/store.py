@@ -137,6 +137,23 @@ _SCHEMA = (
 _CHUNK = 500
 
 
+def _switch_to_wal(connection: sqlite3.Connection) -> str:
+    """Switch the file to WAL and return the mode it is in. Switching needs no other connection
+    in a transaction, and SQLite answers "locked" at once, without its busy timeout, while
+    another process opens the same new file (xdist workers starting together): try again, for
+    up to the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.005
+    while True:
+        try:
+            return str(connection.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
 class RunCache:
     """The cache file at ``path`` (created with its folder when missing).
 
@@ -179,7 +196,14 @@ class RunCache:
     def _check_and_initialise(self, connection: sqlite3.Connection) -> None:
         with self._translating_errors():
             connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            application_id, version, tables = self._identity(connection)
+            # One read transaction, so the three reads see one state of the file: read one by
+            # one, a cache another process creates meanwhile could show its tables without its
+            # application id (read before it committed) and look like another program's file.
+            connection.execute("BEGIN")
+            try:
+                application_id, version, tables = self._identity(connection)
+            finally:
+                connection.execute("COMMIT")
             if application_id == 0 and not tables:
                 # A new (or empty) file: make it ours, once, under the write lock; another
                 # process may be doing the same, hence the second look inside the lock.
@@ -220,9 +244,11 @@ class RunCache:
                     f"was written with cache schema version {version}; this version of "
                     f"pytest-retrieval reads version {SCHEMA_VERSION}",
                 )
-            # WAL: readers do not block the writer nor the writer the readers. Switching needs
-            # no other connection in a transaction; the busy timeout covers that.
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # WAL: readers do not block the writer nor the writer the readers. The mode stays
+            # with the file: only its first opener switches.
+            mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                mode = _switch_to_wal(connection)
             if str(mode).lower() != "wal":  # pragma: no cover - e.g. a file system without mmap
                 connection.execute("PRAGMA journal_mode = DELETE")
             connection.execute("PRAGMA synchronous = NORMAL")

@@ -72,3 +72,59 @@ def test_concurrent_writers_lose_no_entry(tmp_path: Path) -> None:
         assert len(cache) == WRITERS * KEYS_PER_WRITER + batches
         assert cache.stats().by_stage == {"retriever": len(cache)}
         cache.check()
+
+
+OPENER = """
+import sys
+from pytest_retrieval.store import CacheCorrupt, RunCache
+
+
+def open_one(path, barrier, failures):
+    barrier.wait()  # every process opens the new file at the same moment
+    try:
+        RunCache(path).close()
+    except CacheCorrupt as exc:
+        failures.put(str(exc))
+
+
+if __name__ == "__main__":
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    folder, rounds, openers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    failures = context.Queue()
+    for round_ in range(rounds):
+        path = f"{folder}/{round_}/runs.sqlite3"
+        barrier = context.Barrier(openers)
+        processes = [
+            context.Process(target=open_one, args=(path, barrier, failures))
+            for _ in range(openers)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join()
+    found = []
+    while not failures.empty():
+        found.append(failures.get())
+    print(len(found))
+    print(found[:3])
+"""
+
+
+def test_processes_opening_one_new_cache_together_all_get_it(tmp_path: Path) -> None:
+    # xdist workers start together on a fresh cache. Each open used to read the file's identity
+    # in separate statements (a creator committing in between made the new cache look like
+    # another program's file) and to switch it to WAL without waiting ("database is locked"):
+    # about 1 open in 60 failed so. 20 rounds of 6 processes: 120 opens, none may fail.
+    script = tmp_path / "opener.py"
+    script.write_text(OPENER, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), "20", "6"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    count, examples = result.stdout.splitlines()
+    assert count == "0", examples
