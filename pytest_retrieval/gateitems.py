@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .declared import Threshold
-from .gates import Gate, GateOutcome, GateUsageError, _is_pytest_outcome
+from .gates import Gate, GateOutcome, GateUsageError, is_pytest_outcome
 
 if TYPE_CHECKING:
     from .declared import Budget
@@ -50,7 +50,7 @@ _REGRESSION_KEYS = (
 def __tracebackhide__(excinfo: Any) -> bool:
     """pytest hides this module's frames when a declared gate is misused or skipped (as it
     hides the session's): a skip's location is the item's own test function."""
-    return bool(excinfo.errisinstance(GateUsageError)) or _is_pytest_outcome(excinfo)
+    return bool(excinfo.errisinstance(GateUsageError)) or is_pytest_outcome(excinfo)
 
 
 def homes(

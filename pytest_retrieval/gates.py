@@ -48,12 +48,12 @@ def __tracebackhide__(excinfo: Any) -> bool:
     """pytest hides this module's frames from a gate's failure, misuse or skip (a sealed split),
     so the traceback, and a skip's location, is the user's ``assert_recall_at(50) >= 0.9`` line.
     """
-    return bool(excinfo.errisinstance((AssertionError, GateUsageError))) or _is_pytest_outcome(
+    return bool(excinfo.errisinstance((AssertionError, GateUsageError))) or is_pytest_outcome(
         excinfo
     )
 
 
-def _is_pytest_outcome(excinfo: Any) -> bool:
+def is_pytest_outcome(excinfo: Any) -> bool:
     # pytest.skip/fail raised through the session's callbacks. Only pytest calls this, so
     # importing it here keeps the module itself free of pytest.
     import pytest

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int], None]
 
 
+def _stdout_is_a_terminal() -> bool:
+    stdout = sys.__stdout__
+    return stdout is not None and stdout.isatty()
+
+
 def progress_line(total: int, terminal: Callable[[], Any], capture: Any) -> Progress | None:
     """A progress line (``retrieval: 120/500 queries``, written at most every 0.2 s, then
     ``done``) on long runs, only on a terminal; None when the run has fewer than 50 queries or
@@ -43,8 +48,14 @@ def progress_line(total: int, terminal: Callable[[], Any], capture: Any) -> Prog
     tests' output capture."""
     if total < 50:
         return None
-    stdout = sys.__stdout__
-    if stdout is None or not stdout.isatty():
+    # pytest's capture points the stdout file descriptor at a temporary file while a test runs:
+    # ask whether it is a terminal with the capture suspended, as the line is written.
+    if capture is None:
+        on_terminal = _stdout_is_a_terminal()
+    else:
+        with capture.global_and_fixture_disabled():
+            on_terminal = _stdout_is_a_terminal()
+    if not on_terminal:
         return None
     writer = terminal()
 

@@ -23,10 +23,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import runbaseline, summary
-from .determinism import DeterminismProbe as DeterminismProbe  # re-exported (report.payload)
+from .determinism import DeterminismProbe
 from .evaluate import Evaluation, evaluate
-from .explain import WorstQuery, explain_score, worst_queries
-from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, _is_pytest_outcome
+from .explain import explain_score
+from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, is_pytest_outcome
 from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
@@ -52,7 +52,7 @@ def __tracebackhide__(excinfo: Any) -> bool:
     """pytest hides this module's frames when a gate is misused (unknown slice, split or
     stage) or skipped (a sealed split): the traceback, and a skip's location, is the user's
     line."""
-    return bool(excinfo.errisinstance(GateUsageError)) or _is_pytest_outcome(excinfo)
+    return bool(excinfo.errisinstance(GateUsageError)) or is_pytest_outcome(excinfo)
 
 
 class SealedSplit(Exception):
@@ -443,20 +443,6 @@ class RetrievalSession:
             seed=self.settings.seed,
         )
         return (ci.low, ci.high)
-
-    def worst_queries(
-        self, spec: MetricSpec, stage: str, queries: Sequence[Query], evaluation: Evaluation
-    ) -> list[WorstQuery]:
-        """The lowest-scoring queries of a selection (held-out ones left out unless shown)."""
-        return worst_queries(
-            spec,
-            queries,
-            evaluation,
-            lambda qid: self.ranking(qid, stage),
-            redacted=self.is_redacted,
-            min_grade=self.settings.min_grade,
-            limit=self.settings.worst,
-        )
 
     def _record(self, outcome: GateOutcome) -> None:
         with self._lock:

@@ -1,12 +1,13 @@
-"""Every setting of the plugin, declared once, resolved once into a frozen :class:`Settings`.
+"""Every setting of the plugin resolved once into a frozen :class:`Settings`.
 
 Each setting is an ini key ``retrieval_<name>`` (pytest.ini, tox.ini, setup.cfg or
 ``[tool.pytest.ini_options]`` in pyproject.toml) and, where it makes sense per run, a flag
 ``--retrieval-<name>`` with the same help text. Precedence: command line > ini > default. A bad
 value is rejected with where it came from (``retrieval_ks = 5,ten in pyproject.toml: 'ten' is not
-a positive integer``). This module does not import pytest: ``plugin.py`` registers the options
-from :data:`OPTIONS` (the table in :mod:`pytest_retrieval.options`, importable from here too) and
-hands the raw values to :func:`resolve`.
+a positive integer``). The settings are declared once, in :data:`OPTIONS` (the table in
+:mod:`pytest_retrieval.options`, importable from here too): ``plugin.py`` registers them with
+pytest, and :func:`pytest_retrieval.configure.start` hands their raw values to :func:`resolve`.
+This module does not import pytest.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from .errors import InputError, Problem
 from .metrics import METRIC_NAMES, MetricSpec, takes_cutoff
 
-# The option table and its defaults stay importable from here (plugin.py reads settings.OPTIONS).
+# The option table and its defaults stay importable from here (older import path).
 from .options import DEFAULT_KS as DEFAULT_KS
 from .options import DEFAULT_METRICS as DEFAULT_METRICS
 from .options import OPTIONS as OPTIONS

@@ -21,13 +21,13 @@ def retriever_under_test():
     return search
 """
 
-#: The message when no retriever is configured.
 #: A retrieval fixture asked for without a golden set.
 NO_GOLDEN = (
     "pytest-retrieval has no golden set: set retrieval_golden = PATH in your pytest "
     "configuration (e.g. [tool.pytest.ini_options] in pyproject.toml) or pass "
     "--retrieval-golden PATH"
 )
+#: The message when no retriever is configured.
 NO_RETRIEVER = (
     "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
     + CONFTEST_SNIPPET

@@ -58,9 +58,9 @@ class Defaults:
 class SchemaReader:
     """Checks decoded documents against the schema and collects queries and problems.
 
-    ``locate`` finds where a value was written (see :class:`Marks`). With ``paths=True`` (for
-    formats without lines, i.e. JSON) a problem's field is prefixed with the path of its query,
-    e.g. ``queries[3].relevant``.
+    ``locate`` finds where a value was written (see :class:`~.golden_parsed.Marks`). With
+    ``paths=True`` (for formats without lines, i.e. JSON) a problem's field is prefixed with the
+    path of its query, e.g. ``queries[3].relevant``.
     """
 
     def __init__(self, parsed: Parsed, locate: Locate | None = None, *, paths: bool = False):

@@ -2,8 +2,9 @@
 
 Builtins only, read from the JSON artifact: one :class:`GateRow` per threshold, assert or
 regression check (status, target, change with its bound and interval, significance, note), the
-family and determinism lines said once above the table, and the :class:`~.verdict.Verdict`.
-The view (:mod:`.view`) re-exports what the renderers read.
+family and determinism lines said once above the table, and the
+:class:`~pytest_retrieval.verdict.Verdict`. The view (:mod:`.view`) re-exports what the
+renderers read.
 """
 
 from __future__ import annotations

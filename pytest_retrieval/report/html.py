@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import view
-from .html_tables import _gates_section, _queries_section, _regressions_section
+from .html_tables import gates_section, queries_section, regressions_section
 from .markup import Markup, el
-from .svg import _abstention_section, _curves_section, _slices_section
+from .svg import abstention_section, curves_section, slices_section
 from .view import BaselineLike
 
 # --- constant style and script ----------------------------------------------------------------
@@ -284,12 +284,12 @@ def render_html(
         "body",
         {"data-verdict": "pass" if verdict.passed else "fail"},
         _header(artifact),
-        _curves_section(artifact, document),
-        _slices_section(artifact),
-        _abstention_section(artifact),
-        _gates_section(artifact),
-        _regressions_section(artifact),
-        _queries_section(artifact, document),
+        curves_section(artifact, document),
+        slices_section(artifact),
+        abstention_section(artifact),
+        gates_section(artifact),
+        regressions_section(artifact),
+        queries_section(artifact, document),
         _footer(artifact),
         el("script", None, Markup(_SCRIPT)),
     )

@@ -32,7 +32,7 @@ def _td(text: object, *, num: bool = False, sort: object = None, cls: str = "") 
     )
 
 
-def _gates_section(artifact: Mapping[str, Any]) -> Markup:
+def gates_section(artifact: Mapping[str, Any]) -> Markup:
     rows = view.gate_rows(artifact)
     if not rows:
         return el(
@@ -121,7 +121,7 @@ def _moves(diff: Mapping[str, Any]) -> list[Markup]:
     return out or [escape("—")]
 
 
-def _regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
+def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
     outcomes = [r for r in artifact.get("regressions") or () if r.get("worse") or r.get("better")]
     if not outcomes:
         return None
@@ -215,7 +215,7 @@ def _query_metrics(artifact: Mapping[str, Any]) -> list[str]:
     return wanted
 
 
-def _queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> Markup:
+def queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> Markup:
     stages = view.stage_list(artifact)
     final = view.default_stage(artifact)
     metrics = _query_metrics(artifact)

@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..determinism import DeterminismProbe
 from ..gates import GateOutcome
 from ..regression import RegressionOutcome
 from ..retriever import QueryOutcome
 from ..runsource import RunInfo
-from ..session import DeterminismProbe, RetrievalSession
+from ..session import RetrievalSession
 
 #: The main run's outcomes, the determinism probe, and the extra runs of a multi-run baseline.
 RunBundle = tuple[list[QueryOutcome], DeterminismProbe | None, list[list[QueryOutcome]]]

@@ -158,7 +158,7 @@ def _curve_chart(stage: str, series: Sequence[_Series]) -> Markup:
     return el("figure", None, el("figcaption", None, "stage ", el("code", None, stage)), svg)
 
 
-def _curves_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> Markup:
+def curves_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> Markup:
     figures = []
     for stage in view.stage_list(artifact):
         series = _curve_series(artifact, stage, baseline)
@@ -347,7 +347,7 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
     )
 
 
-def _slices_section(artifact: Mapping[str, Any]) -> Markup:
+def slices_section(artifact: Mapping[str, Any]) -> Markup:
     groups = _bar_groups(artifact)
     figures = [_bar_chart(artifact, stage, metric) for stage, metric in groups]
     return el(
@@ -464,7 +464,7 @@ def _sweep_chart(sweep: view.SweepView) -> Markup:
     return el("figure", None, el("figcaption", None, sweep.caption), svg)
 
 
-def _abstention_section(artifact: Mapping[str, Any]) -> Markup | None:
+def abstention_section(artifact: Mapping[str, Any]) -> Markup | None:
     """The notes (deduplicated scores, abstention not measurable) and the sweep charts."""
     notes = view.notes(artifact)
     sweeps = [s for s in view.sweeps(artifact) if s.rows]

@@ -14,10 +14,10 @@ import numpy as np
 from .conventions import (
     CHUNK_ELEMENTS,
     FloatArray,
-    _as_values,
-    _check_confidence,
-    _check_resamples,
-    _check_seed,
+    as_values,
+    check_confidence,
+    check_resamples,
+    check_seed,
 )
 
 
@@ -64,10 +64,10 @@ def bootstrap_ci(
     Deterministic: the same values, ``confidence``, ``resamples`` and ``seed`` give a bit-identical
     result. Memory is bounded by resampling in chunks of :data:`CHUNK_ELEMENTS` cells.
     """
-    data = _as_values(values, "values")
-    _check_confidence(confidence)
-    _check_resamples(resamples)
-    _check_seed(seed)
+    data = as_values(values, "values")
+    check_confidence(confidence)
+    check_resamples(resamples)
+    check_seed(seed)
     return _bootstrap_ci(data, confidence=confidence, resamples=resamples, seed=seed)
 
 

@@ -1,10 +1,10 @@
 """The conventions every statistic of this package shares.
 
-* Inputs are per-query values that are defined (finite floats): :func:`_as_values` rejects NaN,
+* Inputs are per-query values that are defined (finite floats): :func:`as_values` rejects NaN,
   None and infinities with :class:`ValueError`, as it does empty inputs; the ``_check_*``
   functions reject out-of-range options the same way.
 * Resampling is done in chunks of at most :data:`CHUNK_ELEMENTS` matrix cells.
-* Sums equal up to :data:`_RELATIVE_TOLERANCE` of the largest possible ``|sum|`` are ties.
+* Sums equal up to :data:`RELATIVE_TOLERANCE` of the largest possible ``|sum|`` are ties.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ CHUNK_ELEMENTS = 2**21
 # Two sums of the permutation distribution that differ by less than this fraction of the largest
 # possible |sum| are the same value computed in a different order: float rounding must not turn a
 # tie (which counts as "as extreme") into a strict inequality.
-_RELATIVE_TOLERANCE = 1e-9
+RELATIVE_TOLERANCE = 1e-9
 
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 
 
-def _as_values(values: Sequence[float] | FloatArray, name: str) -> FloatArray:
+def as_values(values: Sequence[float] | FloatArray, name: str) -> FloatArray:
     try:
         # None becomes NaN under a float dtype and is reported with the NaNs below.
         data = np.asarray(values, dtype=np.float64)
@@ -54,26 +54,26 @@ def _as_values(values: Sequence[float] | FloatArray, name: str) -> FloatArray:
     return data
 
 
-def _check_probability(value: float, name: str) -> None:
+def check_probability(value: float, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < value < 1.0:
         raise ValueError(f"{name} must be strictly between 0 and 1, got {value!r}")
 
 
-def _check_confidence(confidence: float) -> None:
-    _check_probability(confidence, "confidence")
+def check_confidence(confidence: float) -> None:
+    check_probability(confidence, "confidence")
 
 
-def _check_resamples(resamples: int) -> None:
+def check_resamples(resamples: int) -> None:
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
 
 
-def _check_seed(seed: int) -> None:
+def check_seed(seed: int) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
 
 
-def _check_alternative(alternative: str) -> None:
+def check_alternative(alternative: str) -> None:
     if alternative not in get_args(Alternative):
         choices = ", ".join(repr(a) for a in get_args(Alternative))
         raise ValueError(f"alternative must be one of {choices}, got {alternative!r}")

@@ -17,12 +17,12 @@ from statistics import NormalDist
 import numpy as np
 
 from .conventions import (
-    _RELATIVE_TOLERANCE,
+    RELATIVE_TOLERANCE,
     Alternative,
     FloatArray,
-    _as_values,
-    _check_alternative,
-    _check_probability,
+    as_values,
+    check_alternative,
+    check_probability,
 )
 from .signflip import EXACT_CUTOFF
 
@@ -57,9 +57,9 @@ def minimum_detectable_drop(
     p-value is ``2**-n`` (one-sided) or ``2**(1 - n)`` (two-sided). When that exceeds ``alpha``,
     no drop is detectable and the result is ``math.inf``.
     """
-    _check_probability(alpha, "alpha")
-    _check_probability(power, "power")
-    _check_alternative(alternative)
+    check_probability(alpha, "alpha")
+    check_probability(power, "power")
+    check_alternative(alternative)
     if isinstance(deltas_or_sd, int | float):
         sd = float(deltas_or_sd)
         if not math.isfinite(sd) or sd < 0:
@@ -67,7 +67,7 @@ def minimum_detectable_drop(
         if n is None:
             raise ValueError("n (the number of queries) is required when an sd is given")
     else:
-        deltas = _as_values(deltas_or_sd, "deltas")
+        deltas = as_values(deltas_or_sd, "deltas")
         if deltas.size < 2:
             raise ValueError(
                 f"estimating the spread of the deltas needs at least 2 of them, got {deltas.size}"
@@ -99,7 +99,7 @@ def conservative_delta_sd(values: Sequence[float] | FloatArray) -> float:
 
     Needs at least 2 values.
     """
-    data = _as_values(values, "values")
+    data = as_values(values, "values")
     if data.size < 2:
         raise ValueError(f"estimating a spread needs at least 2 values, got {data.size}")
     return float(np.std(data, ddof=1)) * math.sqrt(2.0)
@@ -142,9 +142,9 @@ def detectable_drop(
     When every changed query moved by the same amount (s = 0) any uniform shift is detectable
     and ``drop`` is 0.
     """
-    data = _as_values(deltas, "deltas")
-    _check_probability(alpha, "alpha")
-    _check_probability(power, "power")
+    data = as_values(deltas, "deltas")
+    check_probability(alpha, "alpha")
+    check_probability(power, "power")
     n = int(data.size)
     changed = data[data != 0.0]
     m = int(changed.size)
@@ -208,7 +208,7 @@ def _simulated_power(m: int, s: float, alpha: float, power: float) -> Callable[[
     def excess(x: float) -> float:
         deltas = -x + s * noise
         observed = deltas.sum(axis=0)
-        tolerance = _RELATIVE_TOLERANCE * np.abs(deltas).sum(axis=0)
+        tolerance = RELATIVE_TOLERANCE * np.abs(deltas).sum(axis=0)
         # |d| under every pattern: flipping signs of |d| is what the test does.
         sums = signs @ np.abs(deltas)
         counts = np.count_nonzero(sums <= observed + tolerance, axis=0) + extra

@@ -19,16 +19,16 @@ import numpy as np
 
 from .bootstrap import ConfidenceInterval, _bootstrap_ci
 from .conventions import (
-    _RELATIVE_TOLERANCE,
     CHUNK_ELEMENTS,
+    RELATIVE_TOLERANCE,
     Alternative,
     FloatArray,
-    _as_values,
-    _check_alternative,
-    _check_confidence,
-    _check_probability,
-    _check_resamples,
-    _check_seed,
+    as_values,
+    check_alternative,
+    check_confidence,
+    check_probability,
+    check_resamples,
+    check_seed,
 )
 
 #: Largest number of non-zero deltas for which the sign-flip test enumerates all ``2**m`` sign
@@ -103,25 +103,26 @@ def paired_comparison(
       never 0 and the test stays valid.
 
     ``significant`` is ``p_value <= alpha``, the rule under which a valid p-value rejects a true
-    null with probability at most ``alpha``. ``ci`` is :func:`bootstrap_ci` of the deltas with the
-    same ``confidence``, ``resamples`` and ``seed`` (so it equals ``bootstrap_ci(deltas, ...)``);
-    the sign-flip draws use an independent child stream of ``seed``.
+    null with probability at most ``alpha``. ``ci`` is :func:`~.bootstrap.bootstrap_ci` of the
+    deltas with the same ``confidence``, ``resamples`` and ``seed`` (so it equals
+    ``bootstrap_ci(deltas, ...)``); the sign-flip draws use an independent child stream of
+    ``seed``.
 
     Raises :class:`ValueError` when the inputs are empty, of different lengths (both lengths are
     named), or contain NaN/None/infinite values, and for out-of-range options.
     """
-    base = _as_values(baseline, "baseline")
-    curr = _as_values(current, "current")
+    base = as_values(baseline, "baseline")
+    curr = as_values(current, "current")
     if base.shape != curr.shape:
         raise ValueError(
             f"paired comparison needs one value per query in both runs, but baseline has "
             f"{base.size} values and current has {curr.size}"
         )
-    _check_probability(alpha, "alpha")
-    _check_alternative(alternative)
-    _check_resamples(resamples)
-    _check_seed(seed)
-    _check_confidence(confidence)
+    check_probability(alpha, "alpha")
+    check_alternative(alternative)
+    check_resamples(resamples)
+    check_seed(seed)
+    check_confidence(confidence)
     if not (isinstance(exact_cutoff, int) and 0 <= exact_cutoff <= MAX_EXACT_CUTOFF):
         raise ValueError(
             f"exact_cutoff must be an integer from 0 to {MAX_EXACT_CUTOFF}, got {exact_cutoff!r}"
@@ -237,14 +238,14 @@ def delta_interval(
     end under-covers on sparse changes for every method (a rare large drop is often absent from
     the sample): show the upper bound first, and ``reason`` when few queries changed.
     """
-    data = _as_values(deltas, "deltas")
-    _check_probability(alpha, "alpha")
+    data = as_values(deltas, "deltas")
+    check_probability(alpha, "alpha")
     if alpha >= 0.5:
         raise ValueError(
             f"alpha must be below 0.5 for a two-sided 1 - 2 alpha interval, got {alpha!r}"
         )
-    _check_resamples(resamples)
-    _check_seed(seed)
+    check_resamples(resamples)
+    check_seed(seed)
     means, weights, identity, method, drawn = _flipped_means(data, resamples, seed, exact_cells)
     n = int(data.size)
     m = int(np.count_nonzero(data))
@@ -295,16 +296,16 @@ def budget_test(
     and is checked in ``benchmarks/bench_gate_calibration.py``; with ``budget = 0`` it is the
     exact plain test.
     """
-    data = _as_values(deltas, "deltas")
+    data = as_values(deltas, "deltas")
     if (
         isinstance(budget, bool)
         or not isinstance(budget, int | float)
         or not (math.isfinite(budget) and budget >= 0)
     ):
         raise ValueError(f"budget must be a finite number >= 0, got {budget!r}")
-    _check_probability(alpha, "alpha")
-    _check_resamples(resamples)
-    _check_seed(seed)
+    check_probability(alpha, "alpha")
+    check_resamples(resamples)
+    check_seed(seed)
     means, weights, identity, _method, _drawn = _flipped_means(data, resamples, seed, exact_cells)
     scale = float(np.max(np.abs(data))) + budget
     p_value = _p_at(means, weights, identity, -float(budget), scale)
@@ -350,7 +351,7 @@ def _monte_carlo_sign_flip_p_value(
 def _count_as_extreme(sums: FloatArray, nonzero: FloatArray, alternative: Alternative) -> int:
     # Sums rather than means: over the same m deltas they order the patterns identically.
     observed = float(np.sum(nonzero))
-    tolerance = _RELATIVE_TOLERANCE * float(np.sum(np.abs(nonzero)))
+    tolerance = RELATIVE_TOLERANCE * float(np.sum(np.abs(nonzero)))
     if alternative == "less":
         hits = sums <= observed + tolerance
     elif alternative == "greater":
@@ -418,7 +419,7 @@ def _flipped_means(
 
 def _snap(sums: FloatArray, nonzero: FloatArray) -> None:
     # Subset sums that cancel up to float rounding are ties at 0, as in the per-check test.
-    tolerance = _RELATIVE_TOLERANCE * float(np.sum(np.abs(nonzero)))
+    tolerance = RELATIVE_TOLERANCE * float(np.sum(np.abs(nonzero)))
     sums[np.abs(sums) <= tolerance] = 0.0
 
 
@@ -426,7 +427,7 @@ def _p_at(
     means: FloatArray, weights: FloatArray, identity: float, theta: float, scale: float
 ) -> float:
     """One-sided (drop) p-value of H0: mean = theta: weight of flipped-set means >= theta."""
-    tolerance = _RELATIVE_TOLERANCE * scale
+    tolerance = RELATIVE_TOLERANCE * scale
     return min(1.0, identity + float(weights[means >= theta - tolerance].sum()))
 
 
