@@ -185,8 +185,9 @@ def id_mismatch(
     which = "of a judged document" if what == "judged" else "in the corpus"
     head = (
         f"pytest-retrieval: the returned ids do not match the golden set's: "
-        f"{matching} of {len(ranked)} rankings [{stage}] hold an id {which}, so every metric "
-        "would be 0 for a reason that is not retrieval quality."
+        f"{matching} of {len(ranked)} rankings [{stage}] hold an id {which}, so "
+        f"{'every metric would be 0' if not matching else 'the metrics would be near 0'} for a "
+        "reason that is not retrieval quality."
     )
     lines = [
         head,
@@ -205,21 +206,25 @@ def normalisation_pairs(
     against decomposed: the same text on screen, different strings), each with that id."""
     import unicodedata
 
-    composed = {unicodedata.normalize("NFC", k): k for k in known if not k.isascii()}
-    if not composed:
-        return {}
-    # When every known id is composed, only a returned id that is not can differ from one.
-    known_composed = all(k == c for c, k in composed.items())
+    def nfc(text: str) -> str:
+        return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+    composed: dict[str, str] = {}
+    for k in known:
+        composed.setdefault(nfc(k), k)
+    # When every known id is composed, only a returned id that is not can differ from one (the
+    # Kelvin sign in 'K-100' composes to ASCII 'K-100', so ASCII ids are not exempt otherwise).
+    known_composed = all(k == c for c, k in composed.items()) and len(composed) == len(known)
     pairs: dict[str, str] = {}
     seen: set[str] = set()
     for ranking in rankings.values():
         for doc in ranking:
-            if doc.isascii() or doc in seen or doc in known:
+            if doc in seen or doc in known:
                 continue
             seen.add(doc)
-            if known_composed and unicodedata.is_normalized("NFC", doc):
+            if known_composed and (doc.isascii() or unicodedata.is_normalized("NFC", doc)):
                 continue
-            match = composed.get(unicodedata.normalize("NFC", doc))
+            match = composed.get(nfc(doc))
             if match is not None and match != doc:
                 pairs[doc] = match
     return pairs
@@ -523,22 +528,29 @@ def doc_id_problem(session: RetrievalSession) -> str | None:
 
 
 def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> str | None:
-    """The usage error when (almost) no returned id is a judged id (or a corpus id), or when
-    returned ids differ from judged ids only in their Unicode normalisation."""
+    """The usage error when returned ids differ from judged ids only in their Unicode
+    normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
+    ranking a corpus id); every stage is checked, the first finding is the error."""
     outcomes = session.outcomes
     if not outcomes or session.settings.id_check == "off":
         return None
-    stage = session.stages[0] if session.stages else RETRIEVER_STAGE
     visible = [q for q in session.scorable_queries() if q.split != session.heldout_name]
-    rankings = {
-        q.id: outcomes[q.id].rankings.get(stage, ())
-        for q in visible
-        if q.id in outcomes and outcomes[q.id].error is None
-    }
+    # A no-answer query's ranking need not hold a judged id: only answerable ones are counted.
+    answerable = {q.id for q in visible if any(g > 0 for g in q.judgments.values())}
     judged = {doc for q in session.golden for doc in q.judgments}
-    problem = id_mismatch(rankings, judged, what="judged", stage=stage)
-    if problem is None:
+    for stage in session.stages or (RETRIEVER_STAGE,):
+        rankings = {
+            q.id: outcomes[q.id].rankings.get(stage, ())
+            for q in visible
+            if q.id in outcomes and outcomes[q.id].error is None
+        }
+        with_answers = {qid: r for qid, r in rankings.items() if qid in answerable}
+        # The normal-form check first: ids that only look alike are its case, not the generic one.
         problem = normalisation_mismatch(rankings, judged, what="judged", stage=stage)
-    if problem is None and corpus_ids:
-        problem = id_mismatch(rankings, corpus_ids, what="corpus", stage=stage)
-    return problem
+        if problem is None:
+            problem = id_mismatch(with_answers, judged, what="judged", stage=stage)
+        if problem is None and corpus_ids:
+            problem = id_mismatch(rankings, corpus_ids, what="corpus", stage=stage)
+        if problem is not None:
+            return problem
+    return None

@@ -165,8 +165,9 @@ def test_a_run_whose_ids_never_match_the_qrels_is_refused_in_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""  # no number printed
     assert captured.err.count("\n") == 1
-    assert "the run's ids do not match the qrels': 0 of 25 rankings hold a judged id" in (
-        captured.err
+    assert (
+        "the run's ids do not match the qrels': 0 of 25 rankings of topics with a relevant "
+        "document hold a judged id, so every metric would be 0" in captured.err
     )
     assert "(run ids, e.g. 'x0', 'x1', 'x2'; judged ids, e.g. 'D0', 'D1', 'D10')" in captured.err
     assert "or pass --no-id-check" in captured.err
@@ -182,7 +183,10 @@ def test_a_small_run_without_any_judged_id_is_scored_with_a_warning(
     assert main([*args, "-m", "recall@5", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["metrics"] == {"recall@5": 0.0}
-    assert "warning: 0 of 2 rankings hold a judged id, so every metric is 0" in captured.err
+    assert (
+        "warning: 0 of 2 rankings of topics with a relevant document hold a judged id, so none "
+        "finds a relevant document" in captured.err
+    )
     assert "(run ids, e.g. 'a#1', 'c#1'; judged ids, e.g. 'A', 'C')" in captured.err
 
 
@@ -198,3 +202,33 @@ def test_run_ids_that_differ_from_judged_ids_only_in_unicode_form_are_refused(
     # Scored as given when asked: q1 misses (0), q2 finds tea at rank 1 (1): MRR 1/2.
     assert main([*args, "-m", "mrr", "--json", "--no-id-check"]) == 0
     assert json.loads(capsys.readouterr().out)["metrics"] == {"mrr": 0.5}
+
+
+def test_a_wholly_decomposed_run_gets_the_normal_form_message_not_the_generic_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An index built from macOS file names: every id decomposed, so no ranking matches at all.
+    nfc = [f"r\u00e9sum\u00e9-{i}" for i in range(25)]
+    nfd = [f"re\u0301sume\u0301-{i}" for i in range(25)]
+    args = _files(
+        tmp_path,
+        "".join(f"q{i} 0 {d} 1\n" for i, d in enumerate(nfc)),
+        "".join(f"q{i} Q0 {d} 1 2.0 t\n" for i, d in enumerate(nfd)),
+    )
+    assert main([*args, "-m", "mrr"]) == 2
+    err = capsys.readouterr().err
+    assert "25 run id(s) differ from judged ids only in their Unicode normal form" in err
+    assert "do not match the qrels'" not in err
+
+
+def test_no_answer_topics_do_not_count_against_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 24 no-answer topics (one judged non-relevant document each) ranking unjudged documents, and
+    # one answerable topic that finds its document at rank 1: a fine run, MRR 1 over 1 topic.
+    qrels = "".join(f"na{i} 0 pooled-{i} 0\n" for i in range(24)) + "a1 0 doc-a 1\n"
+    run = "".join(f"na{i} Q0 other-{i} 1 1.0 t\n" for i in range(24)) + "a1 Q0 doc-a 1 1.0 t\n"
+    assert main([*_files(tmp_path, qrels, run), "-m", "mrr", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["metrics"] == {"mrr": 1.0}
+    assert captured.err == ""

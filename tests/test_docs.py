@@ -23,6 +23,12 @@ def test_every_setting_is_documented_in_the_settings_table(option: object) -> No
     assert f"`{name}" in SETTINGS_TABLE, f"{name} is missing from docs/usage.md's settings table"
 
 
+def test_every_setting_has_one_row_in_the_settings_table() -> None:
+    keys = re.findall(r"^\| `(retrieval_[a-z_]+)` \|", SETTINGS_TABLE, flags=re.M)
+    assert keys, "no settings rows found"
+    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
+
+
 def test_the_settings_table_writes_flags_in_the_equals_form() -> None:
     # `--retrieval-golden PATH` (space form) makes pytest read an outside path as a test path.
     spaced = re.findall(r"`(--retrieval-[a-z-]+) [A-Z]", SETTINGS_TABLE)

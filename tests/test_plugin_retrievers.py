@@ -427,6 +427,97 @@ def test_ids_that_differ_from_judged_ids_only_in_unicode_normalisation_stop_the_
     )
 
 
+def _accented_golden(count: int) -> str:
+    lines = ["version: 1", "queries:"]
+    for i in range(count):
+        lines += [f"  - id: q{i}", f"    text: question {i}", f'    relevant: ["caf\\u00e9-{i}"]']
+    return "\n".join(lines) + "\n"
+
+
+ACCENTED = """
+import unicodedata
+import pytest
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text, k):
+        doc = "caf\\u00e9-" + text.split()[-1]
+        return [unicodedata.normalize(FORM, doc), "other"][:k]
+    return search
+"""
+
+
+def test_a_wholly_decomposed_index_gets_the_normal_form_message_not_the_generic_one(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 22 queries, every returned id decomposed: no ranking matches, which the generic "ids do
+    # not match" check would report with two identical-looking ids and the wrong fix.
+    retrieval_project.write(
+        golden=_accented_golden(22),
+        conftest='FORM = "NFD"\n' + ACCENTED,
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        ["*22 returned id(s) [[]retriever[]] differ from judged ids only in their Unicode*"]
+    )
+    assert "do not match the golden set's" not in result.stdout.str()
+
+
+def test_a_reranker_that_decomposes_its_ids_is_caught_at_its_stage(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        golden=_accented_golden(3),
+        conftest='FORM = "NFC"\n'
+        + ACCENTED
+        + """
+
+@pytest.fixture(scope="session")
+def reranker_under_test():
+    def rerank(text, candidates):
+        return [unicodedata.normalize("NFD", c) for c in candidates]
+    return rerank
+""",
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        ["*3 returned id(s) [[]reranker[]] differ from judged ids only in their Unicode*"]
+    )
+
+
+def test_no_answer_queries_do_not_count_against_the_id_check(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 24 no-answer queries ranking unjudged documents and one answerable query that finds its
+    # document: 1 of 25 rankings holds a judged id (under 5%), yet nothing is wrong with the ids.
+    lines = ["version: 1", "queries:"]
+    for i in range(24):
+        lines += [f"  - id: na{i}", f"    text: no answer {i}", "    relevant: []"]
+    lines += ["  - id: a1", "    text: answerable 1", "    relevant: [doc-a]"]
+    retrieval_project.write(
+        golden="\n".join(lines) + "\n",
+        conftest=retriever(
+            """
+            def search(text, k):
+                return ["doc-a"] if text == "answerable 1" else ["unjudged-" + text[-2:]]
+            return search
+            """
+        ),
+        tests="""
+        from pytest_retrieval import mrr
+
+        def test_mrr():
+            assert float(mrr()) == 1.0  # a1 at rank 1; the no-answer queries are skipped
+        """,
+    )
+    retrieval_project.run().assert_outcomes(passed=1)
+
+
 def test_the_separator_setting_collapses_chunk_ids_to_documents(
     retrieval_project: RetrievalProject,
 ) -> None:

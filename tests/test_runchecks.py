@@ -58,3 +58,16 @@ def test_the_normalisation_check_works_both_ways_and_ignores_ids_that_match() ->
     assert (
         normalisation_mismatch({"q": ["na\u00efve"]}, {CAFE_NFC}, what="judged", stage="s") is None
     )
+
+
+def test_an_equivalent_that_composes_to_ascii_is_caught_both_ways() -> None:
+    kelvin = "\u212a-100"  # KELVIN SIGN: NFC makes it the letter K
+    message = normalisation_mismatch({"q": [kelvin]}, {"K-100"}, what="judged", stage="s")
+    assert message is not None
+    assert "returned '\\u212a-100', judged 'K-100'" in message
+    message = normalisation_mismatch({"q": ["K-100"]}, {kelvin}, what="judged", stage="s")
+    assert message is not None
+    assert "returned 'K-100', judged '\\u212a-100'" in message
+    # Only NFKC-equivalent ("fi" ligature, fullwidth letters): different ids, not flagged.
+    assert normalisation_mismatch({"q": ["\ufb01le"]}, {"file"}, what="j", stage="s") is None
+    assert normalisation_mismatch({"q": ["\uff21BC"]}, {"ABC"}, what="j", stage="s") is None

@@ -177,9 +177,10 @@ def id_check(
     ranked: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
 ) -> tuple[str | None, str | None]:
     """The run's ids against the judged ids, refused where a pytest run would refuse them
-    (:func:`~pytest_retrieval.runchecks.id_mismatch`: (almost) no ranking holds a judged id;
-    :func:`~pytest_retrieval.runchecks.normalisation_pairs`), with the fix for a run file;
-    on a run too small for the refusal, a warning when no ranking holds a judged id at all.
+    (:func:`~pytest_retrieval.runchecks.normalisation_pairs`: ids that differ only in their
+    Unicode normal form; :func:`~pytest_retrieval.runchecks.id_mismatch`: (almost) no ranking
+    of a topic with a relevant document holds a judged id), with the fix for a run file; on a
+    run too small for that refusal, a warning when no such ranking holds a judged id at all.
     Returns (refusal, warning)."""
     from ..runchecks import id_mismatch, normalisation_pairs
 
@@ -187,18 +188,6 @@ def id_check(
     judged = {doc for judgments in qrels.values() for doc in judgments}
     if not rankings or not judged:
         return None, None
-    matching = sum(1 for ranking in rankings.values() if any(d in judged for d in ranking))
-    returned = ", ".join(repr(d) for d in list(dict.fromkeys(chain(*rankings.values())))[:3])
-    expected = ", ".join(repr(d) for d in sorted(judged)[:3])
-    facts = f"{matching} of {len(rankings)} rankings hold a judged id"
-    examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
-    if id_mismatch(rankings, judged, what="judged", stage="run") is not None:
-        return (
-            f"the run's ids do not match the qrels': {facts}, so every metric would be 0 for a "
-            f"reason that is not retrieval quality {examples}. Write the run with the document "
-            "ids the qrels judge (chunk ids cut to their document, generated ids mapped to it), "
-            "or pass --no-id-check"
-        ), None
     pairs = normalisation_pairs(rankings, judged)
     if pairs:
         shown = "; ".join(f"run {doc!a}, qrels {match!a}" for doc, match in list(pairs.items())[:3])
@@ -207,9 +196,33 @@ def id_check(
             f"they would be scored as misses ({shown}): write the ids in one normal form "
             '(unicodedata.normalize("NFC", doc_id)), or pass --no-id-check'
         ), None
+    # A no-answer topic's ranking need not hold a judged id: only answerable ones are counted.
+    answerable = {
+        qid: ranking
+        for qid, ranking in rankings.items()
+        if any(grade > 0 for grade in qrels[qid].values())
+    }
+    if not answerable:
+        return None, None
+    matching = sum(1 for ranking in answerable.values() if any(d in judged for d in ranking))
+    returned = ", ".join(repr(d) for d in list(dict.fromkeys(chain(*answerable.values())))[:3])
+    expected = ", ".join(repr(d) for d in sorted(judged)[:3])
+    facts = (
+        f"{matching} of {len(answerable)} rankings of topics with a relevant document hold a "
+        "judged id"
+    )
+    examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
+    if id_mismatch(answerable, judged, what="judged", stage="run") is not None:
+        outcome = "every metric would be 0" if not matching else "the metrics would be near 0"
+        return (
+            f"the run's ids do not match the qrels': {facts}, so {outcome} for a reason that is "
+            f"not retrieval quality {examples}. Write the run with the document ids the qrels "
+            "judge (chunk ids cut to their document, generated ids mapped to it), or pass "
+            "--no-id-check"
+        ), None
     if matching == 0:
         return None, (
-            f"warning: {facts}, so every metric is 0 {examples}: check that the run and the "
-            "qrels name documents alike"
+            f"warning: {facts}, so none finds a relevant document {examples}: check that the "
+            "run and the qrels name documents alike"
         )
     return None, None

@@ -212,7 +212,8 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
         table, dropped = _fitted_table(headers, rows, width, keep=2)
     lines.extend(table)  # no blank line: its "slice" header sets it apart
     if dropped:
-        lines.append(f"({dropped} more gated metrics not shown: -v shows every metric)")
+        noun = "metric" if dropped == 1 else "metrics"
+        lines.append(f"({dropped} more gated {noun} not shown: -v shows every metric)")
     return lines
 
 
