@@ -219,10 +219,12 @@ def normalisation_pairs(
     seen: set[str] = set()
     for ranking in rankings.values():
         for doc in ranking:
+            if known_composed and doc.isascii():
+                continue  # the common case, first: ASCII ids are composed
             if doc in seen or doc in known:
                 continue
             seen.add(doc)
-            if known_composed and (doc.isascii() or unicodedata.is_normalized("NFC", doc)):
+            if known_composed and unicodedata.is_normalized("NFC", doc):
                 continue
             match = composed.get(nfc(doc))
             if match is not None and match != doc:
