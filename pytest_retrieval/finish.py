@@ -227,7 +227,8 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
     except InputError as exc:
         return Line(f"pytest-retrieval: {exc}", "red"), EXIT_USAGE_ERROR
     runs = (
-        f", per-query means over {snapshot.n_runs} runs with their spread"
+        f", per-query means over {snapshot.n_runs} runs with their spread; the scores printed "
+        "are the first run's"
         if snapshot.n_runs > 1
         else ""
     )

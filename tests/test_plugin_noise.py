@@ -233,7 +233,10 @@ def test_a_baseline_from_several_runs_records_means_and_spread_and_is_compared_a
     _project(pytester, COUNTING_CONFTEST, count=12)
     result = _run(pytester, "--retrieval-update-baseline", "--retrieval-baseline-runs", "3")
     result.stdout.fnmatch_lines(
-        ["retrieval: baseline written to * (12 queries, per-query means over 3 runs *"]
+        [
+            "retrieval: baseline written to * (12 queries, per-query means over 3 runs with "
+            "their spread; the scores printed are the first run's, *"
+        ]
     )
     document = json.loads((pytester.path / "retrieval-baseline.json").read_text("utf-8"))
     assert document["n_runs"] == 3
