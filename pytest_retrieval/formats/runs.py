@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import Any, Literal, TextIO
 
 from ..errors import Problem, RunFileError
 from ..files import atomic_write
-from .trec import open_text
+from .trec import numbered_lines, open_text
 
 RunFormat = Literal["trec", "jsonl"]
 
@@ -123,13 +123,13 @@ def load_run_file(path: str | os.PathLike[str], *, format: RunFormat | None = No
 
 
 def _load_trec(name: str) -> RunFile:
-    from .trec import _lines, read_run
+    from .trec import field_lines, read_run
 
     # read_run validates every line and gives evaluate's exact order; the second pass only
     # picks up the scores it parsed and dropped (both passes see the same valid lines).
     rankings = read_run(name)
     scores: dict[tuple[str, str], float] = {}
-    for _number, fields in _lines(name):
+    for _number, fields in field_lines(name):
         scores[(fields[0], fields[2])] = float(fields[4])
     return RunFile(
         source=name,
@@ -137,22 +137,6 @@ def _load_trec(name: str) -> RunFile:
         rankings={qid: tuple(docs) for qid, docs in rankings.items()},
         scores={qid: tuple(scores[(qid, doc)] for doc in docs) for qid, docs in rankings.items()},
     )
-
-
-def _numbered_lines(name: str) -> Iterator[tuple[int, str]]:
-    with open_text(name) as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield number, line
-        except UnicodeDecodeError as exc:
-            raise RunFileError(
-                Problem(
-                    f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                    fix="save the file as UTF-8",
-                    source=name,
-                )
-            ) from None
 
 
 def _is_id(value: object) -> bool:
@@ -211,7 +195,7 @@ def _load_jsonl(name: str) -> RunFile:
     def problem(message: str, number: int, fix: str, query_id: str | None = None) -> None:
         problems.append(Problem(message, fix=fix, source=name, line=number, query_id=query_id))
 
-    for number, line in _numbered_lines(name):
+    for number, line in numbered_lines(name):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -40,16 +40,15 @@ def open_text(path: str | os.PathLike[str]) -> TextIO:
         raise RunFileError(Problem(f"cannot be read: {exc.strerror}", source=name)) from None
 
 
-def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line number, fields) for every non-blank, non-comment line of a text file."""
+def numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """Yield (line number, line) for every non-blank line of a UTF-8 text file (a run, qrels or
+    JSONL run file); RunFileError naming the file when it is not UTF-8."""
     name = os.fspath(path)
     with open_text(name) as handle:
         try:
             for number, line in enumerate(handle, start=1):
-                fields = line.split()
-                if not fields or fields[0] == "#":
-                    continue
-                yield number, fields
+                if line.strip():
+                    yield number, line
         except UnicodeDecodeError as exc:
             raise RunFileError(
                 Problem(
@@ -58,6 +57,14 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
                     source=name,
                 )
             ) from None
+
+
+def field_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number, fields) for every non-blank, non-comment line of a text file."""
+    for number, line in numbered_lines(path):
+        fields = line.split()
+        if fields[0] != "#":
+            yield number, fields
 
 
 def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str, int]]:
@@ -71,7 +78,7 @@ def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str
     records: list[tuple[int, str, str, int]] = []
     problems: list[Problem] = []
     first_line: dict[tuple[str, str], int] = {}
-    for number, fields in _lines(path):
+    for number, fields in field_lines(path):
         if len(fields) != 4:
             problems.append(
                 Problem(
@@ -150,7 +157,7 @@ def read_run(
     rows: dict[str, list[tuple[float, str]]] = {}
     first_line: dict[tuple[str, str], int] = {}
     problems: list[Problem] = []
-    for number, fields in _lines(path):
+    for number, fields in field_lines(path):
         if len(fields) < 6:
             problems.append(
                 Problem(
