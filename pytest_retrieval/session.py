@@ -316,11 +316,7 @@ class RetrievalSession:
         scorable queries with every convention of the session: gain, grades, zero-relevant
         queries, duplicate groups, the score floor, unjudged documents."""
         queries = self.scorable_queries()
-        run = {
-            q.id: outcomes[q.id].rankings[stage]
-            for q in queries
-            if q.id in outcomes and stage in outcomes[q.id].rankings
-        }
+        run = stage_run(outcomes, queries, stage)
         return evaluate(
             run,
             {q.id: q.judgments for q in queries},
@@ -341,11 +337,7 @@ class RetrievalSession:
 
         outcomes = self._require_run()
         queries = self.select(Selection())
-        run = {
-            q.id: outcomes[q.id].rankings[stage]
-            for q in queries
-            if q.id in outcomes and stage in outcomes[q.id].rankings
-        }
+        run = stage_run(outcomes, queries, stage)
         return sweep(
             stage,
             [q.id for q in queries],
@@ -576,3 +568,14 @@ class RetrievalSession:
         if outcome.status == "skipped":
             self.on_skip(outcome.message)
         return outcome
+
+
+def stage_run(
+    outcomes: Mapping[str, QueryOutcome], queries: Iterable[Query], stage: str
+) -> dict[str, tuple[str, ...]]:
+    """``{query id: ranking}`` at ``stage`` of those ``queries`` that have one there."""
+    return {
+        q.id: outcomes[q.id].rankings[stage]
+        for q in queries
+        if q.id in outcomes and stage in outcomes[q.id].rankings
+    }

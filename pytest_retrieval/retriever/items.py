@@ -195,11 +195,9 @@ def _default_id(item: Any) -> Any:
         for key in _DEFAULT_ID_KEYS:
             if item.get(key) is not None:
                 return item[key]
-        metadata = item.get("metadata")
-        if isinstance(metadata, Mapping):
-            for key in _DEFAULT_METADATA_KEYS:
-                if metadata.get(key) is not None:
-                    return metadata[key]
+        found = _metadata_id(item.get("metadata"))
+        if found is not None:
+            return found
         raise RetrieverOutputError(
             f"dict item {_describe(item)} has none of the keys {', '.join(_DEFAULT_ID_KEYS)}; "
             "set retrieval_doc_id to the key that holds the document id"
@@ -211,15 +209,22 @@ def _default_id(item: Any) -> Any:
         value = getattr(item, attribute, None)
         if value is not None:
             return value
-    metadata = getattr(item, "metadata", None)  # LangChain Document
-    if isinstance(metadata, Mapping):
-        for key in _DEFAULT_METADATA_KEYS:
-            if metadata.get(key) is not None:
-                return metadata[key]
+    found = _metadata_id(getattr(item, "metadata", None))  # LangChain Document
+    if found is not None:
+        return found
     raise RetrieverOutputError(
         f"cannot find a document id in {_describe(item)} ({type(item).__name__}); set "
         "retrieval_doc_id to an attribute or key path (e.g. metadata.source) or a callable"
     )
+
+
+def _metadata_id(metadata: Any) -> Any:
+    """The id under the first default metadata key that holds one, or None."""
+    if isinstance(metadata, Mapping):
+        for key in _DEFAULT_METADATA_KEYS:
+            if metadata.get(key) is not None:
+                return metadata[key]
+    return None
 
 
 def _score_of(item: Any) -> float | None:
