@@ -152,6 +152,46 @@ def short_rankings(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class IdMatch:
+    """How a run's ids meet the known ids (:func:`id_match`)."""
+
+    #: Non-empty rankings holding at least one known id, of ``ranked`` non-empty rankings.
+    matching: int
+    ranked: int
+    #: A few returned and known ids, for the message.
+    returned: list[str]
+    expected: list[str]
+    #: The fix, when the returned ids have a recognisably wrong shape.
+    pattern: str | None
+    #: The rule says the numbers would be meaningless (see :func:`id_match`).
+    refused: bool
+
+
+def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> IdMatch | None:
+    """How many rankings hold a ``known`` id; None without a non-empty ranking or a known id.
+
+    A query matches when its ranking holds at least one known id. The rule refuses the run when
+    no query matches, or when fewer than :data:`MISMATCH_SHARE` do among at least
+    :data:`MIN_QUERIES_FOR_SHARE` non-empty rankings; with fewer rankings than that, only when
+    the returned ids also have a recognisably wrong shape (chunk ids of judged documents,
+    generated UUIDs, page contents): a retriever that is merely bad on a small golden set looks
+    the same as one with the wrong ids.
+    """
+    ranked = {qid: r for qid, r in rankings.items() if r}
+    if not ranked or not known:
+        return None
+    matching = sum(1 for r in ranked.values() if any(doc in known for doc in r))
+    small = len(ranked) < MIN_QUERIES_FOR_SHARE
+    if matching and (small or matching / len(ranked) >= MISMATCH_SHARE):
+        return IdMatch(matching, len(ranked), [], [], None, refused=False)  # nothing to show
+    returned = _examples(doc for r in ranked.values() for doc in r)
+    expected = _examples(sorted(known))
+    pattern = _pattern_fix(returned, known)
+    refused = bool(matching) or pattern is not None or not small
+    return IdMatch(matching, len(ranked), returned, expected, pattern, refused)
+
+
 def id_mismatch(
     rankings: Mapping[str, Sequence[str]],
     known: Collection[str],
@@ -159,41 +199,27 @@ def id_mismatch(
     what: str,
     stage: str,
 ) -> str | None:
-    """The usage error when (almost) no returned id is in ``known``; None when they match.
+    """The usage error when the run's ids (almost) never meet ``known`` (:func:`id_match`);
+    None when they do.
 
     ``rankings`` are the visible queries' rankings (query id → ids), ``known`` the judged ids
-    (``what="judged"``) or the corpus ids (``what="corpus"``). A query matches when its ranking
-    holds at least one known id. The run is refused when no query matches, or when fewer than
-    :data:`MISMATCH_SHARE` do among at least :data:`MIN_QUERIES_FOR_SHARE` non-empty rankings;
-    with fewer rankings than that, only when the returned ids also have a recognisably wrong
-    shape (chunk ids of judged documents, generated UUIDs, page contents).
+    (``what="judged"``) or the corpus ids (``what="corpus"``).
     """
-    ranked = {qid: r for qid, r in rankings.items() if r}
-    if not ranked or not known:
-        return None
-    matching = sum(1 for r in ranked.values() if any(doc in known for doc in r))
-    share = matching / len(ranked)
-    if matching and (len(ranked) < MIN_QUERIES_FOR_SHARE or share >= MISMATCH_SHARE):
-        return None
-    returned = _examples(doc for r in ranked.values() for doc in r)
-    expected = _examples(sorted(known))
-    pattern = _pattern_fix(returned, known)
-    if pattern is None and len(ranked) < MIN_QUERIES_FOR_SHARE:
-        # A few queries that find no judged document, with ids shaped like ids: a retriever that
-        # is merely bad on a small golden set looks the same. Not refused.
+    found = id_match(rankings, known)
+    if found is None or not found.refused:
         return None
     which = "of a judged document" if what == "judged" else "in the corpus"
+    outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
     head = (
         f"pytest-retrieval: the returned ids do not match the golden set's: "
-        f"{matching} of {len(ranked)} rankings [{stage}] hold an id {which}, so "
-        f"{'every metric would be 0' if not matching else 'the metrics would be near 0'} for a "
-        "reason that is not retrieval quality."
+        f"{found.matching} of {found.ranked} rankings [{stage}] hold an id {which}, so "
+        f"{outcome} for a reason that is not retrieval quality."
     )
     lines = [
         head,
-        f"  returned ids, e.g.: {', '.join(repr(d) for d in returned)}",
-        f"  {what} ids, e.g.:   {', '.join(repr(d) for d in expected)}",
-        f"Likely fix: {pattern or likely_fix(returned, known)}",
+        f"  returned ids, e.g.: {', '.join(repr(d) for d in found.returned)}",
+        f"  {what} ids, e.g.:   {', '.join(repr(d) for d in found.expected)}",
+        f"Likely fix: {found.pattern or likely_fix(found.returned, known)}",
         "(If the retriever really finds none of them, set retrieval_id_check = off.)",
     ]
     return "\n".join(lines)

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 from ..errors import InputError, Problem
@@ -178,11 +177,11 @@ def id_check(
 ) -> tuple[str | None, str | None]:
     """The run's ids against the judged ids, refused where a pytest run would refuse them
     (:func:`~pytest_retrieval.runchecks.normalisation_pairs`: ids that differ only in their
-    Unicode normal form; :func:`~pytest_retrieval.runchecks.id_mismatch`: (almost) no ranking
+    Unicode normal form; :func:`~pytest_retrieval.runchecks.id_match`: (almost) no ranking
     of a topic with a relevant document holds a judged id), with the fix for a run file; on a
     run too small for that refusal, a warning when no such ranking holds a judged id at all.
     Returns (refusal, warning)."""
-    from ..runchecks import id_mismatch, normalisation_pairs
+    from ..runchecks import id_match, normalisation_pairs
 
     rankings = {qid: ranking for qid, ranking in ranked.items() if qid in qrels and ranking}
     judged = {doc for judgments in qrels.values() for doc in judgments}
@@ -202,27 +201,25 @@ def id_check(
         for qid, ranking in rankings.items()
         if any(grade > 0 for grade in qrels[qid].values())
     }
-    if not answerable:
+    found = id_match(answerable, judged)
+    if found is None or (found.matching and not found.refused):
         return None, None
-    matching = sum(1 for ranking in answerable.values() if any(d in judged for d in ranking))
-    returned = ", ".join(repr(d) for d in list(dict.fromkeys(chain(*answerable.values())))[:3])
-    expected = ", ".join(repr(d) for d in sorted(judged)[:3])
     facts = (
-        f"{matching} of {len(answerable)} rankings of topics with a relevant document hold a "
+        f"{found.matching} of {found.ranked} rankings of topics with a relevant document hold a "
         "judged id"
     )
+    returned = ", ".join(repr(d) for d in found.returned[:3])
+    expected = ", ".join(repr(d) for d in found.expected[:3])
     examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
-    if id_mismatch(answerable, judged, what="judged", stage="run") is not None:
-        outcome = "every metric would be 0" if not matching else "the metrics would be near 0"
+    if found.refused:
+        outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
         return (
             f"the run's ids do not match the qrels': {facts}, so {outcome} for a reason that is "
             f"not retrieval quality {examples}. Write the run with the document ids the qrels "
             "judge (chunk ids cut to their document, generated ids mapped to it), or pass "
             "--no-id-check"
         ), None
-    if matching == 0:
-        return None, (
-            f"warning: {facts}, so none finds a relevant document {examples}: check that the "
-            "run and the qrels name documents alike"
-        )
-    return None, None
+    return None, (
+        f"warning: {facts}, so none finds a relevant document {examples}: check that the "
+        "run and the qrels name documents alike"
+    )
