@@ -1,7 +1,7 @@
 """The first steps of the regression rule: are two snapshots comparable, and which pairs.
 
 For one budget, :func:`pair_queries` checks that the baseline and the current snapshot can be
-compared (a baseline exists; the settings that change numbers match;
+compared (a baseline exists; the settings that change numbers match, :func:`setting_differs`;
 each side has the stage the budget compares, :func:`compared_stages`; the baseline has the
 metric; the split is not the held-out one; the golden set did not change, or the mode says how
 to compare a changed one: ``intersect`` keeps the unchanged queries, ``rescore`` re-scores both
@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any
 
 from .declared import Budget
+from .dedup import DuplicateGroups
 from .gates import Selection
 from .regression_outcome import RegressionOutcome
 from .snapshot import QuerySnapshot, Snapshot, round_value
@@ -87,10 +88,45 @@ def _incomparable(
     )
 
 
+def _groups_of(value: Any) -> Any:
+    """The duplicate groups a recorded ``dedup`` setting stands for: its fingerprint.
+
+    :func:`pytest_retrieval.runbaseline.snapshot_settings` records ``SOURCE:FINGERPRINT``
+    (``file:…`` for ``retrieval_duplicates``, ``exact:…`` or ``near=0.9:…`` for
+    ``retrieval_dedup``). The same groups give the same numbers wherever they came from, so
+    only the fingerprint counts; no groups at all (an empty file, a corpus without copies)
+    score as no deduplication, so they compare as an absent setting.
+    """
+    if not isinstance(value, str) or ":" not in value:
+        return value
+    fingerprint = value.rpartition(":")[2]
+    return None if fingerprint == _NO_GROUPS else fingerprint
+
+
+#: The fingerprint of no duplicate groups at all.
+_NO_GROUPS = DuplicateGroups.from_groups(()).fingerprint
+
+
+def setting_differs(key: str, baseline: Any, current: Any) -> bool:
+    """True when one setting that changes numbers (a snapshot's ``settings[key]``, None when
+    absent) makes two snapshots incomparable. Duplicate groups compare by what they are
+    (:func:`_groups_of`), not by where they came from."""
+    if key == "dedup":
+        return bool(_groups_of(baseline) != _groups_of(current))
+    return bool(baseline != current)
+
+
 def _setting_message(
     key: str, settings: tuple[Mapping[str, Any], Mapping[str, Any]], baseline_path: str
 ) -> str:
     before, now = (s.get(key) for s in settings)
+    if key == "dedup":
+        return (
+            f"incomparable: the duplicate groups are not the ones {baseline_path} was scored "
+            f"with ({now!r} now, {before!r} there: where they came from, then their "
+            "fingerprint); use the same groups or refresh the baseline "
+            "(--retrieval-update-baseline)"
+        )
     return (
         f"incomparable: setting {key!r} is {now!r} now but {before!r} in {baseline_path}; use "
         "the same setting or refresh the baseline (--retrieval-update-baseline)"
@@ -194,7 +230,7 @@ def pair_queries(
     baseline_stage, stage = stages
     incomparable = partial(_incomparable, budget, stage, baseline_stage=baseline_stage)
     for key in sorted(set(baseline.settings) | set(current.settings)):
-        if baseline.settings.get(key) != current.settings.get(key):
+        if setting_differs(key, baseline.settings.get(key), current.settings.get(key)):
             return incomparable(
                 _setting_message(key, (baseline.settings, current.settings), baseline_path)
             )

@@ -28,6 +28,7 @@ from pytest_retrieval.baseline import QuerySnapshot, Snapshot
 from pytest_retrieval.cli import main
 from pytest_retrieval.declared import parse_budget
 from pytest_retrieval.regression import compare, compare_all, family
+from pytest_retrieval.regression_pairs import setting_differs
 
 BASELINE = "retrieval-baseline.json"
 P_ALL_TWELVE = 1 / 4096  # one sign pattern in 2**12
@@ -376,4 +377,58 @@ def test_the_compare_command_refuses_a_named_stage_the_run_lacks(
     assert main(["compare", base, run, "--budget", "mrr 0.1 stage=reranker"]) == 1
     assert "FAIL mrr[budget=0.1,stage=reranker]: incomparable: stage=reranker" in (
         capsys.readouterr().out
+    )
+
+
+# --- duplicate groups: what they are, not where they came from --------------------------------
+
+
+def test_duplicate_groups_compare_by_their_fingerprint_not_their_source() -> None:
+    assert not setting_differs("dedup", "file:3f2a", "exact:3f2a")
+    assert not setting_differs("dedup", "file:3f2a", "near=0.9:3f2a")
+    assert setting_differs("dedup", "file:3f2a", "exact:9c1d")
+    assert setting_differs("dedup", "file:3f2a", None)
+    # No groups at all score as no deduplication: sha256 of the empty text, cut to 16.
+    assert not setting_differs("dedup", "exact:e3b0c44298fc1c14", None)
+    assert setting_differs("gain", "exponential", "linear")
+
+
+def test_the_same_groups_from_a_file_and_from_dedup_exact_are_comparable(
+    pytester: pytest.Pytester,
+) -> None:
+    # The standard project (plugin_helpers) with contact a word-for-word copy of refund-policy.
+    from plugin_helpers import RetrievalProject
+
+    project = RetrievalProject(pytester)
+    shared = {
+        "retrieval_baseline": "baseline.json",
+        "retrieval_regression": "ndcg@3 0.01",
+        "retrieval_resamples": "200",
+        "retrieval_json": "out.json",
+    }
+    project.write(
+        ini={**shared, "retrieval_duplicates": "dups.tsv"},
+        tests="def test_nothing():\n    pass\n",
+    )
+    (project.path / "dups.tsv").write_text("refund-policy\tR\ncontact\tR\n", encoding="utf-8")
+    docs = ["shipping", "refund-policy", "contact", "okta", "mfa", "sso-setup", "faq",
+            "pricing", "invoices", "billing", "export-data"]  # fmt: skip
+    lines = [f"{d}\tThe {d} page." for d in docs]
+    lines[docs.index("contact")] = "contact\tThe refund-policy page."
+    (project.path / "corpus.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert project.run("--retrieval-update-baseline").ret == 0
+    project.write(
+        ini={
+            **shared,
+            "retrieval_corpus": "corpus.tsv",
+            "retrieval_dedup": "exact",
+            "retrieval_id_check": "off",
+        },
+        tests="def test_nothing():\n    pass\n",
+    )
+    result = project.run()
+    assert result.ret == 0, result.stdout.str()
+    assert "1 duplicate groups (2 documents) from retrieval_dedup = exact" in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        esc(["PASS ndcg@3 budget 0.0100 [stage=retriever]: *(Δ +0.0000*, n = 3*"])
     )
