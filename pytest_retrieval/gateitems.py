@@ -34,6 +34,7 @@ Properties = list[tuple[str, object]]
 
 #: What a regression item reports, in this order (then the interval, then the status).
 _REGRESSION_KEYS = (
+    "baseline_stage",
     "baseline_mean",
     "current_mean",
     "delta",

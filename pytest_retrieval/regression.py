@@ -46,6 +46,7 @@ from .regression_pairs import DEFAULT_OPTIONS, pair_queries
 from .regression_pairs import CompareOptions as CompareOptions
 from .regression_pairs import label_changes as label_changes
 from .snapshot import QuerySnapshot, Snapshot
+from .stages import stage_change
 
 #: Differences of means smaller than this are float noise when comparing a drop with a budget.
 _NOISE = 1e-10
@@ -56,25 +57,16 @@ def compare_all(
     current: Snapshot,
     budgets: Sequence[Budget],
     *,
-    default_stage: str | None,
     options: CompareOptions = DEFAULT_OPTIONS,
     baseline_path: str = "the baseline",
 ) -> tuple[Family, list[RegressionOutcome]]:
     """Every budget's outcome under one family (what ``pytest-retrieval compare`` applies)."""
-    members = family(
-        baseline,
-        current,
-        budgets,
-        default_stage=default_stage,
-        options=options,
-        baseline_path=baseline_path,
-    )
+    members = family(baseline, current, budgets, options=options, baseline_path=baseline_path)
     outcomes = [
         compare(
             baseline,
             current,
             budget,
-            stage=budget.selection.stage or default_stage,
             options=options,
             baseline_path=baseline_path,
             family_result=members,
@@ -102,36 +94,30 @@ def compare(
     current: Snapshot,
     budget: Budget,
     *,
-    stage: str | None,
     options: CompareOptions = DEFAULT_OPTIONS,
     baseline_path: str = "the baseline",
     family_result: Family | None = None,
 ) -> RegressionOutcome:
     """Apply the regression rule for one budget; never raises for user data.
 
+    The budget's ``stage=`` is compared with the same stage of the baseline; without one, this
+    run's final stage with the baseline's final stage, whatever their names
+    (:func:`~pytest_retrieval.regression_pairs.compared_stages`).
     ``family_result`` is the session's :func:`family` (this budget's adjusted p-value decides);
     without it the budget is a family of one (its adjusted p-value is its raw one).
     """
     from . import stats
 
     metric = str(budget.spec)
-    paired = pair_queries(
-        baseline, current, budget, stage=stage, options=options, baseline_path=baseline_path
-    )
+    paired = pair_queries(baseline, current, budget, options=options, baseline_path=baseline_path)
     if isinstance(paired, RegressionOutcome):
         return paired
     assert baseline is not None
     stage, pairs, note, where = paired.stage, paired.pairs, paired.note, paired.where
+    baseline_stage = paired.baseline_stage
     members = family_result
     if members is None or budget.name not in members.results:
-        members = family(
-            baseline,
-            current,
-            [budget],
-            default_stage=stage,
-            options=options,
-            baseline_path=baseline_path,
-        )
+        members = family(baseline, current, [budget], options=options, baseline_path=baseline_path)
     adjusted = members.results[budget.name]
     base_values = [a for _q, a, _b in pairs]
     cur_values = [b for _q, _a, b in pairs]
@@ -181,14 +167,15 @@ def compare(
             f"can detect ({detectable:.4f} at alpha {options.alpha:g}, power 0.8): it "
             "cannot tell such a drop from noise; add queries or widen the budget"
         )
-    noise = _noise(baseline, pairs, stage, metric)
+    noise = _noise(baseline, pairs, baseline_stage, metric)
     k = budget.spec.k
     diffs = []
+    sides = (baseline_stage, stage)
     for qid, a, b in pairs:
         if a != b:
             before_q, after_q = baseline.queries[qid], current.queries[qid]
-            moves = _moves(before_q, after_q, stage, k)
-            holes, lost = _holes(before_q, after_q, stage, k, moves) if b < a else (0, None)
+            moves = _moves(before_q, after_q, sides, k)
+            holes, lost = _holes(before_q, after_q, sides, k, moves) if b < a else (0, None)
             diffs.append(QueryDiff(qid, a, b, moves, holes=holes, lost=lost))
     worse = tuple(sorted((d for d in diffs if d.delta < 0), key=lambda d: (d.delta, d.query_id)))
     better = tuple(sorted((d for d in diffs if d.delta > 0), key=lambda d: (-d.delta, d.query_id)))
@@ -266,6 +253,14 @@ def compare(
             f"moves this mean delta by about ±{noise:.4f} (1 sd, from the baseline's per-query "
             "spread)"
         )
+    change = stage_change(baseline_stage, stage)
+    if change:
+        lines.append(
+            f"{change}: this budget names no stage, so it compares the final stages (the "
+            f"ranking users get); budget stage={stage} to compare {stage} with itself, and "
+            "refresh the baseline (--retrieval-update-baseline) when the change of stages is "
+            "deliberate"
+        )
     if note:
         lines.append(note)
     if holed and hole_delta is not None:
@@ -320,6 +315,7 @@ def compare(
         noise=noise,
         hole_queries=len(holed),
         hole_delta=hole_delta,
+        baseline_stage=baseline_stage,
     )
 
 
@@ -347,11 +343,12 @@ def _noise(
 
 
 def _moves(
-    before: QuerySnapshot, after: QuerySnapshot, stage: str, k: int | None
+    before: QuerySnapshot, after: QuerySnapshot, stages: tuple[str, str], k: int | None
 ) -> tuple[tuple[str, int | None, int | None], ...]:
-    """Relevant docs whose rank changed, those that left (or entered) the top K first."""
-    old = before.relevant_ranks.get(stage, {})
-    new = after.relevant_ranks.get(stage, {})
+    """Relevant docs whose rank changed (from the baseline's stage to this run's, ``stages``),
+    those that left (or entered) the top K first."""
+    old = before.relevant_ranks.get(stages[0], {})
+    new = after.relevant_ranks.get(stages[1], {})
     moves = []
     for doc in sorted(set(old) | set(new)):
         a, b = old.get(doc), new.get(doc)
@@ -368,7 +365,7 @@ def _moves(
 def _holes(
     before: QuerySnapshot,
     after: QuerySnapshot,
-    stage: str,
+    stages: tuple[str, str],
     k: int | None,
     moves: Sequence[tuple[str, int | None, int | None]],
 ) -> tuple[int, str | None]:
@@ -385,11 +382,11 @@ def _holes(
     if not lost:
         return 0, None
     old_rank, doc, new_rank = min(lost)
-    ranking = after.top.get(stage, ())
+    ranking = after.top.get(stages[1], ())
     limit = len(ranking) if new_rank is None else new_rank - 1
     if k is not None:
         limit = min(limit, k)
-    earlier = set(before.top.get(stage, ())[: old_rank - 1])
+    earlier = set(before.top.get(stages[0], ())[: old_rank - 1])
     holes = sum(
         1 for d in ranking[:limit] if judgments.get(d, -1) < 0 and d not in earlier and d != doc
     )

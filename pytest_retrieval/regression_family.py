@@ -71,7 +71,6 @@ def family(
     current: Snapshot,
     budgets: Sequence[Budget],
     *,
-    default_stage: str | None,
     options: CompareOptions = DEFAULT_OPTIONS,
     baseline_path: str = "the baseline",
 ) -> Family:
@@ -84,13 +83,9 @@ def family(
 
     items: list[FamilyItem] = []
     for budget in budgets:
+        # The stages each budget compares are pair_queries' (the checks pair the same).
         paired = pair_queries(
-            baseline,
-            current,
-            budget,
-            stage=budget.selection.stage or default_stage,
-            options=options,
-            baseline_path=baseline_path,
+            baseline, current, budget, options=options, baseline_path=baseline_path
         )
         if isinstance(paired, RegressionOutcome):
             continue

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .snapshot import round_value
+from .stages import stage_change
 from .text import for_terminal
 from .verdict import Status
 
@@ -122,6 +123,16 @@ class RegressionOutcome:
     #: of the mean change (``delta``) that their drops make up.
     hole_queries: int = 0
     hole_delta: float | None = None
+    #: The baseline's stage the check compared ``stage`` (this run's) with: the same stage,
+    #: unless the budget names none and the final stages differ (a stage added or removed
+    #: since the baseline; :func:`pytest_retrieval.stages.stage_change` words it). None when
+    #: the check compared nothing, or in an artifact written before it was recorded.
+    baseline_stage: str | None = None
+
+    @property
+    def stage_change(self) -> str | None:
+        """``final stage: reranker in the baseline, retriever now``, or None (one stage)."""
+        return stage_change(self.baseline_stage, self.stage)
 
     @property
     def passed(self) -> bool:
@@ -167,6 +178,7 @@ class RegressionOutcome:
             "noise": self.noise,
             "hole_queries": self.hole_queries,
             "hole_delta": self.hole_delta,
+            "baseline_stage": self.baseline_stage,
         }
 
     @classmethod
@@ -223,4 +235,5 @@ class RegressionOutcome:
             noise=data.get("noise"),
             hole_queries=int(data.get("hole_queries", 0)),
             hole_delta=data.get("hole_delta"),
+            baseline_stage=data.get("baseline_stage"),
         )

@@ -1,24 +1,37 @@
 """The first steps of the regression rule: are two snapshots comparable, and which pairs.
 
 For one budget, :func:`pair_queries` checks that the baseline and the current snapshot can be
-compared (a baseline exists; the settings that change numbers, the stage and the metric match;
-the split is not the held-out one; the golden set did not change, or the mode says how to
-compare a changed one: ``intersect`` keeps the unchanged queries, ``rescore`` re-scores both
+compared (a baseline exists; the settings that change numbers match, :func:`setting_differs`;
+each side has the stage the budget compares, :func:`compared_stages`; the baseline has the
+metric; the split is not the held-out one; the golden set did not change, or the mode says how
+to compare a changed one: ``intersect`` keeps the unchanged queries, ``rescore`` re-scores both
 runs' rankings against the current labels, :mod:`pytest_retrieval.rescore`) and pairs each
 selected query's value before and after (:class:`Paired`). When they cannot be compared it
 returns the outcome that says why (``missing``, ``incomparable``, ``skipped``), which is a
 check's whole verdict. :class:`CompareOptions` are the options of the whole comparison.
+
+**Which stages.** A budget that names a stage (``stage=reranker``) compares that stage with
+itself, and cannot be compared when either side lacks it. A budget that names none compares
+the final stage of each side (:func:`pytest_retrieval.stages.final_stage`), whatever their
+names: with the reranker removed, the baseline's reranker (what users got) with this run's
+retriever (what they get now), so removing a stage is measured, never silent; with a reranker
+added, the baseline's retriever with this run's reranker. Every check records both stages, and
+the reports say so when they differ (:func:`pytest_retrieval.stages.stage_change`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from .declared import Budget
+from .dedup import DuplicateGroups
 from .gates import Selection
 from .regression_outcome import RegressionOutcome
 from .snapshot import QuerySnapshot, Snapshot, round_value
+from .stages import final_stage, stage_change
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +55,25 @@ DEFAULT_OPTIONS = CompareOptions()
 
 @dataclass(frozen=True, slots=True)
 class Paired:
-    """The queries one budget compares: ``(query id, before, after)``, and notes."""
+    """The queries one budget compares: ``(query id, before, after)``, and notes.
+
+    ``before`` is the baseline's value at ``baseline_stage``, ``after`` this run's at ``stage``
+    (two different stages only for a budget that names none, when the final stages differ)."""
 
     stage: str
     pairs: list[tuple[str, float, float]]
     note: str | None
     where: str
+    baseline_stage: str
 
 
 def _incomparable(
-    budget: Budget, stage: str | None, message: str, status: str = "incomparable"
+    budget: Budget,
+    stage: str | None,
+    message: str,
+    status: str = "incomparable",
+    *,
+    baseline_stage: str | None = None,
 ) -> RegressionOutcome:
     return RegressionOutcome(
         name=budget.name,
@@ -62,6 +84,108 @@ def _incomparable(
         status=status,
         message=message,
         budget=budget.amount,
+        baseline_stage=baseline_stage,
+    )
+
+
+def _groups_of(value: Any) -> Any:
+    """The duplicate groups a recorded ``dedup`` setting stands for: its fingerprint.
+
+    :func:`pytest_retrieval.runbaseline.snapshot_settings` records ``SOURCE:FINGERPRINT``
+    (``file:…`` for ``retrieval_duplicates``, ``exact:…`` or ``near=0.9:…`` for
+    ``retrieval_dedup``). The same groups give the same numbers wherever they came from, so
+    only the fingerprint counts; no groups at all (an empty file, a corpus without copies)
+    score as no deduplication, so they compare as an absent setting.
+    """
+    if not isinstance(value, str) or ":" not in value:
+        return value
+    fingerprint = value.rpartition(":")[2]
+    return None if fingerprint == _NO_GROUPS else fingerprint
+
+
+#: The fingerprint of no duplicate groups at all.
+_NO_GROUPS = DuplicateGroups.from_groups(()).fingerprint
+
+
+def setting_differs(key: str, baseline: Any, current: Any) -> bool:
+    """True when one setting that changes numbers (a snapshot's ``settings[key]``, None when
+    absent) makes two snapshots incomparable. Duplicate groups compare by what they are
+    (:func:`_groups_of`), not by where they came from."""
+    if key == "dedup":
+        return bool(_groups_of(baseline) != _groups_of(current))
+    return bool(baseline != current)
+
+
+def _setting_message(
+    key: str, settings: tuple[Mapping[str, Any], Mapping[str, Any]], baseline_path: str
+) -> str:
+    before, now = (s.get(key) for s in settings)
+    if key == "dedup":
+        return (
+            f"incomparable: the duplicate groups are not the ones {baseline_path} was scored "
+            f"with ({now!r} now, {before!r} there: where they came from, then their "
+            "fingerprint); use the same groups or refresh the baseline "
+            "(--retrieval-update-baseline)"
+        )
+    return (
+        f"incomparable: setting {key!r} is {now!r} now but {before!r} in {baseline_path}; use "
+        "the same setting or refresh the baseline (--retrieval-update-baseline)"
+    )
+
+
+def _stages(snapshot: Snapshot) -> str:
+    return ", ".join(snapshot.stages) or "none"
+
+
+def compared_stages(
+    baseline: Snapshot, current: Snapshot, budget: Budget, *, baseline_path: str
+) -> tuple[str, str] | RegressionOutcome:
+    """``(the baseline's stage, this run's stage)`` one budget compares, or the outcome saying
+    why it cannot: ``stage=S`` compares S with S; no stage, the final stage of each side."""
+    named = budget.selection.stage
+    if named is None:
+        before, now = final_stage(baseline.stages), final_stage(current.stages)
+        if now is None:
+            return _incomparable(budget, None, "incomparable: this run has no stage to compare")
+        if before is None:
+            return _incomparable(
+                budget, now, f"incomparable: {baseline_path} has no stage to compare"
+            )
+        return before, now
+    in_run, in_baseline = named in current.stages, named in baseline.stages
+    if in_run and in_baseline:
+        return named, named
+    head = f"incomparable: stage={named} compares the {named} stage with itself, but "
+    if not in_run and not in_baseline:
+        where = (
+            f"neither this run (stages: {_stages(current)}) nor {baseline_path} "
+            f"(stages: {_stages(baseline)}) has it"
+        )
+        fix = "budget a stage both have, or drop stage= to compare the final stages"
+    elif not in_run:
+        where = (
+            f"this run has no {named} stage (stages: {_stages(current)}; {baseline_path} "
+            f"has: {_stages(baseline)})"
+        )
+        fix = (
+            f"drop stage= to compare the final stages (what users get), or budget a stage this "
+            f"run has; when removing the {named} stage is deliberate, refresh the baseline "
+            "(--retrieval-update-baseline)"
+        )
+    else:
+        where = (
+            f"{baseline_path} has no {named} stage (stages: {_stages(baseline)}; this run "
+            f"has: {_stages(current)})"
+        )
+        fix = (
+            f"refresh the baseline (--retrieval-update-baseline) so it records the {named} "
+            "stage, or drop stage= to compare the final stages"
+        )
+    return _incomparable(
+        budget,
+        named if in_run else None,
+        f"{head}{where}; {fix}",
+        baseline_stage=named if in_baseline else None,
     )
 
 
@@ -86,55 +210,37 @@ def pair_queries(
     current: Snapshot,
     budget: Budget,
     *,
-    stage: str | None,
     options: CompareOptions,
     baseline_path: str,
 ) -> Paired | RegressionOutcome:
-    """Pair the queries of one budget, or the outcome saying why it cannot be compared."""
+    """Pair the queries of one budget (the stages :func:`compared_stages` decides), or the
+    outcome saying why it cannot be compared."""
     metric = str(budget.spec)
     if baseline is None:
         return _incomparable(
             budget,
-            stage,
+            budget.selection.stage,
             f"no baseline at {baseline_path}: create it with `pytest --retrieval-baseline "
             f"{baseline_path} --retrieval-update-baseline`, review it and commit it",
             status="missing",
         )
+    stages = compared_stages(baseline, current, budget, baseline_path=baseline_path)
+    if isinstance(stages, RegressionOutcome):
+        return stages
+    baseline_stage, stage = stages
+    incomparable = partial(_incomparable, budget, stage, baseline_stage=baseline_stage)
     for key in sorted(set(baseline.settings) | set(current.settings)):
-        if baseline.settings.get(key) != current.settings.get(key):
-            return _incomparable(
-                budget,
-                stage,
-                f"incomparable: setting {key!r} is {current.settings.get(key)!r} now but "
-                f"{baseline.settings.get(key)!r} in {baseline_path}; use the same setting or "
-                "refresh the baseline (--retrieval-update-baseline)",
+        if setting_differs(key, baseline.settings.get(key), current.settings.get(key)):
+            return incomparable(
+                _setting_message(key, (baseline.settings, current.settings), baseline_path)
             )
-    if stage is None:
-        stage = current.stages[-1] if current.stages else None
-    if stage is None or stage not in current.stages:
-        return _incomparable(
-            budget,
-            stage,
-            f"stage {stage!r} is not in this run (stages: {', '.join(current.stages)})",
-        )
-    if stage not in baseline.stages:
-        return _incomparable(
-            budget,
-            stage,
-            f"stage {stage!r} is not in {baseline_path} "
-            f"(stages: {', '.join(baseline.stages)}); refresh the baseline",
-        )
     if metric not in baseline.metrics:
-        return _incomparable(
-            budget,
-            stage,
+        return incomparable(
             f"{baseline_path} has no {metric}; refresh the "
             "baseline so it records every metric you budget",
         )
     if budget.selection.split == options.heldout_split:
-        return _incomparable(
-            budget,
-            stage,
+        return incomparable(
             "held-out queries never enter a baseline with "
             "per-query detail; budget the tuning split instead",
             status="skipped",
@@ -151,7 +257,7 @@ def pair_queries(
 
             reason = why_not_rescorable(baseline, current)
             if reason is not None:
-                return _incomparable(budget, stage, f"incomparable in rescore mode: {reason}")
+                return incomparable(f"incomparable in rescore mode: {reason}")
             rescored = rescore(baseline, current, [metric])
             baseline, current = rescored.baseline, rescored.current
             changed = list(rescored.changed)
@@ -170,9 +276,7 @@ def pair_queries(
                 + (f" ({summary})" if added or removed else "")
             )
         elif options.mode != "intersect":
-            return _incomparable(
-                budget,
-                stage,
+            return incomparable(
                 f"incomparable: the golden set changed since {baseline_path} was made: queries "
                 f"{summary}. Refresh the baseline (--retrieval-update-baseline), compare the "
                 "unchanged queries with --retrieval-baseline-mode=intersect, or, when only "
@@ -193,13 +297,21 @@ def pair_queries(
         before, after = baseline.queries[qid], current.queries[qid]
         if not selected(after):
             continue
-        a = round_value(before.metrics.get(stage, {}).get(metric))
+        a = round_value(before.metrics.get(baseline_stage, {}).get(metric))
         # The baseline keeps DECIMALS decimals: round the current value the same way, or float
         # noise (0.333333 vs 0.3333333) would count as a change in the sign-flip test.
         b = round_value(after.metrics.get(stage, {}).get(metric))
         if a is not None and b is not None:
             pairs.append((qid, a, b))
-    where = Selection(stage, budget.selection.split or "overall", budget.selection.slice).label()
+    where = where_label(baseline_stage, stage, budget.selection)
     if not pairs:
-        return _incomparable(budget, stage, f"no query to compare for {metric} [{where}]")
-    return Paired(stage, pairs, note, where)
+        return incomparable(f"no query to compare for {metric} [{where}]")
+    return Paired(stage, pairs, note, where, baseline_stage)
+
+
+def where_label(baseline_stage: str, stage: str, selection: Selection) -> str:
+    """``stage=reranker split=overall``; when two stages are compared, ``final stage:
+    reranker in the baseline, retriever now; split=overall``."""
+    scope = Selection(None, selection.split or "overall", selection.slice).label()
+    change = stage_change(baseline_stage, stage)
+    return f"{change}; {scope}" if change else f"stage={stage} {scope}"

@@ -138,7 +138,6 @@ def regression_family(session: RetrievalSession, *, baseline_path: str) -> Famil
         session.baseline,
         session.snapshot(),
         session.budgets,
-        default_stage=session.default_stage,
         options=compare_options(session.settings),
         baseline_path=baseline_path,
     )

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputError, Problem
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
 from .settings import Settings
+from .stages import pipeline_order
 from .store import (
     CacheCorrupt,
     CacheEntry,
@@ -246,7 +247,7 @@ def outcomes_from_runs(
     missing: dict[str, tuple[str, ...]] = {}
     hidden: dict[str, int] = {}
     unknown: dict[str, tuple[str, ...]] = {}
-    ordered = sorted(runs, key=lambda s: (s != RETRIEVER_STAGE, s != RERANKER_STAGE, s))
+    ordered = pipeline_order(runs)
     for stage in ordered:
         run = runs[stage]
         match = match_run_to_golden(run, ids)

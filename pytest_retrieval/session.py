@@ -30,9 +30,10 @@ from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, is_pytes
 from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
-from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, stage_scores
+from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
 from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
+from .stages import final_stage, pipeline_order
 from .verdict import Verdict
 
 if TYPE_CHECKING:
@@ -269,13 +270,13 @@ class RetrievalSession:
             return ()
         seen = {stage for o in self.outcomes.values() for stage in o.rankings}
         seen |= {o.error_stage for o in self.outcomes.values() if o.error_stage}
-        ordered = [s for s in (RETRIEVER_STAGE, RERANKER_STAGE) if s in seen]
-        return tuple(ordered + sorted(seen - set(ordered)))
+        return pipeline_order(seen)
 
     @property
     def default_stage(self) -> str:
-        """The last stage (the final ranking)."""
-        return self.stages[-1] if self.stages else RETRIEVER_STAGE
+        """The final stage (:func:`.stages.final_stage`: the ranking users get), the stage of
+        every gate that names none; ``retriever`` before the run."""
+        return final_stage(self.stages) or RETRIEVER_STAGE
 
     def failed_queries(self) -> list[QueryOutcome]:
         """Outcomes whose retriever or reranker call failed, in golden-set order."""
@@ -550,15 +551,12 @@ class RetrievalSession:
             reason = "this run updates the baseline; regressions are checked on the next run"
             self.on_skip(reason)
         self._require_run()
-        stage = budget.selection.stage
-        if stage is not None and stage not in self.stages:
-            known = ", ".join(self.stages)
-            raise GateUsageError(f"unknown stage {stage!r}; this run has: {known}")
+        # The stages compared (stage=S with S; else the final stage of each side, whatever
+        # their names) are the regression rule's: regression_pairs.compared_stages.
         outcome = compare(
             self.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            stage=stage or self.default_stage,
             options=runbaseline.compare_options(self.settings),
             baseline_path=baseline_path,
             family_result=self.regression_family(baseline_path=baseline_path),

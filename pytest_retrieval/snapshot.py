@@ -27,6 +27,7 @@ from .errors import InputError, Problem
 from .evaluate import Evaluation
 from .gates import Selection
 from .golden import GoldenSet
+from .stages import final_stage
 
 BASELINE_SCHEMA = "pytest-retrieval/baseline"
 BASELINE_SCHEMA_VERSION = 2
@@ -224,7 +225,7 @@ def snapshot_mean(
     Used by ``pytest-retrieval gate`` to re-apply a threshold to a stored run. Raises
     InputError when the stage or metric is not in the snapshot, or the split is held out.
     """
-    stage = selection.stage or (snapshot.stages[-1] if snapshot.stages else None)
+    stage = selection.stage or final_stage(snapshot.stages)
     if stage is None or stage not in snapshot.stages:
         raise InputError(
             Problem(

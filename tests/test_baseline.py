@@ -30,7 +30,6 @@ def check(
         baseline,
         current,
         parse_budget(budget),
-        stage=None,
         options=CompareOptions(**options),
         baseline_path="base.json",
     )
@@ -531,7 +530,6 @@ def test_a_drop_carried_by_too_few_changed_queries_is_explained_not_called_noise
         _mrr_snapshot([1.0] * 30),
         _mrr_snapshot([0.0] * 4 + [1.0] * 26),
         parse_budget("mrr 0.01"),
-        stage=None,
     )
     assert outcome.status == "pass"
     assert outcome.over_budget is True
@@ -546,7 +544,6 @@ def test_five_changed_queries_are_enough_to_fail() -> None:
         _mrr_snapshot([1.0] * 30),
         _mrr_snapshot([0.0] * 5 + [1.0] * 25),
         parse_budget("mrr 0.01"),
-        stage=None,
     )
     assert outcome.status == "regression"
     assert outcome.p_value == pytest.approx(1 / 32)
@@ -554,8 +551,6 @@ def test_five_changed_queries_are_enough_to_fail() -> None:
 
 def test_a_drop_equal_to_the_budget_is_not_over_it() -> None:
     # 0.8 -> 0.7 on every query: the drop is 0.1 (up to float noise), the budget 0.1.
-    outcome = compare(
-        _mrr_snapshot([0.8] * 10), _mrr_snapshot([0.7] * 10), parse_budget("mrr 0.1"), stage=None
-    )
+    outcome = compare(_mrr_snapshot([0.8] * 10), _mrr_snapshot([0.7] * 10), parse_budget("mrr 0.1"))
     assert outcome.status == "pass"
     assert outcome.over_budget is False

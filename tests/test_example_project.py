@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +24,16 @@ EXAMPLE = ROOT / "example_project"
 
 
 def run_example(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None, cache_dir: Path | None = None
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    cache_dir: Path | None = None,
+    cwd: Path = EXAMPLE,
 ) -> tuple[int, str, dict[str, Any]]:
-    """Run the example's gates in a subprocess; return (exit status, output, JSON artifact)."""
+    """Run the example's gates in a subprocess; return (exit status, output, JSON artifact).
+
+    ``cwd``: a copy of the example's project files (its package and corpus stay where they are:
+    PYTHONPATH finds them)."""
     artifact = tmp_path / "report.json"
     environment = {
         **os.environ,
@@ -49,7 +57,7 @@ def run_example(
             f"--retrieval-cache-dir={cache_dir or tmp_path / 'cache'}",
             *args,
         ],
-        cwd=EXAMPLE,
+        cwd=cwd,
         env=environment,
         capture_output=True,
         text=True,
@@ -137,6 +145,52 @@ def test_turning_the_reranker_off_is_caught_by_the_baseline(tmp_path: Path) -> N
     worst = failed[0]["worse"][0]
     assert worst["after"] < worst["before"]
     assert any(m["before"] != m["after"] for m in worst["moves"])
+
+
+def test_removing_the_reranker_is_caught_by_the_two_stage_baseline(tmp_path: Path) -> None:
+    # The team deletes the reranker fixture: the pipeline has one stage now, the committed
+    # baseline two. The budgets without stage= compare what users got (the baseline's reranker)
+    # with what they get (this run's retriever), whatever the stages are called.
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "retrieval-gates.yaml", "retrieval-baseline.json"):
+        shutil.copy(EXAMPLE / name, project / name)
+    shutil.copy(EXAMPLE / "duplicates.tsv", project / "duplicates.tsv")
+    shutil.copytree(EXAMPLE / "golden", project / "golden")
+    shutil.copytree(EXAMPLE / "tests", project / "tests")
+    conftest = (EXAMPLE / "conftest.py").read_text(encoding="utf-8")
+    kept, cut, _reranker = conftest.partition(
+        '\n\n@pytest.fixture(scope="session")\ndef reranker_under_test'
+    )
+    assert cut, "the example's conftest no longer defines the reranker fixture this way"
+    (project / "conftest.py").write_text(kept + "\n", encoding="utf-8")
+    status, output, document = run_example(tmp_path, cwd=project)
+    assert status == 1, output[-3000:]
+    assert document["stages"] == ["retriever"]
+    means = json.loads((EXAMPLE / "retrieval-baseline.json").read_text(encoding="utf-8"))["means"]
+    checks = {r["name"]: r for r in document["regressions"]}
+    for metric in ("ndcg@10", "mrr"):
+        check = checks[f"{metric}[budget=0.02]"]
+        assert (check["status"], check["baseline_stage"], check["stage"]) == (
+            "regression",
+            "reranker",
+            "retriever",
+        ), check["message"]
+        # Before: the committed baseline's reranker mean. Now: its retriever mean (BM25 has not
+        # changed), so the delta is the reranker's whole gain, lost.
+        before = means["reranker"]["overall"][metric]
+        now = means["retriever"]["overall"][metric]
+        assert (check["baseline_mean"], check["current_mean"]) == (
+            pytest.approx(before, abs=1e-6),
+            pytest.approx(now, abs=1e-6),
+        )
+        assert check["delta"] == pytest.approx(now - before, abs=1e-6)
+        assert check["delta"] < -0.02
+        assert f"FAIL {metric} budget 0.0200 [final stage: reranker in the baseline, " in output
+    # The budget that names the retriever compares the retriever with itself: unchanged.
+    kept_check = checks["recall@50[budget=0.02,stage=retriever]"]
+    assert (kept_check["status"], kept_check["delta"]) == ("pass", 0.0)
+    assert kept_check["baseline_stage"] == kept_check["stage"] == "retriever"
 
 
 def test_two_workers_give_the_same_numbers(

@@ -63,7 +63,7 @@ def test_two_independent_checks_are_adjusted_as_hand_enumerated(
     method: str, expected: float
 ) -> None:
     family, outcomes = compare_all(
-        BEFORE, AFTER, BUDGETS, default_stage=None, options=CompareOptions(multiplicity=method)
+        BEFORE, AFTER, BUDGETS, options=CompareOptions(multiplicity=method)
     )
     assert family.size == 2
     assert [o.p_value for o in outcomes] == pytest.approx([expected, expected], abs=1e-12)
@@ -76,22 +76,20 @@ def test_two_checks_on_the_same_queries_are_adjusted_like_one_under_maxt() -> No
     # The same deltas, budgeted twice (absolute and relative): maxT sees one statistic.
     budgets = [parse_budget("ndcg@10 0.02"), parse_budget("ndcg@10 2%")]
     before, after = snap(dict.fromkeys(ids(6), 1.0)), snap(dict.fromkeys(ids(6), 0.5))
-    _, maxt = compare_all(before, after, budgets, default_stage=None)
+    _, maxt = compare_all(before, after, budgets)
     assert [o.p_value for o in maxt] == pytest.approx([1 / 64, 1 / 64], abs=1e-12)
-    _, holm = compare_all(
-        before, after, budgets, default_stage=None, options=CompareOptions(multiplicity="holm")
-    )
+    _, holm = compare_all(before, after, budgets, options=CompareOptions(multiplicity="holm"))
     assert [o.p_value for o in holm] == pytest.approx([1 / 32, 1 / 32], abs=1e-12)
 
 
 def test_a_check_alone_is_a_family_of_one() -> None:
-    outcome = compare(BEFORE, AFTER, BUDGETS[0], stage=None)
+    outcome = compare(BEFORE, AFTER, BUDGETS[0])
     assert (outcome.p_value, outcome.p_value_raw, outcome.family_size) == (1 / 64, 1 / 64, 1)
 
 
 def test_incomparable_checks_are_not_members_of_the_family() -> None:
     budgets = [*BUDGETS, parse_budget("mrr 0.02")]  # the baseline has no mrr
-    family, outcomes = compare_all(BEFORE, AFTER, budgets, default_stage=None)
+    family, outcomes = compare_all(BEFORE, AFTER, budgets)
     assert family.size == 2
     assert outcomes[2].status == "incomparable"
     assert outcomes[0].p_value == pytest.approx(127 / 4096, abs=1e-12)
@@ -102,15 +100,13 @@ def test_the_beyond_budget_test_needs_the_drop_significantly_larger_than_the_bud
     before = snap(dict.fromkeys(ids(12), 1.0))
     after = snap(dict.fromkeys(ids(6), 0.5) | dict.fromkeys(ids(6, 7), 1.0))
     budget = parse_budget("ndcg@10 0.15")
-    plain = compare(before, after, budget, stage=None)
+    plain = compare(before, after, budget)
     assert (plain.status, plain.p_value) == ("regression", 1 / 64)
     # Shifted deltas: six of -0.35 and six of +0.15 (every query takes part), observed sum
     # -1.2. With a = sum of the first six signs and b of the last six, a pattern is as extreme
     # when -0.35 a + 0.15 b <= -1.2: a = 6, any b (64); a = 4 (6 ways), b <= 0 (42); a = 2
     # (15 ways), b <= -4 (7). (64 + 252 + 105) / 4096 = 421/4096 = 0.1028 > 0.05.
-    beyond = compare(
-        before, after, budget, stage=None, options=CompareOptions(budget_test="beyond-budget")
-    )
+    beyond = compare(before, after, budget, options=CompareOptions(budget_test="beyond-budget"))
     assert beyond.status == "pass"
     assert beyond.test == "beyond-budget"
     assert beyond.p_value == pytest.approx(421 / 4096, abs=1e-12)
@@ -121,7 +117,7 @@ def test_the_beyond_budget_test_needs_the_drop_significantly_larger_than_the_bud
 
 
 def test_a_regression_always_shows_an_upper_bound_below_zero() -> None:
-    for outcome in compare_all(BEFORE, AFTER, BUDGETS, default_stage=None)[1]:
+    for outcome in compare_all(BEFORE, AFTER, BUDGETS)[1]:
         assert outcome.status == "regression"
         # Every flipped set of -0.5 deltas has mean -0.5; the empty one weighs 1/64.
         assert (outcome.upper_bound, outcome.ci, outcome.ci_level) == (-0.5, (-0.5, -0.5), 0.9)
@@ -151,16 +147,14 @@ def test_a_baseline_of_several_runs_holds_means_and_spread() -> None:
 
     # Compared against: each delta against the mean, and the noise of the mean delta is
     # sqrt(sum s**2 (1 + 1/3)) / n = sqrt(0.25 * 4/3) / 2 = 0.288675.
-    outcome = compare(
-        merged, snap({"q01": 0.5, "q02": 0.5}), parse_budget("ndcg@10 0.02"), stage=None
-    )
+    outcome = compare(merged, snap({"q01": 0.5, "q02": 0.5}), parse_budget("ndcg@10 0.02"))
     assert outcome.delta == 0.0
     assert outcome.baseline_runs == 3
     assert outcome.noise == pytest.approx(math.sqrt(0.25 * 4 / 3) / 2)
 
 
 def test_an_outcome_written_before_the_family_keys_reads_with_defaults() -> None:
-    old = compare(BEFORE, AFTER, BUDGETS[0], stage=None).to_dict()
+    old = compare(BEFORE, AFTER, BUDGETS[0]).to_dict()
     for key in (
         "p_value_raw",
         "multiplicity",

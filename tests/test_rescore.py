@@ -54,7 +54,6 @@ def check(
         baseline,
         current,
         parse_budget(line),
-        stage=STAGE,
         options=CompareOptions(mode=mode, resamples=2000),
     )
 

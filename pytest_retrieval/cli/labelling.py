@@ -16,6 +16,7 @@ import sys
 from ..errors import InputError
 from ..formats.golden_io import READ_FORMATS, write_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT
+from ..stages import RETRIEVER_STAGE, final_stage
 from ..text import for_terminal, guard_lines
 from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input, missing_input
 
@@ -137,7 +138,7 @@ def _pool_input(
 
             data = read_artifact(path)
             stages = [str(s) for s in data.get("stages") or ()]
-            chosen = stage or (stages[-1] if stages else "retriever")
+            chosen = stage or final_stage(stages) or RETRIEVER_STAGE
             rankings = {
                 str(row["id"]): tuple(str(d) for d in (row.get("rankings") or {}).get(chosen, ()))
                 for row in data.get("queries") or ()
@@ -147,7 +148,7 @@ def _pool_input(
             from ..baseline import load_baseline
 
             baseline = load_baseline(path)
-            chosen = stage or (baseline.stages[-1] if baseline.stages else "retriever")
+            chosen = stage or final_stage(baseline.stages) or RETRIEVER_STAGE
             rankings = {qid: q.top.get(chosen, ()) for qid, q in baseline.queries.items()}
             return rankings, None, baseline.schema_version < 2
     from ..formats.runs import load_run_file

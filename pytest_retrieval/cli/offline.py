@@ -210,7 +210,6 @@ def _check_regressions(
         baseline,
         snapshot,
         _budgets(args, document, snapshot),
-        default_stage=None,
         options=options,
         baseline_path=baseline_path,
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..verdict import Status, Verdict
-from .phrases import fmt, fmt_p, fmt_signed, scope_label
+from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown
 
 _OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
 
@@ -44,6 +44,15 @@ class GateRow:
     upper_bound: float | None = None
     upper_level: float | None = None
     ci_level: float | None = None
+    #: The baseline's stage a regression check compared ``stage`` with (None: the same stage,
+    #: or an artifact written before it was recorded).
+    baseline_stage: str | None = None
+
+    @property
+    def stage_shown(self) -> str | None:
+        """``reranker``; ``final stage: reranker in the baseline, retriever now`` for a check
+        that compared two stages."""
+        return stage_shown(self.stage, self.baseline_stage)
 
     @property
     def change(self) -> str:
@@ -177,7 +186,12 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
         upper_bound=_number(outcome.get("upper_bound")),
         upper_level=_number(outcome.get("upper_level")),
         ci_level=_number(outcome.get("ci_level")),
+        baseline_stage=_text(outcome.get("baseline_stage")),
     )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _number(value: Any) -> float | None:

@@ -87,7 +87,7 @@ def gates_section(artifact: Mapping[str, Any]) -> Markup:
                         ]
                     ),
                     _td(row.source),
-                    _td(row.stage or "—"),
+                    _td(row.stage_shown or "—"),
                     _td(row.scope),
                     _td(view.fmt(row.value), num=True),
                     _td(row.target),
@@ -130,9 +130,10 @@ def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
     for outcome in outcomes:
         status = str(outcome.get("status"))
         metric = str(outcome.get("metric"))
-        where = f"stage {outcome.get('stage') or '—'}, " + view.scope_label(
-            outcome.get("split"), outcome.get("slice")
-        )
+        stage = outcome.get("stage")
+        shown = view.stage_shown(stage, outcome.get("baseline_stage"))
+        where = (f"stage {shown or '—'}" if shown == stage else str(shown)) + ", "
+        where += view.scope_label(outcome.get("split"), outcome.get("slice"))
         worse = list(outcome.get("worse") or ())
         better = list(outcome.get("better") or ())
         rows = []

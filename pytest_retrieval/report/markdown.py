@@ -133,7 +133,7 @@ def _gate_cells(row: GateRow) -> list[str]:
         _STATUS.get(row.status, "❔"),
         gate,
         row.source,
-        _where(row.stage, row.split, row.slice),
+        _where(row.stage_shown, row.split, row.slice),
         value,
         md_text(row.target),
         change,
@@ -185,7 +185,7 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
         for row in notes[:max_rows]:
             lines.append(
                 f"- {_STATUS.get(row.status, '❔')} {md_code(row.label, table=False)} "
-                f"({_where(row.stage, row.split, row.slice)}): {md_text(row.note)}"
+                f"({_where(row.stage_shown, row.split, row.slice)}): {md_text(row.note)}"
             )
         if len(notes) > max_rows:
             lines.append(f"- {_more(len(notes) - max_rows, 'note')}")
@@ -194,7 +194,7 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
         lines.append("")
         lines.append(
             f"{_STATUS['fail']} {md_code(row.label, table=False)} "
-            f"({_where(row.stage, row.split, row.slice)}), worst queries:"
+            f"({_where(row.stage_shown, row.split, row.slice)}), worst queries:"
         )
         lines.append("")
         lines.extend(f"- {md_text(item)}" for item in row.worst[:max_rows])
@@ -307,10 +307,11 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
     for outcome in failing:
         worse = sorted(outcome.get("worse") or (), key=_drop_order)
         metric = str(outcome.get("metric"))
+        stage = view.stage_shown(outcome.get("stage"), outcome.get("baseline_stage"))
         lines.append("")
         lines.append(
             f"**{md_code(metric, table=False)}** "
-            f"({_where(outcome.get('stage'), outcome.get('split'), outcome.get('slice'))}): "
+            f"({_where(stage, outcome.get('split'), outcome.get('slice'))}): "
             f"{len(worse)} quer{'y' if len(worse) == 1 else 'ies'} got worse, worst first"
         )
         if not worse:

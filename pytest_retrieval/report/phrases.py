@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from ..stages import stage_change
+
 # --- numbers ---------------------------------------------------------------------------------
 
 
@@ -50,6 +52,16 @@ def scope_label(split: str | None, slice_: str | None) -> str:
     if slice_:
         parts.append(f"slice {slice_}")
     return ", ".join(parts) or "overall"
+
+
+def stage_shown(stage: object, baseline_stage: object = None) -> str | None:
+    """The stage a gate or check shows (values read from an artifact; anything but text is
+    none): ``reranker``; for a check that compared two stages (the final stages, after a stage
+    was added or removed), ``final stage: reranker in the baseline, retriever now``
+    (:func:`pytest_retrieval.stages.stage_change`)."""
+    now = stage if isinstance(stage, str) else None
+    before = baseline_stage if isinstance(baseline_stage, str) else None
+    return stage_change(before, now) or now
 
 
 def shorten(text: str, limit: int) -> str:

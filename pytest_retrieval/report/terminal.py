@@ -522,15 +522,18 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
         body = regression.message.splitlines()
         if regression.delta is not None and regression.baseline_mean is not None:
             assert regression.current_mean is not None
+            change = regression.stage_change
             where = " ".join(
                 f"{k}={v}"
                 for k, v in (
-                    ("stage", regression.stage),
+                    ("stage", None if change else regression.stage),
                     ("split", regression.split),
                     ("slice", regression.slice),
                 )
                 if v
             )
+            if change:  # a stage was added or removed: say which two were compared
+                where = f"{change}; {where}" if where else change
             p_value = "n/a" if regression.p_value is None else f"{regression.p_value:.3g}"
             adjusted = regression.family_size > 1 and regression.multiplicity != "none"
             if regression.p_value_raw is not None and adjusted:

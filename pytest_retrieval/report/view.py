@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ..stages import final_stage
 from ..text import parse_int
 from .gaterows import GateRow as GateRow  # re-exported: the renderers read the view
 from .gaterows import family_line as family_line
@@ -34,6 +35,7 @@ from .phrases import fmt_p as fmt_p
 from .phrases import fmt_signed as fmt_signed
 from .phrases import scope_label as scope_label
 from .phrases import shorten as shorten
+from .phrases import stage_shown as stage_shown
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -56,9 +58,9 @@ def split_metric(name: str) -> tuple[str, int | None]:
 
 
 def default_stage(artifact: Mapping[str, Any]) -> str | None:
-    """The final stage (the last one), whose ranking the user sees."""
-    stages = list(artifact.get("stages") or ())
-    return str(stages[-1]) if stages else None
+    """The final stage (:func:`~pytest_retrieval.stages.final_stage`), whose ranking the user
+    sees."""
+    return final_stage(str(s) for s in artifact.get("stages") or ())
 
 
 def largest_k(artifact: Mapping[str, Any]) -> int | None:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any, TypeGuard
 
-RETRIEVER_STAGE = "retriever"
-RERANKER_STAGE = "reranker"
+from ..stages import RERANKER_STAGE as RERANKER_STAGE
+from ..stages import RETRIEVER_STAGE as RETRIEVER_STAGE
 
 _DEFAULT_ID_KEYS = ("id", "doc_id", "document_id", "_id", "node_id", "chunk_id")
 _DEFAULT_METADATA_KEYS = ("id", "doc_id", "document_id", "source")
