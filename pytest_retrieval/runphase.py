@@ -28,7 +28,7 @@ from .retriever import QueryOutcome, QueryRequest
 if TYPE_CHECKING:
     from .determinism import DeterminismProbe
     from .report.payload import RunBundle
-    from .runsource import Distribute
+    from .runsource import Sharded
     from .session import RetrievalSession
 
 #: ``progress(done, total)``: reports how far the retriever has got.
@@ -167,7 +167,7 @@ class RunPhase:
             from .runsource import describe_runs
             from .specs import corpus_ids, depth_hint, describe_callable
 
-            distribute: Distribute | None = None
+            distribute: Sharded | None = None
             if worker is not None and not session.run_files:
                 from .runsource import sharded
 
@@ -179,6 +179,7 @@ class RunPhase:
                     workers=int(worker.get("workercount", 1)),
                     batch_size=session.settings.batch_size,
                     key=f"{session.settings.cache} depth={session.effective_depth}",
+                    worker=str(worker.get("workerid", "")) or None,
                 )
             # Under xdist every worker that needs the run probes it too (a few extra calls each);
             # the controller keeps one probe, chosen deterministically.
@@ -195,9 +196,7 @@ class RunPhase:
                 self.run_error = refused
                 self.usage_error(refused)
 
-    def _run(
-        self, retriever: Any, reranker: Any, distribute: Distribute | None = None
-    ) -> RunBundle:
+    def _run(self, retriever: Any, reranker: Any, distribute: Sharded | None = None) -> RunBundle:
         """The run (shared out under xdist), then the determinism probe and any extra baseline
         runs."""
         from .determinism import run_checks
