@@ -169,7 +169,8 @@ class Sharded:
     ``worker`` is this worker's name (``gw0``), said of its shard if it dies.
 
     After a call, ``last`` is True in exactly one of the workers sharing the run (the one that
-    completed its last shard).
+    completed its last shard): what runs once per session after the run (the determinism
+    probe) runs there.
     """
 
     base: Path
@@ -213,6 +214,13 @@ def sharded(
 ) -> Sharded:
     """The :class:`Sharded` distribution of a session's run among its xdist workers."""
     return Sharded(base, uid, workers, batch_size, key, worker)
+
+
+def served_from_cache(outcome: QueryOutcome) -> bool:
+    """True when ``outcome`` was served from the cache: a cache hit carries no latency (no call
+    was made), while every answer of a live call has one, a failed one too (a query failed
+    without a call, a crashed shard's, is not served either)."""
+    return not outcome.latency_ms and outcome.error is None
 
 
 def _named(ids: Sequence[str]) -> str:
@@ -356,7 +364,8 @@ def key_templates(settings: Settings, *, retriever: Any, reranker: Any, depth: i
 def _lookup(
     cache: RunCache, requests: Sequence[QueryRequest], keys: KeyTemplates
 ) -> dict[int, QueryOutcome]:
-    """The requests (by position) whose every stage has an entry, as outcomes."""
+    """The requests (by position) whose every stage has an entry, as outcomes (without latency:
+    no call was made, which is how :func:`served_from_cache` tells them)."""
     first = cache.get_many(keys_for({i: r.text for i, r in enumerate(requests)}, keys.retriever))
     if keys.reranker is None:
         return {
