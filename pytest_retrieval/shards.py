@@ -338,15 +338,18 @@ class ShardStore:
         """Store a claimed shard's outcomes (:func:`encode_outcomes`) and its info (JSON).
 
         True when it was the run's last shard not done: exactly one process sharing the store
-        sees True (the claims are serialised by the store's write lock).
+        sees True (the claims are serialised by the store's write lock). A shard another
+        process took over meanwhile (it found this one's life lock free) keeps what that one
+        stored, so that every process reads the same run.
         """
         with self._transaction() as db:
-            db.execute(
-                "UPDATE shards SET state = 'done', outcomes = ?, info = ? WHERE id = ?",
-                (outcomes, info, shard),
-            )
+            stored = db.execute(
+                "UPDATE shards SET state = 'done', outcomes = ?, info = ? "
+                "WHERE id = ? AND state = 'claimed' AND owner = ?",
+                (outcomes, info, shard, self.owner),
+            ).rowcount
             left = db.execute("SELECT COUNT(*) FROM shards WHERE state != 'done'").fetchone()
-        return int(left[0]) == 0
+        return stored == 1 and int(left[0]) == 0
 
     def release(self, shard: int) -> None:
         """Give a claimed shard back (this worker failed in it)."""

@@ -292,6 +292,21 @@ def test_exactly_one_of_the_processes_completes_the_last_shard(tmp_path: Path) -
         assert one.complete(first.shard, "[]", "{}") is False
         assert two.complete(second.shard, "[]", "{}") is True
 
+    # A claimant taken for dead (its store closed with the claim) that completes afterwards
+    # changes nothing: the shard keeps what the process that took it over stored.
+    path = tmp_path / "t.sqlite3"
+    late = ShardStore(path, key="k", total=2, size=2)
+    claim = late.claim()
+    assert claim is not None
+    late._life.close()  # as if it had died
+    with ShardStore(path, key="k", total=2, size=2, worker="gw1") as other:
+        taken = other.claim()
+        assert taken == (0, 0, 2, f"(pid {os.getpid()})")
+        assert other.complete(taken.shard, '["taken over"]', "{}") is True
+    assert late.complete(claim.shard, '["late"]', "{}") is False
+    assert late.results() == (['["taken over"]'], ["{}"])
+    late._db.close()
+
 
 # --- several processes -------------------------------------------------------------------------
 
