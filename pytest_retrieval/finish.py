@@ -192,6 +192,27 @@ def terminal_width(reporter: Any) -> int:
     return shutil.get_terminal_size().columns
 
 
+def _unrepresentative(session: RetrievalSession) -> str | None:
+    """Why this run's baseline would not be the pipeline's, or None: a stale cache (the
+    rankings are the cache's, not the retriever's), or extra runs asked for that never came
+    (under xdist one worker makes them; if it died, a single run would be written as if it
+    were the mean of several)."""
+    settings = session.settings
+    probe = session.probe
+    stale = probe.stale_warning() if probe is not None else None
+    if stale is not None:
+        return stale
+    info = session.run_info
+    live = info is not None and info.source == "retriever" and info.cache_mode != "replay"
+    if live and settings.baseline_runs > 1 and not session.extra_runs:
+        return (
+            f"{settings.baseline_runs} runs were asked for (--retrieval-baseline-runs) and only "
+            "the first reached the controller (the xdist worker that made the others died); "
+            "run it again"
+        )
+    return None
+
+
 def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Line, int | None]:
     """Write the baseline from this run; the note to print and the exit status if refused."""
     from .baseline import dump_baseline, stamp
@@ -221,6 +242,11 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
             "baseline must not record failures as quality"
         )
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
+    refused = _unrepresentative(session)
+    if refused is not None:
+        return Line(f"pytest-retrieval: baseline not written to {path}: {refused}", "red"), (
+            EXIT_TESTS_FAILED
+        )
     snapshot = stamp(session.baseline_snapshot(), plugin_version=plugin_version)
     try:
         atomic_write_text(path, dump_baseline(snapshot), what="baseline")

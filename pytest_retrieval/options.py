@@ -464,8 +464,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "determinism_probe",
-        "when a baseline is configured, re-run this many queries after the run and report "
-        "how many rankings changed (default 5; 0 = off)",
+        "when a baseline is compared against or written, re-run this many queries after the "
+        "run (once per session under xdist) and report how many rankings changed, and which "
+        "cached ones are stale (default 5; 0 = off)",
         5,
         parse_non_negative_int,
         metavar="N",

@@ -4,8 +4,9 @@ The first test that needs scores asks :meth:`RunPhase.ensure` for the run (throu
 fixtures): it builds the retriever and the reranker, shares the queries out among xdist workers
 (:func:`.runsource.sharded`), takes the run from :func:`.runsource.obtain` (run files, the cache
 or the retriever), runs the determinism probe and any extra baseline runs
-(:func:`.determinism.run_checks`), stores it all in the session and refuses a run whose numbers
-would be meaningless (:func:`.runchecks.refusal`).
+(:func:`.determinism.run_checks`; under xdist once per session, in the worker that completed the
+run's last shard), stores it all in the session and refuses a run whose numbers would be
+meaningless (:func:`.runchecks.refusal`).
 
 What pytest does is passed in: the plugin gives a fixture getter, the shared temporary folder,
 a warning, a progress line, and two ways to stop: ``fail`` fails the running test (and, with
@@ -28,7 +29,7 @@ from .retriever import QueryOutcome, QueryRequest
 if TYPE_CHECKING:
     from .determinism import DeterminismProbe
     from .report.payload import RunBundle
-    from .runsource import Distribute
+    from .runsource import Sharded
     from .session import RetrievalSession
 
 #: ``progress(done, total)``: reports how far the retriever has got.
@@ -167,7 +168,7 @@ class RunPhase:
             from .runsource import describe_runs
             from .specs import corpus_ids, depth_hint, describe_callable
 
-            distribute: Distribute | None = None
+            distribute: Sharded | None = None
             if worker is not None and not session.run_files:
                 from .runsource import sharded
 
@@ -179,9 +180,11 @@ class RunPhase:
                     workers=int(worker.get("workercount", 1)),
                     batch_size=session.settings.batch_size,
                     key=f"{session.settings.cache} depth={session.effective_depth}",
+                    worker=str(worker.get("workerid", "")) or None,
                 )
-            # Under xdist every worker that needs the run probes it too (a few extra calls each);
-            # the controller keeps one probe, chosen deterministically.
+            # Under xdist one worker probes the run (and makes a multi-run baseline's extra
+            # runs): the one that completed its last shard; its payload brings them to the
+            # controller.
             outcomes, probe, extra = self._run(retriever, reranker, distribute)
             session.set_checks(probe, extra)
             name = describe_runs(session.run_files) if session.run_files else None
@@ -195,11 +198,9 @@ class RunPhase:
                 self.run_error = refused
                 self.usage_error(refused)
 
-    def _run(
-        self, retriever: Any, reranker: Any, distribute: Distribute | None = None
-    ) -> RunBundle:
+    def _run(self, retriever: Any, reranker: Any, distribute: Sharded | None = None) -> RunBundle:
         """The run (shared out under xdist), then the determinism probe and any extra baseline
-        runs."""
+        runs (under xdist, only in the worker that completed the run's last shard)."""
         from .determinism import run_checks
         from .errors import InputError
         from .runsource import obtain
@@ -244,9 +245,15 @@ class RunPhase:
             )
             probe: DeterminismProbe | None = None
             extra: list[list[QueryOutcome]] = []
-            if session.settings.cache != "replay":  # replay never calls the retriever: no probe
+            # Replay never calls the retriever: no probe. Under xdist, once per session.
+            once = distribute is None or distribute.last
+            if session.settings.cache != "replay" and once:
                 probe, extra = run_checks(
-                    session.settings, session.scorable_queries(), outcomes, rerun
+                    session.settings,
+                    session.scorable_queries(),
+                    outcomes,
+                    rerun,
+                    compared=session.baseline is not None,
                 )
         except InputError as exc:  # a replay the cache cannot serve
             self.usage_error(str(exc))

@@ -64,8 +64,12 @@ Compute = Callable[[Sequence[QueryRequest]], list[QueryOutcome]]
 Process = Callable[[Sequence[QueryRequest]], "tuple[list[QueryOutcome], RunInfo]"]
 
 #: Spreads ``requests`` over several processes (xdist workers sharing shards), running
-#: ``process`` on this process's part; returns every outcome in order and the merged info.
-Distribute = Callable[[Sequence[QueryRequest], Process], "tuple[list[QueryOutcome], RunInfo]"]
+#: ``process`` on this process's part; returns every outcome in order and the merged info. The
+#: third argument is the info of a part whose process died (its ``called`` set to the part's
+#: size): where the run comes from, without counts.
+Distribute = Callable[
+    [Sequence[QueryRequest], Process, "RunInfo"], "tuple[list[QueryOutcome], RunInfo]"
+]
 
 #: How many query ids a message names before it says "and N more".
 _NAMED = 10
@@ -158,31 +162,66 @@ def merge_infos(infos: Sequence[RunInfo]) -> RunInfo:
     )
 
 
-def sharded(base: Path, uid: str, *, workers: int, batch_size: int, key: str = "") -> Distribute:
+@dataclass
+class Sharded:
     """A :data:`Distribute` over xdist workers: shards claimed from one SQLite file in ``base``
     (a folder every worker of the session shares), named after the session's run id ``uid``
-    (see :mod:`.shards`). ``key`` names what else the workers must agree on (mode, depth)."""
-    import json
+    (see :mod:`.shards`). ``key`` names what else the workers must agree on (mode, depth);
+    ``worker`` is this worker's name (``gw0``), said of its shard if it dies.
 
-    from .shards import run_sharded, shard_size
+    After a call, ``last`` is True in exactly one of the workers sharing the run (the one that
+    completed its last shard): what runs once per session after the run (the determinism
+    probe) runs there.
+    """
 
-    path = base / f"pytest-retrieval-shards-{uid}.sqlite3"
+    base: Path
+    uid: str
+    workers: int
+    batch_size: int
+    key: str = ""
+    worker: str | None = None
+    last: bool = field(default=False, init=False)
 
-    def distribute(
-        requests: Sequence[QueryRequest], process: Process
+    def __call__(
+        self, requests: Sequence[QueryRequest], process: Process, crashed: RunInfo
     ) -> tuple[list[QueryOutcome], RunInfo]:
-        outcomes, infos = run_sharded(
-            path,
+        import json
+
+        from .shards import run_sharded, shard_size
+
+        run = run_sharded(
+            self.base / f"pytest-retrieval-shards-{self.uid}.sqlite3",
             requests,
             process,
-            size=shard_size(len(requests), workers, batch_size),
+            size=shard_size(len(requests), self.workers, self.batch_size),
             info_to_json=lambda info: json.dumps(info.to_dict()),
             info_from_json=lambda text: RunInfo.from_dict(json.loads(text)),
-            extra_key=key,
+            crashed_info=lambda count: replace(crashed, called=count),
+            extra_key=self.key,
+            worker=self.worker,
         )
-        return outcomes, merge_infos(infos)
+        self.last = run.last
+        return run.outcomes, merge_infos(run.infos)
 
-    return distribute
+
+def sharded(
+    base: Path,
+    uid: str,
+    *,
+    workers: int,
+    batch_size: int,
+    key: str = "",
+    worker: str | None = None,
+) -> Sharded:
+    """The :class:`Sharded` distribution of a session's run among its xdist workers."""
+    return Sharded(base, uid, workers, batch_size, key, worker)
+
+
+def served_from_cache(outcome: QueryOutcome) -> bool:
+    """True when ``outcome`` was served from the cache: a cache hit carries no latency (no call
+    was made), while every answer of a live call has one, a failed one too (a query failed
+    without a call, a crashed shard's, is not served either)."""
+    return not outcome.latency_ms and outcome.error is None
 
 
 def _named(ids: Sequence[str]) -> str:
@@ -326,7 +365,8 @@ def key_templates(settings: Settings, *, retriever: Any, reranker: Any, depth: i
 def _lookup(
     cache: RunCache, requests: Sequence[QueryRequest], keys: KeyTemplates
 ) -> dict[int, QueryOutcome]:
-    """The requests (by position) whose every stage has an entry, as outcomes."""
+    """The requests (by position) whose every stage has an entry, as outcomes (without latency:
+    no call was made, which is how :func:`served_from_cache` tells them)."""
     first = cache.get_many(keys_for({i: r.text for i, r in enumerate(requests)}, keys.retriever))
     if keys.reranker is None:
         return {
@@ -552,7 +592,8 @@ def obtain(
         def call(part: Sequence[QueryRequest]) -> tuple[list[QueryOutcome], RunInfo]:
             return live(part), RunInfo(called=len(part), index_version=settings.index_version)
 
-        outcomes, session.run_info = distribute(requests, call)
+        blank = RunInfo(index_version=settings.index_version)
+        outcomes, session.run_info = distribute(requests, call, blank)
         return outcomes
     by_id = {q.id: q for q in queries}
     path = cache_file(settings.cache_directory(rootdir))
@@ -581,6 +622,9 @@ def obtain(
     if distribute is None or settings.cache == "replay":
         outcomes, info = cached(requests)
     else:
-        outcomes, info = distribute(requests, cached)
+        blank = RunInfo(
+            cache_mode=settings.cache, cache_path=str(path), index_version=settings.index_version
+        )
+        outcomes, info = distribute(requests, cached, blank)
     session.run_info = info
     return outcomes

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from plugin_helpers import GOLDEN, QUIET_PLUGINS, RetrievalProject, conftest_with
 from test_plugin_artifact import load_schema
 
@@ -26,6 +27,12 @@ def test_recall():
 
 #: The four scorable queries of the standard golden set (the held-out one is sealed).
 SCORABLE = 4
+SCORABLE_TEXTS = [
+    "How long is the refund window?",
+    "How do I set up SSO with Okta?",
+    "Where do I download invoices?",
+    "Can I send invoices by fax?",
+]
 
 #: A retriever that logs each call; unknown texts get a fixed answer (for edited golden sets).
 CONFTEST = conftest_with(
@@ -357,6 +364,158 @@ def test_a_foreign_file_is_reported_and_left_alone(retrieval_project: RetrievalP
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*is not an SQLite database*"])
     assert (folder / "runs.sqlite3").read_bytes() == b"not a database at all " * 300
+
+
+# --- a stale cache and the determinism probe -------------------------------------------------
+
+#: The retriever changed without a new index version: with RETRIEVER_VERSION=2 it finds the
+#: refund policy first (deterministically); every other answer is as before.
+CHANGED_CONFTEST = conftest_with(
+    """
+    @pytest.fixture(scope="session")
+    def retriever_under_test():
+        changed = os.environ.get("RETRIEVER_VERSION") == "2"
+
+        def search(text, k):
+            log_call(text)
+            if changed and text == "How long is the refund window?":
+                return ["refund-policy", "shipping", "contact"][:k]
+            return RANKINGS[text][:k]
+
+        return search
+    """
+)
+
+#: The stale warning, as every report words it (one line; the terminal may wrap it).
+STALE = (
+    "the cache is stale: 1 of the 4 queries re-run live (refund) came back the same on two "
+    "live runs but not as cached, so this run scored rankings the retriever no longer returns; "
+    "refresh the cache (--retrieval-cache=refresh) or bump the index version "
+    "(retrieval_index_version)"
+)
+
+
+def flat(result: Any) -> str:
+    """The output with every run of whitespace one space (wrapped lines joined)."""
+    return " ".join(result.stdout.str().split())
+
+
+def test_a_retriever_changed_under_the_same_index_version_is_a_stale_cache_not_noise(
+    retrieval_project: RetrievalProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = retrieval_project.write(
+        ini={
+            "retrieval_cache": "use",
+            "retrieval_index_version": "v1",
+            "retrieval_baseline": "baseline.json",
+        },
+        conftest=CHANGED_CONFTEST,
+        tests=TESTS,
+    )
+    p.run("--retrieval-update-baseline").assert_outcomes(passed=1, skipped=3)
+    monkeypatch.setenv("RETRIEVER_VERSION", "2")
+    run = lambda *args: p.run("--retrieval-json", "out.json", *args)  # noqa: E731
+    result: Any = None
+
+    def stale_run() -> None:
+        nonlocal result
+        result = run("--retrieval-markdown", "out.md")
+
+    calls = calls_between(p, stale_run)
+    # Served from the cache; the probe re-runs the four non-held-out queries live, and the one
+    # whose live ranking differs from the cache once more: refund twice, the others once.
+    assert sorted(calls) == sorted([*SCORABLE_TEXTS, "How long is the refund window?"])
+    # Every gate passes on the stale rankings (refund's cached RR is 1/2, live it is 1), but the
+    # run says its scores are the cache's, and how to fix it; never that the pipeline is noisy.
+    result.assert_outcomes(passed=4)
+    assert f"warning: {STALE}" in flat(result)
+    assert "nondeterministic" not in result.stdout.str()
+    assert p.artifact()["determinism"] == {
+        "queries": ["refund", "sso", "invoice", "fax"],
+        "changed": [],
+        "stale": ["refund"],
+        "noisy": False,
+    }
+    # The Markdown report warns of it above the gates (its escaping of "_" undone).
+    markdown = (p.path / "out.md").read_text(encoding="utf-8").replace("\\_", "_")
+    assert f"> ⚠️ {STALE}" in markdown
+    # Under -q too: it makes the numbers meaningless.
+    assert f"warning: {STALE}" in flat(run("-q"))
+
+    # A baseline written from it would record the cache's rankings as the pipeline's: refused.
+    baseline = p.path / "baseline.json"
+    before = baseline.read_bytes()
+    refused = p.run("--retrieval-update-baseline")
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
+    assert f"baseline not written to {baseline}: {STALE}" in flat(refused)
+    assert baseline.read_bytes() == before
+
+    # The fix the warning names: refreshed, the cache holds the new ranking; no warning.
+    p.run("--retrieval-cache=refresh").assert_outcomes(passed=4)
+    fixed = run()
+    assert "the cache is stale" not in fixed.stdout.str()
+    assert p.artifact()["determinism"]["stale"] == []
+    rows = {q["id"]: q for q in p.artifact()["queries"]}
+    assert rows["refund"]["rankings"]["retriever"] == ["refund-policy", "shipping", "contact"]
+
+
+#: A truly nondeterministic retriever: the n-th call of a query puts noise-<n mod 3> first.
+NOISY_CONFTEST = conftest_with(
+    """
+    import hashlib
+
+    @pytest.fixture(scope="session")
+    def retriever_under_test():
+        here = os.path.dirname(__file__)
+
+        def search(text, k):
+            log_call(text)
+            counter = os.path.join(here, "count-" + hashlib.sha256(text.encode()).hexdigest())
+            n = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+            with open(counter, "w") as out:
+                out.write(str(n))
+            return [f"noise-{n % 3}", *RANKINGS[text]][:k]
+
+        return search
+    """
+)
+
+
+def test_a_nondeterministic_retriever_behind_the_cache_is_still_reported_as_noise(
+    retrieval_project: RetrievalProject,
+) -> None:
+    p = retrieval_project.write(
+        ini={
+            "retrieval_cache": "use",
+            "retrieval_index_version": "v1",
+            "retrieval_baseline": "baseline.json",
+        },
+        conftest=NOISY_CONFTEST,
+        tests=TESTS,
+    )
+    p.run("--retrieval-update-baseline")  # call 1 is cached (noise-1), call 2 probes (noise-2)
+    result: Any = None
+
+    def noisy_run() -> None:
+        nonlocal result
+        result = p.run("--retrieval-json", "out.json")
+
+    calls = calls_between(p, noisy_run)
+    # Served from the cache (noise-1); live, call 3 gives noise-0, so each query is asked once
+    # more, and call 4 (noise-1) disagrees with call 3: noise, not a stale cache.
+    assert sorted(calls) == sorted(SCORABLE_TEXTS * 2)
+    result.stdout.fnmatch_lines(
+        [
+            "determinism probe: 4 queries re-run, 4 rankings changed (refund, sso, invoice, fax): "
+            "the pipeline is nondeterministic",
+        ]
+    )
+    assert "the cache is stale" not in result.stdout.str()
+    determinism = p.artifact()["determinism"]
+    assert (determinism["changed"], determinism["stale"]) == (
+        ["refund", "sso", "invoice", "fax"],
+        [],
+    )
 
 
 # --- processes ------------------------------------------------------------------------------

@@ -221,6 +221,7 @@ def test_the_determinism_probe_reports_a_nondeterministic_retriever(
     assert _artifact(pytester)["determinism"] == {
         "queries": ["q01", "q03", "q05", "q08", "q10"],
         "changed": ["q01", "q03", "q05", "q08", "q10"],
+        "stale": [],
         "noisy": True,
     }
     _run(pytester, "-o", "retrieval_determinism_probe=0")

@@ -8,10 +8,11 @@ way while every test passes.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
-from plugin_helpers import RetrievalProject, conftest_with, esc
+from plugin_helpers import QUIET_PLUGINS, RetrievalProject, conftest_with, esc
 
 CONFTEST = conftest_with(
     """
@@ -251,3 +252,210 @@ def test_n2_shares_a_cpu_bound_run_between_workers_with_the_n0_numbers(
     assert overall["metrics"]["mrr@10"] == pytest.approx(sum(1 / r for r in ranks) / MANY)
     assert overall["metrics"]["recall@3"] == pytest.approx(sum(r <= 3 for r in ranks) / MANY)
     assert overall["metrics"]["recall@1"] == pytest.approx(sum(r == 1 for r in ranks) / MANY)
+
+
+# --- a retriever that kills its worker ----------------------------------------------------------
+
+#: The retriever dies (os._exit, as a crash in a native library would) on the SSO query. With
+#: retrieval_batch_size = 1 each of the four scorable queries is a shard of its own.
+CRASHING_CONFTEST = conftest_with(
+    """
+    @pytest.fixture(scope="session")
+    def retriever_under_test():
+        def search(text, k):
+            log_call(text)
+            if text == "How do I set up SSO with Okta?":
+                os._exit(3)
+            return RANKINGS[text][:k]
+        return search
+    """
+)
+
+
+def test_a_retriever_that_kills_its_worker_fails_its_shard_and_the_session_in_seconds(
+    retrieval_project: RetrievalProject,
+) -> None:
+    project = retrieval_project
+    project.write(conftest=CRASHING_CONFTEST, ini={"retrieval_batch_size": "1"})
+    for n in range(3):  # both workers have tests that need the run
+        project.tests(
+            f"""
+            from pytest_retrieval.gates import assert_recall_at
+
+            def test_recall_{n}():
+                assert_recall_at(3) >= 0.1
+            """,
+            name=f"test_crash_{n}.py",
+        )
+    # It hung (still running after 400 s): the dead worker, a zombie the controller had not
+    # reaped, passed the old liveness test, so its shard was never handed on.
+    result = project.pytester.runpytest_subprocess(
+        *QUIET_PLUGINS, "-n", "2", "--retrieval-json", "out.json", timeout=60
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (crashed,) = set(re.findall(r"worker '(gw\d)' crashed while running", result.stdout.str()))
+    artifact = project.artifact()
+    message = (
+        f"worker crashed: the xdist worker {crashed} died (os._exit, a fatal signal or a native "
+        "crash) while the retriever ran its shard of 1 query; they were not run again (run "
+        "without -n to see the crash)"
+    )
+    assert artifact["errors"] == [
+        {"query_id": "sso", "stage": "retriever", "type": "WorkerCrashed", "message": message}
+    ]
+    # The crashing query was sent to the retriever once: no other worker ran it again.
+    assert sorted(project.calls()) == sorted(
+        [
+            "How long is the refund window?",
+            "How do I set up SSO with Okta?",
+            "Where do I download invoices?",
+            "Can I send invoices by fax?",
+        ]
+    )
+    # The other queries were scored as usual. By hand: refund has recall@3 1 and RR 1/2,
+    # invoice 0 and 0, sso failed and scores 0 (fax has no relevant document: skipped), so
+    # recall@3 = (1 + 0 + 0) / 3 and MRR = (1/2 + 0 + 0) / 3.
+    rows = {q["id"]: q for q in artifact["queries"]}
+    assert rows["refund"]["rankings"]["retriever"] == ["shipping", "refund-policy", "contact"]
+    assert rows["refund"]["metrics"]["retriever"]["recall@3"] == 1.0
+    (overall,) = [r for r in artifact["results"] if r["column"] == "overall"]
+    assert overall["metrics"]["recall@3"] == pytest.approx(1 / 3)
+    assert overall["metrics"]["mrr@3"] == pytest.approx(1 / 6)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "1 queries failed (they score 0 and fail the session):",
+                "  sso [retriever] WorkerCrashed: worker crashed: "
+                f"the xdist worker {crashed} died*",
+            ]
+        )
+    )
+
+
+# --- the determinism probe: once per session, only with a baseline ------------------------------
+
+PROBED_TESTS = {
+    f"test_probe_{n}.py": f"""
+        from pytest_retrieval.gates import assert_recall_at
+
+        def test_recall_{n}():
+            assert_recall_at(3) >= 0.1
+    """
+    for n in range(3)
+}
+
+#: The four scorable queries of the standard golden set (the held-out one is sealed).
+SCORABLE = [
+    "How long is the refund window?",
+    "How do I set up SSO with Okta?",
+    "Where do I download invoices?",
+    "Can I send invoices by fax?",
+]
+
+
+def test_the_determinism_probe_runs_once_per_session_under_n2(
+    retrieval_project: RetrievalProject,
+) -> None:
+    project = retrieval_project
+    project.write(ini={"retrieval_baseline": "baseline.json"})
+    for name, source in PROBED_TESTS.items():
+        project.tests(source, name=name)
+    # The three default budgets are declared gates: skipped while the baseline is written.
+    project.run("--retrieval-update-baseline").assert_outcomes(passed=3, skipped=3)
+    (project.path / "calls.log").unlink()
+
+    result = project.run_subprocess("-n", "2", "--retrieval-json", "out.json")
+    result.assert_outcomes(passed=6)
+    # Each query once for the run and once for the probe (5 asked, 4 non-held-out queries):
+    # every worker that needed the run used to probe it too, calling each query once more.
+    assert sorted(project.calls()) == sorted(SCORABLE * 2)
+    assert project.artifact()["determinism"] == {
+        "queries": ["refund", "sso", "invoice", "fax"],
+        "changed": [],
+        "stale": [],
+        "noisy": False,
+    }
+
+
+def test_without_a_baseline_file_the_probe_never_calls_the_retriever(
+    retrieval_project: RetrievalProject,
+) -> None:
+    project = retrieval_project
+    # A baseline path set before the first baseline is written: nothing to compare against (the
+    # three default budgets fail, saying how to write it).
+    project.write(
+        ini={"retrieval_baseline": "baseline.json"}, tests=PROBED_TESTS["test_probe_0.py"]
+    )
+    result = project.run("--retrieval-json", "out.json")
+    result.assert_outcomes(passed=1, failed=3)
+    assert sorted(project.calls()) == sorted(SCORABLE)  # once each: no probe
+    assert project.artifact()["determinism"] is None
+
+
+def test_a_several_run_baseline_under_n2_makes_its_extra_runs_once(
+    retrieval_project: RetrievalProject,
+) -> None:
+    project = retrieval_project
+    project.write(ini={"retrieval_baseline": "baseline.json"})
+    for name, source in PROBED_TESTS.items():
+        project.tests(source, name=name)
+    result = project.run_subprocess(
+        "-n", "2", "--retrieval-update-baseline", "--retrieval-baseline-runs", "3"
+    )
+    result.assert_outcomes(passed=3, skipped=3)
+    # Three runs, each query once per run: every worker that needed the run used to make the
+    # two extra runs itself (five calls a query under -n 2).
+    assert sorted(project.calls()) == sorted(SCORABLE * 3)
+    document = json.loads((project.path / "baseline.json").read_text(encoding="utf-8"))
+    assert document["n_runs"] == 3
+    # A deterministic retriever: refund's RR is 1/2 in each of the three runs, no spread.
+    assert document["queries"]["refund"]["metrics"]["retriever"]["mrr"] == 0.5
+    assert document["queries"]["refund"]["spread"]["retriever"]["mrr"] == 0.0
+
+
+#: Dies (os._exit) on the second call of the refund query: in the first extra run.
+DIES_IN_AN_EXTRA_RUN = conftest_with(
+    """
+    @pytest.fixture(scope="session")
+    def retriever_under_test():
+        def search(text, k):
+            log_call(text)
+            if text == "How long is the refund window?" and CALLS_OF(text) == 2:
+                os._exit(3)
+            return RANKINGS[text][:k]
+        return search
+
+
+    def CALLS_OF(text):
+        with open(CALLS, encoding="utf-8") as log:
+            return sum(1 for line in log if line.rstrip("\\n") == text)
+    """
+)
+
+
+def test_a_several_run_baseline_whose_extra_runs_died_with_their_worker_is_not_written(
+    retrieval_project: RetrievalProject,
+) -> None:
+    project = retrieval_project
+    project.write(ini={"retrieval_baseline": "baseline.json"}, conftest=DIES_IN_AN_EXTRA_RUN)
+    for name, source in PROBED_TESTS.items():
+        project.tests(source, name=name)
+    result = project.pytester.runpytest_subprocess(
+        *QUIET_PLUGINS,
+        "-n",
+        "2",
+        "--retrieval-update-baseline",
+        "--retrieval-baseline-runs",
+        "3",
+        timeout=60,
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # The main run reached the controller, the extra runs died with the worker making them: a
+    # baseline of one run must not be written as the mean of three.
+    assert not (project.path / "baseline.json").exists()
+    flat = " ".join(result.stdout.str().split())
+    assert (
+        f"baseline not written to {project.path / 'baseline.json'}: 3 runs were asked for "
+        "(--retrieval-baseline-runs) and only the first reached the controller (the xdist "
+        "worker that made the others died); run it again"
+    ) in flat

@@ -5,13 +5,14 @@ records written before these keys existed."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 
 import pytest_retrieval.stats  # noqa: F401  (numpy first)
 from pytest_retrieval.baseline import QuerySnapshot, Snapshot, average_snapshots
 from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.determinism import changed_rankings, probe_ids
+from pytest_retrieval.determinism import DeterminismProbe, changed_rankings, compare_runs, probe_ids
 from pytest_retrieval.regression import CompareOptions, RegressionOutcome, compare, compare_all
 from pytest_retrieval.retriever import QueryOutcome
 
@@ -197,3 +198,56 @@ def test_the_probe_spreads_its_queries_and_ignores_failures() -> None:
         QueryOutcome("c", {STAGE: ("d9",)}, {}),
     ]
     assert changed_rankings(first, again) == ("a",)
+
+
+def test_the_probe_tells_a_stale_cache_from_noise_with_a_second_live_run() -> None:
+    def live(qid: str, *ranking: str) -> QueryOutcome:  # a call was made: it has a latency
+        return QueryOutcome(qid, {STAGE: ranking}, {STAGE: 1.0})
+
+    def cached(qid: str, *ranking: str) -> QueryOutcome:  # served from the cache: no latency
+        return QueryOutcome(qid, {STAGE: ranking}, {})
+
+    first = {
+        "same": cached("same", "d1"),  # live agrees with the cache
+        "stale": cached("stale", "d1"),  # live: d2, then d2 again
+        "noisy": cached("noisy", "d1"),  # live: d2, then d3
+        "live": live("live", "d1"),  # called live in the main run; the probe gives d2
+    }
+    once = [live("same", "d1"), live("stale", "d2"), live("noisy", "d2"), live("live", "d2")]
+    asked: list[list[str]] = []
+
+    def rerun(only: Sequence[str] | None) -> list[QueryOutcome]:
+        asked.append(list(only or ()))
+        return [live("stale", "d2"), live("noisy", "d3")]
+
+    probe = compare_runs(list(first), first, [once], rerun)
+    # Only the cached queries a live run contradicted are asked once more; a live main run
+    # that differs from the probe is noise without a third call.
+    assert asked == [["stale", "noisy"]]
+    assert probe == DeterminismProbe(
+        ("same", "stale", "noisy", "live"), changed=("noisy", "live"), stale=("stale",)
+    )
+    assert probe.noisy
+    assert probe.describe() == (
+        "determinism probe: 4 queries re-run, 2 rankings changed (noisy, live): the pipeline is "
+        "nondeterministic; 1 cached ranking is stale (stale)"
+    )
+    # Several live runs already (a multi-run baseline's extra runs): no call is added, and two
+    # agreeing runs that differ from the cache are a stale cache.
+    asked.clear()
+    two = [[live("stale", "d2"), live("noisy", "d2")], [live("stale", "d2"), live("noisy", "d3")]]
+    probe = compare_runs(["stale", "noisy"], first, two, rerun)
+    assert asked == []
+    assert (probe.changed, probe.stale) == (("noisy",), ("stale",))
+    # Stale alone is not noise, and its warning names the fix.
+    only_stale = DeterminismProbe(("a", "b"), (), ("b",))
+    assert not only_stale.noisy
+    assert "nondeterministic" not in only_stale.describe()
+    assert only_stale.stale_warning() == (
+        "the cache is stale: 1 of the 2 queries re-run live (b) came back the same on two live "
+        "runs but not as cached, so this run scored rankings the retriever no longer returns; "
+        "refresh the cache (--retrieval-cache=refresh) or bump the index version "
+        "(retrieval_index_version)"
+    )
+    assert DeterminismProbe.from_dict(only_stale.to_dict()) == only_stale
+    assert DeterminismProbe.from_dict({"queries": ["a"], "changed": []}).stale == ()

@@ -14,6 +14,7 @@ import json
 import multiprocessing
 import os
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,6 +46,11 @@ def outcome_of(request: QueryRequest) -> QueryOutcome:
     return QueryOutcome(
         request.id, rankings={"retriever": (f"d{i}", "x")}, latency_ms={"retriever": 1.0}
     )
+
+
+#: The info of a shard whose worker died (the store's callers say where the run comes from).
+def crashed_info(count: int) -> RunInfo:
+    return RunInfo(called=count)
 
 
 def as_json(info: RunInfo) -> str:
@@ -132,10 +138,11 @@ def test_merged_infos_sum_the_counts_and_keep_each_warning_once() -> None:
 def test_one_process_runs_every_shard_in_order(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     todo = requests(23)
-    outcomes, infos = run_sharded(
+    outcomes, infos, last = run_sharded(
         tmp_path / "s.sqlite3", todo, logged(log), size=5,
-        info_to_json=as_json, info_from_json=from_json,
+        info_to_json=as_json, info_from_json=from_json, crashed_info=crashed_info,
     )  # fmt: skip
+    assert last  # the one process completed the last shard
     assert [o.query_id for o in outcomes] == [r.id for r in todo]
     assert outcomes == [outcome_of(r) for r in todo]
     assert [i.called for i in infos] == [5, 5, 5, 5, 3]  # ceil(23 / 5) shards
@@ -154,37 +161,151 @@ def test_a_store_of_another_run_is_refused(tmp_path: Path) -> None:
 def test_a_failing_shard_is_given_back_and_the_next_worker_runs_it(tmp_path: Path) -> None:
     path, log = tmp_path / "s.sqlite3", tmp_path / "calls.log"
     todo = requests(10)
-    common = {"size": 4, "info_to_json": as_json, "info_from_json": from_json}
+    common = {
+        "size": 4, "info_to_json": as_json, "info_from_json": from_json,
+        "crashed_info": crashed_info,
+    }  # fmt: skip
     with pytest.raises(RuntimeError, match="cannot run q5"):
         run_sharded(path, todo, logged(log, fail_on="q5"), **common)  # type: ignore[arg-type]
     # The first shard (q0..q3) is done, the failing one is back to todo, none is stuck claimed.
     states = sqlite3.connect(path).execute("SELECT state FROM shards ORDER BY id").fetchall()
     assert [s for (s,) in states] == ["done", "todo", "todo"]
-    outcomes, _infos = run_sharded(path, todo, logged(log), **common)  # type: ignore[arg-type]
+    outcomes, _infos, _last = run_sharded(path, todo, logged(log), **common)  # type: ignore[arg-type]
     assert outcomes == [outcome_of(r) for r in todo]
     ran = [line.split()[1] for line in log.read_text().splitlines()]
     assert sorted(ran) == sorted(r.id for r in todo)  # q0..q3 were not run again
 
 
-def _exit_now() -> None:
-    pass
+#: A worker that claims the first shard of a six-query run and dies in it, as a retriever that
+#: calls os._exit (or crashes in a native library) kills an xdist worker.
+_DYING = """
+import os, sys
+from pathlib import Path
+from pytest_retrieval.retriever import QueryRequest
+from pytest_retrieval.shards import ShardStore, run_key
+
+requests = [QueryRequest(f"q{i}", f"text {i}") for i in range(6)]
+store = ShardStore(Path(sys.argv[1]), key=run_key(requests), total=6, size=3, worker="gw7")
+assert tuple(store.claim()) == (0, 0, 3, None)
+print("claimed", flush=True)
+os._exit(3)
+"""
 
 
-def test_a_shard_claimed_by_a_dead_process_is_claimed_again(tmp_path: Path) -> None:
+def test_a_worker_that_died_with_a_claim_fails_its_shard_even_as_an_unreaped_zombie(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+    import threading
+
     path, log = tmp_path / "s.sqlite3", tmp_path / "calls.log"
     todo = requests(6)
-    dead = multiprocessing.get_context("spawn").Process(target=_exit_now)
-    dead.start()
-    dead.join()
-    with ShardStore(path, key=run_key(todo), total=6, size=3) as store:
-        claimed = store.claim()
-        assert claimed == (0, 0, 3)
-        store._db.execute("UPDATE shards SET pid = ? WHERE id = 0", (dead.pid,))
-    outcomes, _infos = run_sharded(
-        path, todo, logged(log), size=3, info_to_json=as_json, info_from_json=from_json
+    dying = subprocess.Popen(
+        [sys.executable, "-c", _DYING, str(path)], stdout=subprocess.PIPE, text=True
     )
-    assert outcomes == [outcome_of(r) for r in todo]
-    assert sorted(line.split()[1] for line in log.read_text().splitlines()) == [r.id for r in todo]
+    assert dying.stdout is not None
+    assert dying.stdout.readline() == "claimed\n"
+    # Not waited for: the dead worker stays a zombie, as a crashed xdist worker does until its
+    # controller reaps it, and kill(pid, 0), the old liveness test, finds it alive.
+    deadline = time.monotonic() + 10
+    while not _dead(dying.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _dead(dying.pid)
+    os.kill(dying.pid, 0)  # does not raise: the process "exists"
+
+    found: list[object] = []
+    runner = threading.Thread(
+        target=lambda: found.append(
+            run_sharded(
+                path, todo, logged(log), size=3, info_to_json=as_json, info_from_json=from_json,
+                crashed_info=crashed_info, poll=0.01,
+            )
+        ),
+        daemon=True,
+    )  # fmt: skip
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive(), "the shard of the dead worker was never handed on"
+    dying.wait()
+    (run,) = found
+    outcomes, infos, last = run  # type: ignore[misc]
+    assert last
+    # The dead worker's shard (q0..q2): failed, naming the worker, and not run again; the
+    # other shard ran as usual.
+    for outcome in outcomes[:3]:
+        assert outcome.rankings == {}
+        assert outcome.error_type == "WorkerCrashed"
+        assert outcome.error_stage == "retriever"
+        assert outcome.error.startswith("worker crashed: the xdist worker gw7 died")
+        assert "its shard of 3 queries" in outcome.error
+    assert outcomes[3:] == [outcome_of(r) for r in todo[3:]]
+    assert sorted(line.split()[1] for line in log.read_text().splitlines()) == ["q3", "q4", "q5"]
+    assert [i.called for i in infos] == [3, 3]
+
+
+def _dead(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie, on Linux: state Z in /proc; elsewhere, the
+    process table is asked through ps)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.parent.exists():
+        return stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    import subprocess
+
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True)
+    return state.stdout.strip().startswith("Z")
+
+
+def test_a_live_claimant_is_never_taken_for_dead(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    with ShardStore(path, key="k", total=6, size=3, worker="gw0") as mine:
+        assert mine.claim() == (0, 0, 3, None)
+        # A second store of this process (SQLite keeps one process's locks apart) and one in
+        # another process both see the claim as alive: they get the next shard, then nothing.
+        with ShardStore(path, key="k", total=6, size=3, worker="gw1") as other:
+            assert other.claim() == (1, 3, 6, None)
+            assert other.claim() is None
+        code = (
+            "import sys; from pathlib import Path; from pytest_retrieval.shards import "
+            "ShardStore; s = ShardStore(Path(sys.argv[1]), key='k', total=6, size=3); "
+            "print(s.claim())"
+        )
+        import subprocess
+        import sys
+
+        seen = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+        )
+        # Shard 1's claimant closed its store without completing it: dead to the others.
+        assert seen.stdout.strip() == "Claim(shard=1, start=3, stop=6, crashed='gw1')"
+
+
+def test_exactly_one_of_the_processes_completes_the_last_shard(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    with (
+        ShardStore(path, key="k", total=4, size=2) as one,
+        ShardStore(path, key="k", total=4, size=2) as two,
+    ):
+        first, second = one.claim(), two.claim()
+        assert first is not None
+        assert second is not None
+        assert one.complete(first.shard, "[]", "{}") is False
+        assert two.complete(second.shard, "[]", "{}") is True
+
+    # A claimant taken for dead (its store closed with the claim) that completes afterwards
+    # changes nothing: the shard keeps what the process that took it over stored.
+    path = tmp_path / "t.sqlite3"
+    late = ShardStore(path, key="k", total=2, size=2)
+    claim = late.claim()
+    assert claim is not None
+    late._life.close()  # as if it had died
+    with ShardStore(path, key="k", total=2, size=2, worker="gw1") as other:
+        taken = other.claim()
+        assert taken == (0, 0, 2, f"(pid {os.getpid()})")
+        assert other.complete(taken.shard, '["taken over"]', "{}") is True
+    assert late.complete(claim.shard, '["late"]', "{}") is False
+    assert late.results() == (['["taken over"]'], ["{}"])
+    late._db.close()
 
 
 # --- several processes -------------------------------------------------------------------------
@@ -197,11 +318,13 @@ def _worker(path: str, log: str, n: int, result: str) -> None:
         time.sleep(0.01)  # long enough for the other processes to claim shards meanwhile
         return logged(Path(log))(part)
 
-    outcomes, infos = run_sharded(
-        Path(path), requests(n), process, size=4, info_to_json=as_json, info_from_json=from_json
-    )
+    outcomes, infos, last = run_sharded(
+        Path(path), requests(n), process, size=4, info_to_json=as_json, info_from_json=from_json,
+        crashed_info=crashed_info,
+    )  # fmt: skip
     Path(result).write_text(
-        json.dumps([encode_outcomes(outcomes), sum(i.called for i in infos)]), encoding="utf-8"
+        json.dumps([encode_outcomes(outcomes), sum(i.called for i in infos), last]),
+        encoding="utf-8",
     )
 
 
@@ -223,10 +346,13 @@ def test_three_processes_share_the_shards_each_request_run_once(tmp_path: Path) 
     assert sorted(qid for _pid, qid in lines) == sorted(f"q{i}" for i in range(n))
     assert len({pid for pid, _qid in lines}) >= 2  # the work was shared, not done by one
     expected = [outcome_of(r) for r in requests(n)]
+    lasts = []
     for result in results:
-        text, called = json.loads(result.read_text(encoding="utf-8"))
+        text, called, last = json.loads(result.read_text(encoding="utf-8"))
         assert decode_outcomes(text) == expected  # every process reads the whole run back
         assert called == n  # and the same merged count
+        lasts.append(last)
+    assert sorted(lasts) == [False, False, True]  # one of them completed the last shard
 
 
 # --- the chunked JSON writer and the lazy containers -------------------------------------------

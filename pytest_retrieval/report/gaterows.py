@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..determinism import stale_warning
 from ..verdict import Status, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown
 
@@ -224,7 +225,8 @@ def family_line(artifact: Mapping[str, Any]) -> str | None:
 
 def noise_lines(artifact: Mapping[str, Any]) -> list[str]:
     """The determinism probe's finding, and the advice for a noisy pipeline whose baseline is
-    a single run (the same words as the terminal)."""
+    a single run (the same words as the terminal; a stale cache is a warning,
+    :func:`stale_cache`)."""
     probe = artifact.get("determinism")
     if not isinstance(probe, Mapping):
         return []
@@ -242,6 +244,16 @@ def noise_lines(artifact: Mapping[str, Any]) -> list[str]:
             "several runs (--retrieval-update-baseline --retrieval-baseline-runs 5)"
         )
     return lines
+
+
+def stale_cache(artifact: Mapping[str, Any]) -> str | None:
+    """The warning of a stale cache the determinism probe found (the terminal's words), or
+    None."""
+    probe = artifact.get("determinism")
+    if not isinstance(probe, Mapping) or not probe.get("stale"):
+        return None
+    stale = [str(q) for q in probe["stale"]]
+    return stale_warning(len(stale), len(probe.get("queries") or ()), stale)
 
 
 def alpha(artifact: Mapping[str, Any]) -> float:

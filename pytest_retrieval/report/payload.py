@@ -132,8 +132,8 @@ class Report:
         names = [n for n in (self.retriever_name, other.retriever_name) if n is not None]
         hints = [h for h in (self.depth_hint, other.depth_hint) if h is not None]
         infos = [i for i in (self.run_info, other.run_info) if i is not None]
-        # Every worker reads the same shared run (probe and extra runs included): any one will
-        # do, chosen deterministically.
+        # One worker probes the shared run and makes the extra runs (the one that completed
+        # its last shard); should two payloads carry them, the choice is deterministic.
         probes = [p for p in (self.probe, other.probe) if p is not None]
         extras = [e for e in (self.extra_runs, other.extra_runs) if e]
         return Report(

@@ -342,6 +342,9 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
     if quiet and info is not None:
         for warning in info.warnings:
             lines.extend(_fit(f"cache warning: {warning}", width))
+    stale = session.probe.stale_warning() if session.probe is not None else None
+    if stale is not None:  # the scores are the cache's, not the retriever's
+        lines.extend(_fit(f"warning: {stale}", width))
     if not quiet and session.has_run:
         # Low judgment coverage where the gates look: a warning, not a failure (-q, only what
         # failed, leaves it to the full summary).

@@ -28,6 +28,7 @@ from .gaterows import family_line as family_line
 from .gaterows import gate_rows as gate_rows
 from .gaterows import has_regressions as has_regressions
 from .gaterows import noise_lines as noise_lines
+from .gaterows import stale_cache
 from .gaterows import verdict as verdict
 from .phrases import fmt as fmt  # re-exported: the renderers read the view
 from .phrases import fmt_floor as fmt_floor
@@ -321,8 +322,11 @@ def top_returned(row: Mapping[str, Any], stage: str | None, n: int = RETURNED_SH
 
 
 def warnings(artifact: Mapping[str, Any]) -> list[str]:
-    """The run's findings that make numbers meaningless where they apply (short rankings)."""
-    return [str(w.get("message")) for w in artifact.get("warnings") or () if w.get("message")]
+    """The run's findings that make numbers meaningless where they apply (short rankings, a
+    stale cache)."""
+    found = [str(w.get("message")) for w in artifact.get("warnings") or () if w.get("message")]
+    stale = stale_cache(artifact)
+    return found if stale is None else [*found, stale]
 
 
 # --- no-answer queries and duplicates ---------------------------------------------------------
