@@ -83,8 +83,10 @@ def test_the_ray_executor_writes_the_local_run_file_and_it_gates(
     )  # fmt: skip
     assert child.returncode == 1, child.stderr[-3000:]  # written; the fax query failed
     assert "5 queries through ray" in child.stdout
-    # Two actors, each built the retriever once (not once per batch: 3 batches of 2 queries).
-    assert len(list(marks.iterdir())) == 2
+    # At most two actors, each built the retriever once (not once per batch: 3 batches of 2
+    # queries). Under load Ray may hand every batch to the first actor before the second has
+    # started, so one build is as right as two; three would mean a build per batch.
+    assert 1 <= len(list(marks.iterdir())) <= 2
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MARKS", str(marks))
