@@ -150,7 +150,7 @@ def finish(
         gates_title=verdict.section_title
         if session.gate_outcomes or session.regression_outcomes or verdict.failed
         else "",
-        gates_failed=bool(verdict.failed),
+        gates_failed=bool(verdict.failed or verdict.failed_queries),
         gates=render_gates(session, quiet=quiet),
         notes=notes,
         closing=verdict.closing,

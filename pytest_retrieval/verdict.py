@@ -238,9 +238,14 @@ class Verdict:
     @property
     def section_title(self) -> str:
         """The terminal's ``retrieval gates`` section title: ``retrieval gates: 2 failed``,
-        ``... all passed``; a stopped run's title says so instead."""
+        ``... all passed``; failed queries are said there too (a session they fail must not
+        read "all passed"), and a stopped run's title says so instead."""
         if self.stop is not None:
             return f"retrieval: run {self.stop.status} (exit status {self.stop.exit_status})"
+        if self.failed_queries:
+            ran = f"{self.failed_queries} of {_plural(self.queries, 'query', 'queries')}"
+            gates = f"{self.failed} failed" if self.failed else f"{self.gates} passed"
+            return f"retrieval gates: {gates}; {ran} failed to run"
         return (
             f"retrieval gates: {self.failed} failed"
             if self.failed
@@ -250,7 +255,15 @@ class Verdict:
     @property
     def closing(self) -> str | None:
         """The line pytest prints last, before its own summary line (``session.shouldfail``),
-        when the session fails for a reason no test's outcome shows: the stop's; None else."""
+        when the session fails for a reason no test's outcome shows: the stop's, or how many
+        queries failed (their tests may all have passed: ``1 passed`` alone would read as a
+        green run); None else."""
         if self.stop is not None:
             return self.stop.closing
+        if self.failed_queries:
+            return (
+                f"pytest-retrieval: {self.failed_queries} of "
+                f"{_plural(self.queries, 'query', 'queries')} failed in the retriever "
+                f"(exit status {EXIT_TESTS_FAILED})"
+            )
         return None

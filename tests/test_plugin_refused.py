@@ -462,6 +462,35 @@ def test_a_later_test_that_needs_a_stopped_run_fails_with_its_reason_not_a_score
     assert "0.0000" not in result.stdout.str()
 
 
+def test_a_session_failed_only_by_failed_queries_says_how_many_in_its_last_lines(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # sso fails; refund, invoice and fax run: 1 of the 4 scorable queries failed (the held-out
+    # one is sealed). The gate passes (recall@3 >= 0), so every test passes and pytest's own
+    # line reads "1 passed": the line above it, and the gates' title, say the session failed.
+    retrieval_project.write(
+        conftest=retriever(
+            """
+            def search(text, k):
+                if "SSO" in text:
+                    raise ConnectionError("down")
+                return RANKINGS[text][:k]
+            return search
+            """
+        ),
+        tests=GATE,
+    )
+    result = retrieval_project.run()
+    assert result.ret == FAILED
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= retrieval gates: 1 passed; 1 of 4 queries failed to run =*"])
+    assert result.outlines[-2].strip("! ") == (
+        "pytest-retrieval: 1 of 4 queries failed in the retriever (exit status 1)"
+    )
+    assert "passed in" in result.outlines[-1]
+    assert "all passed" not in result.stdout.str()
+
+
 def test_the_report_command_renders_a_refused_artifact_as_refused(
     retrieval_project: RetrievalProject,
     monkeypatch: pytest.MonkeyPatch,
