@@ -175,7 +175,7 @@ class RunPhase:
                 # Not the user's input: the traceback (pytest shows it) says where, and the
                 # reports say the run errored instead of going missing (a stop recorded on the
                 # way, the retriever fixture's, is the one kept).
-                self.run_error = session_stop_text(
+                self.run_error = _stop_text(
                     session,
                     Stop.errored(
                         f"the run phase raised {type(exc).__name__}: {for_terminal(exc)}",
@@ -203,7 +203,7 @@ class RunPhase:
         """Record why the run has no numbers, then stop: a refusal fails the running test as a
         usage error (exit status 4), an error fails it; every later test that needs the run
         fails with the same text."""
-        self.run_error = session_stop_text(self.session, found)
+        self.run_error = _stop_text(self.session, found)
         if found.is_refusal:
             self.usage_error(self.run_error)
         self.fail(self.run_error)
@@ -256,7 +256,7 @@ class RunPhase:
         except Exception as exc:
             from .text import for_terminal
 
-            self.run_error = session_stop_text(
+            self.run_error = _stop_text(
                 self.session,
                 Stop.errored(
                     f"the {name} fixture raised {type(exc).__name__}: {for_terminal(exc)}",
@@ -325,7 +325,7 @@ class RunPhase:
         return outcomes, probe, extra
 
 
-def session_stop_text(session: RetrievalSession, found: Stop) -> str:
+def _stop_text(session: RetrievalSession, found: Stop) -> str:
     """Record ``found`` in the session (the first stop is kept) and return the text every test
     that needs the run fails with (guarded for CI logs: no line starts a workflow command)."""
     from .text import guard_lines

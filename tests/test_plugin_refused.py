@@ -541,3 +541,30 @@ def test_a_refusal_under_xdist_is_written_as_refused_and_leaves_the_baseline(
     assert document["results"] == []
     assert document["snapshot"] is None
     result.stdout.fnmatch_lines(["*= retrieval: run refused (exit status 4) =*"])
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"status": "skipped"}, '"status" must be "refused" or "errored" (not \'skipped\')'),
+        ({"reason": None}, '"reason" must be a string'),
+        ({"fix": 3}, '"fix" must be a string or null'),
+    ],
+)
+def test_a_tampered_stop_in_an_artifact_is_a_usage_error_naming_the_field(
+    retrieval_project: RetrievalProject,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    changes: dict[str, Any],
+    message: str,
+) -> None:
+    # An unknown status would otherwise be read as a run with numbers: a refusal reported as a
+    # pass by the report command.
+    good_baseline(retrieval_project)
+    stopped_run(retrieval_project, CASES[0], monkeypatch)
+    path = retrieval_project.path / "out.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**document, **changes}), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(path)]) == EXIT_USAGE
+    assert message in capsys.readouterr().err
