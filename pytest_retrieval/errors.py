@@ -9,7 +9,7 @@ fix it, so the plugin and the CLI can print it without a traceback.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: How many problems an error message lists before it says how many more there were.
 MAX_LISTED_PROBLEMS = 50
@@ -75,6 +75,13 @@ class InputError(ValueError):
             return listed[0]
         title = self.title or f"{len(self.problems)} problems"
         return "\n".join([title + ":", *(f"  - {line}" for line in listed)])
+
+    def reason_and_fix(self) -> tuple[str, str | None]:
+        """The message without the fixes, and the fixes (each once, in order; None when no
+        problem has one): a refused run reports the two apart."""
+        bare = InputError([replace(p, fix=None) for p in self.problems], title=self.title)
+        fixes = dict.fromkeys(p.fix for p in self.problems if p.fix)
+        return str(bare), "; ".join(fixes) or None
 
     @property
     def source(self) -> str | None:

@@ -7,7 +7,11 @@ never imports what draws it.
 
 The baseline-update policy: a baseline is written only with the update flag, only when the
 retriever ran, and never from a run where queries failed (a baseline must not record failures as
-quality) or that was interrupted (an interrupted session writes nothing at all).
+quality), that was refused or errored (its numbers mean nothing: the committed file is left as
+it is) or that was interrupted (an interrupted session writes nothing at all).
+
+A refused or errored run (:class:`~pytest_retrieval.verdict.Stop`) prints its reason and fix
+first, as one block, with no summary table; its report files say ``refused`` or ``errored``.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class Finish:
     gates: list[str] = field(default_factory=list)
     #: Notes after the sections: the baseline written or refused, report files, write errors.
     notes: list[Line] = field(default_factory=list)
+    #: The line pytest prints before its last one (``session.shouldfail``), or None.
+    closing: str | None = None
 
     def output(self) -> list[tuple[bool, str, dict[str, bool]]]:
         """What the terminal shows, in order, as ``(is_title, text, markup)``: a title is a
@@ -96,14 +102,15 @@ def finish(
         # Ctrl-C (or a collection error, which pytest reports with the same status): whatever
         # ran is partial, so nothing is written, and no verdict is claimed of it.
         return Finish(exit_status=EXIT_INTERRUPTED, notes=[Line(INTERRUPTED, "red")])
-    from .report.terminal import render_gates, render_summary
+    from .report.terminal import render_gates, render_stop, render_summary
 
     settings = session.settings
     verdict = session.verdict()
+    stop = verdict.stop
     status = exit_status
     if not verdict.passed and status == EXIT_OK:
         status = EXIT_TESTS_FAILED
-    if worker_usage_error is not None:
+    if worker_usage_error is not None or (stop is not None and stop.is_refusal):
         status = EXIT_USAGE_ERROR
     notes: list[Line] = []
     if settings.update_baseline:
@@ -113,7 +120,7 @@ def finish(
             status = failed_status
     written: list[str] = []
     write_error: Line | None = None
-    if session.has_run:
+    if session.has_run or stop is not None:  # a stopped run's reports say so (none go stale)
         try:
             _write_reports(session, plugin_version, step_summary=step_summary, written=written)
         except InputError as exc:
@@ -123,6 +130,15 @@ def finish(
         notes.extend(Line(f"retrieval: {line}") for line in written)
     if write_error is not None:
         notes.append(write_error)
+    if stop is not None:  # the reason first, in one block: no table of meaningless numbers
+        return Finish(
+            exit_status=status,
+            gates_title=verdict.section_title,
+            gates_failed=True,
+            gates=render_stop(session),
+            notes=notes,
+            closing=verdict.closing,
+        )
     return Finish(
         exit_status=status,
         summary=render_summary(
@@ -134,9 +150,10 @@ def finish(
         gates_title=verdict.section_title
         if session.gate_outcomes or session.regression_outcomes or verdict.failed
         else "",
-        gates_failed=bool(verdict.failed),
+        gates_failed=bool(verdict.failed or verdict.failed_queries),
         gates=render_gates(session, quiet=quiet),
         notes=notes,
+        closing=verdict.closing,
     )
 
 
@@ -221,6 +238,12 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
     path = session.settings.baseline
     if path is None:  # refused at configure time; kept for callers outside the plugin
         return Line("pytest-retrieval: no baseline path to write to", "red"), EXIT_USAGE_ERROR
+    if session.stop is not None:  # its exit status is the stop's
+        error = (
+            f"baseline not written to {path}: the run was {session.stop.status}, so it has no "
+            "scores to record (the file is left as it was)"
+        )
+        return Line(f"pytest-retrieval: {error}", "red"), None
     if not session.has_run:
         error = (
             f"baseline not written to {path}: no test ran the retriever (select at least one "

@@ -251,6 +251,8 @@ class RetrievalPlugin:
             reporter=self.config.pluginmanager.get_plugin("terminalreporter"),
         )
         session.exitstatus = self.finished.exit_status
+        if self.finished.closing and not session.shouldfail:
+            session.shouldfail = self.finished.closing  # printed before pytest's last line
 
     @pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist, never called
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -280,31 +282,26 @@ def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
 
 
 def _usage_error(config: pytest.Config, message: str) -> NoReturn:
-    """Stop the session with a usage error (exit status 4) from inside a fixture.
+    """Fail the running test with a usage error and end the session after it, as ``-x`` does
+    (the end of the session sets exit status 4). pytest.exit would print the message last, as
+    ``_pytest.outcomes.Exit: ...``, and leave the test unreported (JUnit would show no failure).
 
-    In an xdist worker, pytest.exit would crash the controller (an INTERNALERROR that loses the
-    message): there the test fails with the message, and the controller exits with 4.
+    An xdist worker goes on (its later tests fail with the same message); the controller exits
+    with 4.
     """
     message = _safe(message)
     if hasattr(config, "workerinput"):
         config.workeroutput[_USAGE_KEY] = message  # type: ignore[attr-defined]
-        raise pytest.fail.Exception(message, pytrace=False) from None  # not "during handling"
-    pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
+    elif (session := config.pluginmanager.get_plugin("session")) is not None:
+        from .verdict import REFUSED_CLOSING
+
+        session.shouldfail = REFUSED_CLOSING  # pytest's "!!! ... !!!" line says why it ended
+    raise pytest.fail.Exception(message, pytrace=False) from None  # not "during handling"
 
 
 def _build(config: pytest.Config, setting: str) -> Any:
-    """What the ``module:function`` setting (``retriever``, ``reranker``) names, built if it is
-    a factory; the missing retriever, or a spec that does not import, is a usage error."""
-    from .errors import InputError
-    from .specs import NO_RETRIEVER, build
-
-    spec = getattr(_require(config).session.settings, setting)
-    if not spec and setting == "retriever":
-        _usage_error(config, NO_RETRIEVER)
-    try:
-        return build(spec, f"retrieval_{setting}") if spec else None
-    except InputError as exc:
-        _usage_error(config, str(exc))
+    """What the ``module:function`` setting names (:meth:`.RunPhase.build`)."""
+    return _require(config).run_phase.build(setting)
 
 
 @pytest.fixture(scope="session")

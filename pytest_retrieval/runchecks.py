@@ -20,9 +20,11 @@
 Both look only at queries that ran without an error; held-out queries are never quoted.
 
 The functions that take a session (:func:`find_short_rankings`, :func:`coverage_of`,
-:func:`refusal`) apply these checks to its run: which stages, cutoffs and queries they look at,
-and which finding stops the run as a usage error (:func:`refusal`, with the ``retrieval_doc_id``
-path that no returned item has).
+:func:`refusal`, :func:`every_query_failed`) apply these checks to its run: which stages,
+cutoffs and queries they look at, and which finding stops the run: a refusal, a usage error
+(:func:`refusal`, with the ``retrieval_doc_id`` path that no returned item has), or an error
+(:func:`every_query_failed`: nothing ran, so nothing can be scored). Each is a
+:class:`~pytest_retrieval.verdict.Stop`: the reason and the fix, apart.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from typing import TYPE_CHECKING
 
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
+from .text import for_terminal
+from .verdict import Stop
 
 if TYPE_CHECKING:
     from .retriever import QueryOutcome
@@ -73,6 +77,11 @@ class ShortRankings:
     @property
     def message(self) -> str:
         """One paragraph: what is short, which metrics it flattens, and the fix."""
+        return f"{self.finding}. Fix: {self.fix}"
+
+    @property
+    def finding(self) -> str:
+        """What is short and which metrics it flattens (the message without its fix)."""
         flat = ", ".join(f"@{k}" for k in self.flat)
         median = f"{self.median:g}"
         asked = "as stored in the run file" if self.stored else f"{self.depth} were asked for"
@@ -82,13 +91,18 @@ class ShortRankings:
         )
         if flat:
             text += f"; every metric at {flat} is scored on at most {self.longest} results"
+        return text
+
+    @property
+    def fix(self) -> str:
+        """How to get rankings as long as the cutoffs, or to turn the check off."""
         fix = self.hint or (
             f"write the run file with {self.cutoff} results per query (pytest-retrieval run "
             f"--depth {self.cutoff}), or lower retrieval_ks"
             if self.stored
             else f"make the retriever return {self.depth} results per query, or lower retrieval_ks"
         )
-        return f"{text}. Fix: {fix} (retrieval_short_rankings = off if the corpus is that small)"
+        return f"{fix} (retrieval_short_rankings = off if the corpus is that small)"
 
     def to_dict(self) -> dict[str, object]:
         """Builtins, for the artifact."""
@@ -198,9 +212,9 @@ def id_mismatch(
     *,
     what: str,
     stage: str,
-) -> str | None:
-    """The usage error when the run's ids (almost) never meet ``known`` (:func:`id_match`);
-    None when they do.
+) -> Stop | None:
+    """The refusal when the run's ids (almost) never meet ``known`` (:func:`id_match`); None
+    when they do.
 
     ``rankings`` are the visible queries' rankings (query id → ids), ``known`` the judged ids
     (``what="judged"``) or the corpus ids (``what="corpus"``).
@@ -210,19 +224,18 @@ def id_mismatch(
         return None
     which = "of a judged document" if what == "judged" else "in the corpus"
     outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
-    head = (
-        f"pytest-retrieval: the returned ids do not match the golden set's: "
-        f"{found.matching} of {found.ranked} rankings [{stage}] hold an id {which}, so "
-        f"{outcome} for a reason that is not retrieval quality."
-    )
     lines = [
-        head,
+        f"the returned ids do not match the golden set's: {found.matching} of {found.ranked} "
+        f"rankings [{stage}] hold an id {which}, so {outcome} for a reason that is not "
+        "retrieval quality.",
         f"  returned ids, e.g.: {', '.join(repr(d) for d in found.returned)}",
         f"  {what} ids, e.g.:   {', '.join(repr(d) for d in found.expected)}",
-        f"Likely fix: {found.pattern or likely_fix(found.returned, known)}",
-        "(If the retriever really finds none of them, set retrieval_id_check = off.)",
     ]
-    return "\n".join(lines)
+    fix = (
+        f"{found.pattern or likely_fix(found.returned, known)}\n"
+        "(If the retriever really finds none of them, set retrieval_id_check = off.)"
+    )
+    return Stop.refused("\n".join(lines), fix)
 
 
 def normalisation_pairs(
@@ -260,8 +273,8 @@ def normalisation_pairs(
 
 def normalisation_mismatch(
     rankings: Mapping[str, Sequence[str]], known: Collection[str], *, what: str, stage: str
-) -> str | None:
-    """The usage error when returned ids differ from ``known`` ids only in their Unicode
+) -> Stop | None:
+    """The refusal when returned ids differ from ``known`` ids only in their Unicode
     normalisation (:func:`normalisation_pairs`); None when none do. Ids are compared as given
     everywhere else: they are labels, not text, so the convention is to refuse rather than to
     normalise silently (which would change what a golden set's fingerprint and a baseline
@@ -271,15 +284,17 @@ def normalisation_mismatch(
         return None
     shown = list(pairs.items())[:EXAMPLES]
     lines = [
-        f"pytest-retrieval: {len(pairs)} returned id(s) [{stage}] differ from {what} ids only in "
-        "their Unicode normalisation (they look the same but are different strings), so they "
-        "never match and would be scored as misses:",
+        f"{len(pairs)} returned id(s) [{stage}] differ from {what} ids only in their Unicode "
+        "normalisation (they look the same but are different strings), so they never match "
+        "and would be scored as misses:",
         *(f"  returned {doc!a}, {what} {match!a}" for doc, match in shown),
-        'Likely fix: return ids in one normal form, e.g. unicodedata.normalize("NFC", doc_id) in '
-        "the retriever (or write the golden set's ids in the form the index uses).",
-        "(retrieval_id_check = off turns this check off.)",
     ]
-    return "\n".join(lines)
+    fix = (
+        'return ids in one normal form, e.g. unicodedata.normalize("NFC", doc_id) in the '
+        "retriever (or write the golden set's ids in the form the index uses).\n"
+        "(retrieval_id_check = off turns this check off.)"
+    )
+    return Stop.refused("\n".join(lines), fix)
 
 
 def likely_fix(returned: Sequence[str], known: Collection[str]) -> str:
@@ -516,8 +531,9 @@ def coverage_of(session: RetrievalSession) -> list[Coverage]:
     return found
 
 
-def refusal(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> str | None:
-    """Why the session's numbers would be meaningless, as a usage error; None when they are not.
+def refusal(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
+    """Why the session's numbers would be meaningless, as a refusal (a usage error); None when
+    they are not.
 
     A ``retrieval_doc_id`` path that no returned item has (every query failed on it: a typo,
     not a retriever failure); ids that (almost) never match a judged or corpus id; short
@@ -532,12 +548,36 @@ def refusal(session: RetrievalSession, corpus_ids: Collection[str] | None = None
     if session.settings.short_rankings == "error":
         found = find_short_rankings(session)
         if found:
-            return "pytest-retrieval: " + "\n".join(f.message for f in found)
+            fixes = dict.fromkeys(f.fix for f in found)  # one stage's fix is often the other's
+            return Stop.refused("\n".join(f.finding for f in found), "\n".join(fixes))
     return None
 
 
-def doc_id_problem(session: RetrievalSession) -> str | None:
-    """The usage error when every query failed because no returned item has the
+def every_query_failed(session: RetrievalSession) -> Stop | None:
+    """The error when every query of the run failed (nothing to score: a table of zeros
+    would say nothing about retrieval quality); None when one ran. The first visible failure
+    is quoted, never a held-out one."""
+    outcomes = list(session.outcomes.values()) if session.outcomes else []
+    if not outcomes or any(o.error is None for o in outcomes):
+        return None
+    stages = sorted({o.error_stage or RETRIEVER_STAGE for o in outcomes})
+    visible = [o for o in outcomes if not session.is_redacted(session.golden[o.query_id])]
+    first = (
+        f"; the first, query {visible[0].query_id!r} [{visible[0].error_stage}]: "
+        f"{for_terminal(visible[0].error_type)}: {for_terminal(visible[0].error)}"
+        if visible
+        else " (held-out queries: details hidden; --retrieval-heldout-details shows them)"
+    )
+    return Stop.errored(
+        f"every query failed in the {' and the '.join(stages)} ({len(outcomes)} of "
+        f"{len(outcomes)}){first}",
+        "make the retriever answer (the error quoted is the first; the JSON artifact lists "
+        "every one), then run again",
+    )
+
+
+def doc_id_problem(session: RetrievalSession) -> Stop | None:
+    """The refusal when every query failed because no returned item has the
     ``retrieval_doc_id`` path: the setting is wrong, not each query."""
     doc_id = session.settings.doc_id
     if not session.outcomes or not doc_id or ":" in doc_id:
@@ -547,16 +587,15 @@ def doc_id_problem(session: RetrievalSession) -> str | None:
         return None
     visible = [o for o in outcomes if not session.is_redacted(session.golden[o.query_id])]
     example = f" (query {visible[0].query_id!r}: {visible[0].error})" if visible else ""
-    return (
-        f"pytest-retrieval: retrieval_doc_id = {doc_id}: no returned item has "
-        f"it, so every query failed{example}. Set it to the key or attribute path where each "
-        "result keeps its document id (e.g. metadata.source, meta.source, node.ref_doc_id), "
-        "or remove it to use the default lookup"
+    return Stop.refused(
+        f"retrieval_doc_id = {doc_id}: no returned item has it, so every query failed{example}",
+        "set it to the key or attribute path where each result keeps its document id (e.g. "
+        "metadata.source, meta.source, node.ref_doc_id), or remove it to use the default lookup",
     )
 
 
-def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> str | None:
-    """The usage error when returned ids differ from judged ids only in their Unicode
+def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
+    """The refusal when returned ids differ from judged ids only in their Unicode
     normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
     ranking a corpus id); every stage is checked, the first finding is the error."""
     outcomes = session.outcomes

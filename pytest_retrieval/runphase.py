@@ -5,13 +5,17 @@ fixtures): it builds the retriever and the reranker, shares the queries out amon
 (:func:`.runsource.sharded`), takes the run from :func:`.runsource.obtain` (run files, the cache
 or the retriever), runs the determinism probe and any extra baseline runs
 (:func:`.determinism.run_checks`; under xdist once per session, in the worker that completed the
-run's last shard), stores it all in the session and refuses a run whose numbers would be
-meaningless (:func:`.runchecks.refusal`).
+run's last shard), stores it all in the session and stops a run that has no
+meaningful numbers (:meth:`RunPhase.stop`): refused when they would be meaningless
+(:func:`.runchecks.refusal`, a doc-id option or a replay that cannot be served, a retriever
+object with no method to call, any other bad input found on the way), errored when nothing ran
+(the retriever could not be built, every query failed, the run phase raised). The stop is kept
+in the session, so every report says so, with no score, and no baseline is written from it.
 
 What pytest does is passed in: the plugin gives a fixture getter, the shared temporary folder,
 a warning, a progress line, and two ways to stop: ``fail`` fails the running test (and, with
-:attr:`RunPhase.run_error` kept, every later one the same way), ``usage_error`` stops the
-session with exit status 4.
+:attr:`RunPhase.run_error` kept, every later one the same way), ``usage_error`` fails it and
+ends the session after it (exit status 4, set at the end).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .retriever import QueryOutcome, QueryRequest
+from .verdict import Stop
 
 if TYPE_CHECKING:
     from .determinism import DeterminismProbe
@@ -129,7 +134,8 @@ class RunPhase:
     rootdir: Path
     #: Fail the running test with this message (pytest.fail under the plugin).
     fail: Callable[[str], NoReturn]
-    #: Stop the session with this usage error, exit status 4.
+    #: Fail the running test with this usage error and end the session after it (exit status
+    #: 4, which the end of the session sets from the recorded stop).
     usage_error: Callable[[str], NoReturn]
     #: Warn (the reasons the cache was not used).
     warn: Callable[[str], None]
@@ -152,68 +158,128 @@ class RunPhase:
         ``worker`` is the xdist worker's input (None outside xdist).
         """
         session = self.session
-        if session.has_run:
+        if session.has_run and self.run_error is None:
             return
         with self.lock:
+            if self.run_error:  # stopped: every later test fails with the reason
+                self.fail(self.run_error)
             if session.outcomes is not None:  # another thread ran it meanwhile
                 return
-            if self.run_error:
-                self.fail(self.run_error)
-            retriever = reranker = None
-            if not session.run_files:  # a stored run is gated without building the retriever
-                retriever = fixture("retriever_under_test")
-                reranker = fixture("reranker_under_test")
+            try:
+                self._ensure(fixture, worker)
+            except Exception as exc:  # the stops themselves are pytest outcomes, not these
+                from .errors import InputError
+                from .text import for_terminal
 
-            from .runchecks import refusal
-            from .runsource import describe_runs
-            from .specs import corpus_ids, depth_hint, describe_callable
-
-            distribute: Sharded | None = None
-            if worker is not None and not session.run_files:
-                from .runsource import sharded
-
-                # Workers that need the run share its queries: shards in the session's shared
-                # temporary folder, each query run by one worker (see shards.py).
-                distribute = sharded(
-                    fixture("tmp_path_factory").getbasetemp().parent,
-                    worker["testrunuid"],
-                    workers=int(worker.get("workercount", 1)),
-                    batch_size=session.settings.batch_size,
-                    key=f"{session.settings.cache} depth={session.effective_depth}",
-                    worker=str(worker.get("workerid", "")) or None,
+                if isinstance(exc, InputError):  # bad input found on the way: a usage error
+                    self.stop(Stop.refused(*exc.reason_and_fix()))
+                # Not the user's input: the traceback (pytest shows it) says where, and the
+                # reports say the run errored instead of going missing (a stop recorded on the
+                # way, the retriever fixture's, is the one kept).
+                self.run_error = _stop_text(
+                    session,
+                    Stop.errored(
+                        f"the run phase raised {type(exc).__name__}: {for_terminal(exc)}",
+                        "see the traceback of the first test that needed the run",
+                    ),
                 )
-            # Under xdist one worker probes the run (and makes a multi-run baseline's extra
-            # runs): the one that completed its last shard; its payload brings them to the
-            # controller.
-            outcomes, probe, extra = self._run(retriever, reranker, distribute)
-            session.set_checks(probe, extra)
-            name = describe_runs(session.run_files) if session.run_files else None
-            session.set_outcomes(
-                outcomes,
-                retriever_name=name or describe_callable(retriever),
-                depth_hint=None if session.run_files else depth_hint(retriever),
+                raise
+
+    def build(self, setting: str) -> Any:
+        """What the ``module:function`` setting (``retriever``, ``reranker``) names, built if
+        it is a factory (the plugin's default fixtures; None without a reranker); the missing
+        retriever, or a spec that does not import, refuses the run."""
+        from .errors import InputError
+        from .specs import NO_RETRIEVER, NO_RETRIEVER_FIX, build
+
+        spec = getattr(self.session.settings, setting)
+        if not spec and setting == "retriever":
+            self.stop(Stop.refused(NO_RETRIEVER, NO_RETRIEVER_FIX))
+        try:
+            return build(spec, f"retrieval_{setting}") if spec else None
+        except InputError as exc:
+            self.stop(Stop.refused(*exc.reason_and_fix()))
+
+    def stop(self, found: Stop) -> NoReturn:
+        """Record why the run has no numbers, then stop: a refusal fails the running test as a
+        usage error (exit status 4), an error fails it; every later test that needs the run
+        fails with the same text."""
+        self.run_error = _stop_text(self.session, found)
+        if found.is_refusal:
+            self.usage_error(self.run_error)
+        self.fail(self.run_error)
+
+    def _ensure(self, fixture: Callable[[str], Any], worker: Mapping[str, Any] | None) -> None:
+        session = self.session
+        retriever = reranker = None
+        if not session.run_files:  # a stored run is gated without building the retriever
+            retriever = self._build(fixture, "retriever_under_test")
+            reranker = self._build(fixture, "reranker_under_test")
+
+        from .runchecks import every_query_failed, refusal
+        from .runsource import describe_runs
+        from .specs import corpus_ids, depth_hint, describe_callable
+
+        distribute: Sharded | None = None
+        if worker is not None and not session.run_files:
+            from .runsource import sharded
+
+            # Workers that need the run share its queries: shards in the session's shared
+            # temporary folder, each query run by one worker (see shards.py).
+            distribute = sharded(
+                fixture("tmp_path_factory").getbasetemp().parent,
+                worker["testrunuid"],
+                workers=int(worker.get("workercount", 1)),
+                batch_size=session.settings.batch_size,
+                key=f"{session.settings.cache} depth={session.effective_depth}",
+                worker=str(worker.get("workerid", "")) or None,
             )
-            refused = refusal(session, corpus_ids(session.settings.corpus))
-            if refused is not None:
-                self.run_error = refused
-                self.usage_error(refused)
+        # Under xdist one worker probes the run (and makes a multi-run baseline's extra
+        # runs): the one that completed its last shard; its payload brings them to the
+        # controller.
+        outcomes, probe, extra = self._run(retriever, reranker, distribute)
+        session.set_checks(probe, extra)
+        name = describe_runs(session.run_files) if session.run_files else None
+        session.set_outcomes(
+            outcomes,
+            retriever_name=name or describe_callable(retriever),
+            depth_hint=None if session.run_files else depth_hint(retriever),
+        )
+        stopped = refusal(session, corpus_ids(session.settings.corpus)) or every_query_failed(
+            session
+        )
+        if stopped is not None:
+            self.stop(stopped)
+
+    def _build(self, fixture: Callable[[str], Any], name: str) -> Any:
+        """The fixture's retriever (or reranker); an exception of the user's fixture makes the
+        run errored, and goes on to pytest (its traceback is the user's code)."""
+        try:
+            return fixture(name)
+        except Exception as exc:
+            from .text import for_terminal
+
+            self.run_error = _stop_text(
+                self.session,
+                Stop.errored(
+                    f"the {name} fixture raised {type(exc).__name__}: {for_terminal(exc)}",
+                    f"fix {name} (or the factory it calls): its traceback is in the first "
+                    "test that needed the run",
+                ),
+            )
+            raise
 
     def _run(self, retriever: Any, reranker: Any, distribute: Sharded | None = None) -> RunBundle:
         """The run (shared out under xdist), then the determinism probe and any extra baseline
         runs (under xdist, only in the worker that completed the run's last shard)."""
         from .determinism import run_checks
-        from .errors import InputError
         from .runsource import obtain
         from .specs import doc_id_option
-        from .text import guard_lines
 
         session = self.session
         if session.run_files:  # gated as stored: no retriever, no doc-id mapping, no probe
             return obtain(session, rootdir=self.rootdir, compute=None), None, []
-        try:
-            doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
-        except InputError as exc:
-            self.usage_error(str(exc))
+        doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
         progress = self.progress(len(session.scorable_queries()))
 
         def compute(requests: Sequence[QueryRequest]) -> list[QueryOutcome]:
@@ -255,9 +321,23 @@ class RunPhase:
                     rerun,
                     compared=session.baseline is not None,
                 )
-        except InputError as exc:  # a replay the cache cannot serve
-            self.usage_error(str(exc))
         except TypeError as exc:  # the retriever object has no usable method
-            self.run_error = guard_lines(f"pytest-retrieval: {exc}")
-            self.fail(self.run_error)
+            self.stop(
+                Stop.refused(
+                    str(exc),
+                    "return an object the plugin can call from the retriever_under_test "
+                    "fixture, as said above (docs/frameworks.md lists each framework's shape)",
+                )
+            )
         return outcomes, probe, extra
+
+
+def _stop_text(session: RetrievalSession, found: Stop) -> str:
+    """Record ``found`` in the session (the first stop is kept) and return the text every test
+    that needs the run fails with (guarded for CI logs: no line starts a workflow command)."""
+    from .text import guard_lines
+
+    session.set_stop(found)
+    stop = session.stop
+    assert stop is not None
+    return guard_lines(stop.text)

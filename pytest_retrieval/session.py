@@ -34,7 +34,7 @@ from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
 from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
 from .stages import final_stage, pipeline_order
-from .verdict import Verdict
+from .verdict import Stop, Verdict
 
 if TYPE_CHECKING:
     from .abstention import Sweep
@@ -97,6 +97,8 @@ class RetrievalSession:
     #: baseline update (``retrieval_baseline_runs`` - 1 of them).
     probe: DeterminismProbe | None = field(default=None, init=False)
     extra_runs: list[dict[str, QueryOutcome]] = field(default_factory=list, init=False)
+    #: Why the run has no numbers (refused or errored, :class:`~.verdict.Stop`); None: it has.
+    stop: Stop | None = field(default=None, init=False)
     _family: Family | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
@@ -214,6 +216,13 @@ class RetrievalSession:
         """How many judgments of the golden set were made by a machine (``--prefill``)."""
         return sum(1 for q in self.golden for label in q.provenance.values() if label.is_machine)
 
+    def set_stop(self, stop: Stop) -> None:
+        """Record that the run has no numbers and why (the first stop found is kept): no score
+        is given from it any more, and every report says so."""
+        with self._lock:
+            if self.stop is None:
+                self.stop = stop
+
     def set_checks(
         self, probe: DeterminismProbe | None, extra: Sequence[Sequence[QueryOutcome]]
     ) -> None:
@@ -257,8 +266,12 @@ class RetrievalSession:
         return self.take_uncompared()
 
     def _require_run(self) -> dict[str, QueryOutcome]:
-        if self.outcomes is None and self._ensure_run is not None:
+        # A stopped run is asked again: the run phase fails the test with the stop's reason,
+        # never a score of a run whose numbers mean nothing.
+        if (self.outcomes is None or self.stop is not None) and self._ensure_run is not None:
             self._ensure_run()
+        if self.stop is not None:
+            raise RuntimeError(self.stop.text)
         if self.outcomes is None:
             raise RuntimeError("the retriever has not run yet (no test fixture could run it)")
         return self.outcomes
@@ -376,6 +389,7 @@ class RetrievalSession:
             (r.passed for r in self.regression_outcomes),
             failed_queries=len(self.failed_queries()),
             queries=len(self.scorable_queries()),
+            stop=self.stop,
         )
 
     def score(self, spec: MetricSpec, selection: Selection) -> Score:

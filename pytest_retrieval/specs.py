@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, Problem
 
 CONFTEST_SNIPPET = """\
 # conftest.py
@@ -28,8 +28,10 @@ NO_GOLDEN = (
     "--retrieval-golden PATH"
 )
 #: The message when no retriever is configured.
-NO_RETRIEVER = (
-    "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:\n\n"
+NO_RETRIEVER = "no retriever to test"
+#: How to give it one.
+NO_RETRIEVER_FIX = (
+    "define the retriever_under_test fixture:\n\n"
     + CONFTEST_SNIPPET
     + "\nor name a factory in your pytest configuration: "
     "retrieval_retriever = myapp.search:build\n(Declared gates, the retrieval-gates.yaml::... "
@@ -48,14 +50,18 @@ def import_object(spec: str, what: str) -> Any:
         module = import_module(module_name)
     except ImportError as exc:
         raise InputError(
-            f"{what} = {spec!r}: cannot import {module_name!r} ({exc}); check the module "
-            "path and that it is importable from the rootdir"
+            Problem(
+                f"{what} = {spec!r}: cannot import {module_name!r} ({exc})",
+                fix="check the module path and that it is importable from the rootdir",
+            )
         ) from None
     found = getattr(module, attribute, None)
     if found is None:
         raise InputError(
-            f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}; check "
-            "the name after the ':'"
+            Problem(
+                f"{what} = {spec!r}: module {module_name!r} has no attribute {attribute!r}",
+                fix="check the name after the ':'",
+            )
         )
     return found
 

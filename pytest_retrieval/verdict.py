@@ -5,13 +5,21 @@
 show it (``pass``, ``fail`` or ``skip``). :class:`Verdict` counts the failures of a whole run and
 is built the same way from a live session (terminal, exit status) and from a stored artifact
 (Markdown, HTML, the ``report`` command), so the two can never disagree.
+
+:class:`Stop` is a run that has no numbers at all, and why: **refused** (the settings or what the
+retriever returns make every number meaningless, such as ids that never match a judged id: a
+usage error, exit status 4) or **errored** (the retriever could not be built, or every query
+failed: exit status 1). A verdict with a stop is neither passed nor failed: every report says
+``refused`` or ``errored`` with the reason and the fix, shows no score, and no baseline is
+written from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 #: pytest's exit statuses this plugin sets (the values of ``pytest.ExitCode``).
 EXIT_OK = 0
@@ -54,15 +62,93 @@ def _plural(count: int, one: str, many: str | None = None) -> str:
     return f"{count} {one if count == 1 else many or one + 's'}"
 
 
+#: The two states of a run that has no numbers (:attr:`Stop.status`, the artifact's ``status``).
+REFUSED = "refused"
+ERRORED = "errored"
+#: The line pytest prints last (before its own) when a run was refused or errored.
+REFUSED_CLOSING = f"pytest-retrieval refused the run (exit status {EXIT_USAGE_ERROR})"
+ERRORED_CLOSING = "pytest-retrieval: the run errored, nothing was scored"
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Why a run has no numbers: ``refused`` (exit status 4) or ``errored`` (exit status 1).
+
+    ``reason`` says what was found (it may run over several lines: examples, a listing), ``fix``
+    what to change; both are plain text without the ``pytest-retrieval`` prefix, which
+    :attr:`text` (what the terminal and the failed test show) adds.
+    """
+
+    status: str
+    reason: str
+    fix: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in (REFUSED, ERRORED):
+            raise ValueError(f"a stop is {REFUSED!r} or {ERRORED!r}, not {self.status!r}")
+
+    @classmethod
+    def refused(cls, reason: str, fix: str | None = None) -> Stop:
+        """A refusal: the numbers would be meaningless (a usage error)."""
+        return cls(REFUSED, reason, fix)
+
+    @classmethod
+    def errored(cls, reason: str, fix: str | None = None) -> Stop:
+        """An error: the retriever gave nothing to score."""
+        return cls(ERRORED, reason, fix)
+
+    @property
+    def is_refusal(self) -> bool:
+        """True for a refusal (exit status 4)."""
+        return self.status == REFUSED
+
+    @property
+    def exit_status(self) -> int:
+        """``EXIT_USAGE_ERROR`` for a refusal, ``EXIT_TESTS_FAILED`` for an error."""
+        return EXIT_USAGE_ERROR if self.is_refusal else EXIT_TESTS_FAILED
+
+    @property
+    def text(self) -> str:
+        """The message in full: ``pytest-retrieval refused the run: <reason>`` (or ``... the
+        run errored, nothing was scored: ...``), then ``Fix: <fix>`` on a line of its own."""
+        head = (
+            "pytest-retrieval refused the run"
+            if self.is_refusal
+            else "pytest-retrieval: the run errored, nothing was scored"
+        )
+        return f"{head}: {self.reason}" + (f"\nFix: {self.fix}" if self.fix else "")
+
+    @property
+    def closing(self) -> str:
+        """The one line pytest prints last, before its own summary line."""
+        return REFUSED_CLOSING if self.is_refusal else ERRORED_CLOSING
+
+    def to_dict(self) -> dict[str, str | None]:
+        """``status``, ``reason`` and ``fix``: the artifact's top-level keys and the xdist
+        payload."""
+        return {"status": self.status, "reason": self.reason, "fix": self.fix}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Stop | None:
+        """The stop an artifact (or a payload) records; None when the run has numbers."""
+        status = data.get("status")
+        if status not in (REFUSED, ERRORED):
+            return None
+        fix = data.get("fix")
+        return cls(str(status), str(data.get("reason") or ""), str(fix) if fix else None)
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The run's outcome: how many gates, how many failed, how many queries failed to run."""
+    """The run's outcome: how many gates, how many failed, how many queries failed to run,
+    and whether the run was stopped (:class:`Stop`: refused or errored, no numbers at all)."""
 
     gates: int
     failed_gates: int
     failed_regressions: int
     failed_queries: int
     queries: int
+    stop: Stop | None = None
 
     @classmethod
     def count(
@@ -72,6 +158,7 @@ class Verdict:
         *,
         failed_queries: int,
         queries: int,
+        stop: Stop | None = None,
     ) -> Verdict:
         """From the ``passed`` flags of every threshold gate and every regression check."""
         gate_flags, regression_flags = list(gates), list(regressions)
@@ -81,6 +168,7 @@ class Verdict:
             failed_regressions=regression_flags.count(False),
             failed_queries=failed_queries,
             queries=queries,
+            stop=stop,
         )
 
     @property
@@ -90,22 +178,42 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        """No gate or regression check failed and every query ran."""
-        return not (self.failed or self.failed_queries)
+        """No gate or regression check failed, every query ran, and the run was not stopped."""
+        return not (self.failed or self.failed_queries or self.stop)
 
     @property
     def exit_status(self) -> int:
-        """``EXIT_TESTS_FAILED`` unless the run passed."""
+        """The stop's (4 refused, 1 errored); else ``EXIT_TESTS_FAILED`` unless the run
+        passed."""
+        if self.stop is not None:
+            return self.stop.exit_status
         return EXIT_OK if self.passed else EXIT_TESTS_FAILED
 
     @property
+    def status(self) -> str:
+        """``passed``, ``failed``, ``refused`` or ``errored``."""
+        if self.stop is not None:
+            return self.stop.status
+        return "passed" if self.passed else "failed"
+
+    @property
+    def word(self) -> str:
+        """``PASSED``, ``FAILED``, ``REFUSED`` or ``ERRORED`` (the HTML title)."""
+        return self.status.upper()
+
+    @property
     def icon(self) -> str:
-        """✅ or ❌."""
+        """✅ or ❌ (⛔ for a refused run)."""
+        if self.stop is not None and self.stop.is_refusal:
+            return "⛔"
         return "✅" if self.passed else "❌"
 
     @property
     def headline(self) -> str:
-        """``3 of 21 gates failed`` / ``all 21 gates passed`` (and failed queries)."""
+        """``3 of 21 gates failed`` / ``all 21 gates passed`` (and failed queries); for a
+        stopped run ``run refused, nothing scored (exit status 4)``."""
+        if self.stop is not None:
+            return f"run {self.stop.status}, nothing scored (exit status {self.stop.exit_status})"
         parts = []
         if self.gates == 0:
             parts.append("no gates")
@@ -129,9 +237,33 @@ class Verdict:
 
     @property
     def section_title(self) -> str:
-        """The terminal's ``retrieval gates`` section title."""
+        """The terminal's ``retrieval gates`` section title: ``retrieval gates: 2 failed``,
+        ``... all passed``; failed queries are said there too (a session they fail must not
+        read "all passed"), and a stopped run's title says so instead."""
+        if self.stop is not None:
+            return f"retrieval: run {self.stop.status} (exit status {self.stop.exit_status})"
+        if self.failed_queries:
+            ran = f"{self.failed_queries} of {_plural(self.queries, 'query', 'queries')}"
+            gates = f"{self.failed} failed" if self.failed else f"{self.gates} passed"
+            return f"retrieval gates: {gates}; {ran} failed to run"
         return (
             f"retrieval gates: {self.failed} failed"
             if self.failed
             else "retrieval gates: all passed"
         )
+
+    @property
+    def closing(self) -> str | None:
+        """The line pytest prints last, before its own summary line (``session.shouldfail``),
+        when the session fails for a reason no test's outcome shows: the stop's, or how many
+        queries failed (their tests may all have passed: ``1 passed`` alone would read as a
+        green run); None else."""
+        if self.stop is not None:
+            return self.stop.closing
+        if self.failed_queries:
+            return (
+                f"pytest-retrieval: {self.failed_queries} of "
+                f"{_plural(self.queries, 'query', 'queries')} failed in the retriever "
+                f"(exit status {EXIT_TESTS_FAILED})"
+            )
+        return None

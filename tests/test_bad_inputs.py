@@ -6,11 +6,14 @@ broken: the golden set, a setting, a gate, the retriever, the baseline or an out
 artifact) must:
 
 * exit with the status a polished plugin gives: 4 (usage error) for inputs that are wrong before
-  anything runs, 1 (failed session) for a failed gate, test or query, 0 where the input is
-  accepted and scored by the documented convention; never 3 (internal error), never a traceback;
+  anything runs or that refuse the run once it started, 1 (failed session) for a failed gate,
+  test or query, 0 where the input is accepted and scored by the documented convention; never 3
+  (internal error), never a traceback;
 * say what is wrong, naming the source (file and line, option, query id) and the fix;
-* leave files whole: after a usage error the old artifact and baseline are byte-identical; after
-  a run the artifact is a complete document naming the failed queries; no temporary file stays.
+* leave files whole: after a usage error found before the run the old artifact and baseline are
+  byte-identical; a run refused or errored once it started rewrites the artifact with its
+  status (refused, errored) and no number, and leaves the baseline byte-identical; after a run
+  the artifact is a complete document naming the failed queries; no temporary file stays.
 
 Expected numbers are worked out by hand in each case's comment.
 """
@@ -154,6 +157,9 @@ class Case:
     needs_permissions: bool = False
     #: Whether the retriever runs, so that the artifact is rewritten (None: unless a usage error).
     runs: bool | None = None
+    #: The artifact's status when the run was stopped once it started ("refused", "errored"):
+    #: the artifact is rewritten with it and no number.
+    stopped: str | None = None
     #: Run under xdist (in a subprocess, with two workers).
     xdist: bool = False
     #: Whether pytest.ini names the golden set.
@@ -165,6 +171,8 @@ class Case:
 
     @property
     def rewrites_artifact(self) -> bool:
+        if self.stopped is not None:
+            return True
         return self.status != USAGE if self.runs is None else self.runs
 
 
@@ -488,10 +496,12 @@ CASES = [
         "no-retriever-defined",
         USAGE,
         (
-            "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture",
+            "pytest-retrieval refused the run: no retriever to test",
+            "Fix: define the retriever_under_test fixture",
             "retrieval_retriever = myapp.search:build",
         ),
         conftest="",
+        stopped="refused",
     ),
     Case(
         # A worker cannot stop the session as the controller does (pytest.exit there crashed
@@ -499,11 +509,13 @@ CASES = [
         "no-retriever-defined-under-xdist",
         USAGE,
         (
-            "pytest-retrieval: no retriever to test. Define the retriever_under_test fixture",
+            "pytest-retrieval refused the run: no retriever to test",
+            "Fix: define the retriever_under_test fixture",
             "retrieval_retriever = myapp.search:build",
         ),
         conftest="",
         xdist=True,
+        stopped="refused",
     ),
     Case(
         "retriever-module-missing",
@@ -515,6 +527,7 @@ CASES = [
         ),
         conftest="",
         ini={"retrieval_retriever": "nosuch.search:build"},
+        stopped="refused",
     ),
     Case(
         "retriever-function-missing",
@@ -526,6 +539,7 @@ CASES = [
         ),
         conftest="",
         ini={"retrieval_retriever": "os:no_such_factory"},
+        stopped="refused",
     ),
     Case(
         "retriever-not-module-colon-function",
@@ -536,13 +550,18 @@ CASES = [
         ),
         conftest="",
         ini={"retrieval_retriever": "myapp.search"},
+        stopped="refused",
     ),
     Case(
+        # A retriever the plugin cannot call is a usage error (it was exit 1, every test failed).
         "retriever-is-not-callable",
-        FAILED,
-        ("the retriever under test is a int, which is neither callable nor has",),
+        USAGE,
+        (
+            "pytest-retrieval refused the run: the retriever under test is a int, which is "
+            "neither callable nor has",
+        ),
         conftest=retriever("return 42"),
-        runs=False,
+        stopped="refused",
     ),
     Case(
         "retriever-returns-none-for-one-query",
@@ -556,15 +575,17 @@ CASES = [
         failed_queries=("sso",),
     ),
     Case(
+        # Every query failed: nothing to score, so the run errored (no table of zeros).
         "retriever-returns-a-string",
         FAILED,
         (
-            "4 queries failed",
+            "the run errored, nothing was scored: every query failed in the retriever (4 of 4)",
             "refund [retriever] RetrieverOutputError: returned 'refund-policy' (str); expected "
             "a list of ids",
         ),
         conftest=retriever("return lambda text: 'refund-policy'"),
         failed_queries=("refund", "sso", "invoice", "fax"),
+        stopped="errored",
     ),
     Case(
         "retriever-returns-items-without-ids",
@@ -1016,6 +1037,7 @@ CASES = [
         ),
         ini={"retrieval_doc_id_map": "chunks.tsv"},
         files={"chunks.tsv": b"okta\tokta\ncaf\xe9\tcafe\n"},
+        stopped="refused",
     ),
     Case(
         "doc-id-map-is-a-symlink-to-dev-zero",
@@ -1023,24 +1045,27 @@ CASES = [
         ("retrieval_doc_id_map: the doc-id map is not a regular file",),
         ini={"retrieval_doc_id_map": "chunks.tsv"},
         symlinks={"chunks.tsv": "/dev/zero"},
+        stopped="refused",
     ),
     # --- BaseException from user code ----------------------------------------------------------
     Case(
         # The doc-id function runs on every returned item, so every query fails with it.
         "doc-id-function-raises-systemexit",
         FAILED,
-        ("4 queries failed", "refund [retriever] SystemExit: 3"),
+        ("every query failed in the retriever (4 of 4)", "refund [retriever] SystemExit: 3"),
         ini={"retrieval_doc_id": "docids_exit:to_doc"},
         files={"docids_exit.py": "def to_doc(item):\n    raise SystemExit(3)\n"},
         failed_queries=("refund", "sso", "invoice", "fax"),
+        stopped="errored",
     ),
     Case(
         "doc-id-function-raises-generatorexit",
         FAILED,
-        ("4 queries failed", "sso [retriever] GeneratorExit: closed"),
+        ("every query failed in the retriever (4 of 4)", "sso [retriever] GeneratorExit: closed"),
         ini={"retrieval_doc_id": "docids_closed:to_doc"},
         files={"docids_closed.py": "def to_doc(item):\n    raise GeneratorExit('closed')\n"},
         failed_queries=("refund", "sso", "invoice", "fax"),
+        stopped="errored",
     ),
     # --- interrupts ----------------------------------------------------------------------------
     Case(
@@ -1116,6 +1141,7 @@ CASES = [
         ),
         conftest=failing_on_sso("raise ConnectionError('down')"),
         failed_queries=("::error::pwned",),
+        stopped="errored",  # its one query failed: nothing ran
     ),
     Case(
         "query-id-with-a-newline-and-a-workflow-command",
@@ -1127,6 +1153,7 @@ CASES = [
         ),
         conftest=failing_on_sso("raise ConnectionError('down')"),
         failed_queries=("a\n::add-mask::x",),
+        stopped="errored",  # its one query failed: nothing ran
     ),
     Case(
         # The failed gate lists what the query missed: a doc id with a newline in it.
@@ -1254,6 +1281,12 @@ def test_a_bad_input_fails_cleanly_naming_its_source_and_fix(
         assert document["schema"] == "pytest-retrieval/artifact"
         assert "queries" in document  # a whole artifact, not the seeded one
         assert sorted(e["query_id"] for e in document["errors"]) == sorted(case.failed_queries)
+        # A stopped run says so, with its reason, and has no number (no table of zeros).
+        assert document.get("status") == case.stopped
+        if case.stopped is not None:
+            assert document["reason"]
+            assert document["results"] == [] == document["queries"]
+            assert document["snapshot"] is None
     leftovers = [p.name for p in retrieval_project.path.rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
 

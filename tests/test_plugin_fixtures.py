@@ -186,7 +186,8 @@ def test_without_a_retriever_the_run_stops_with_a_usage_error_showing_the_confte
     result.stdout.fnmatch_lines(
         esc(
             [
-                "*pytest-retrieval: no retriever to test. Define the retriever_under_test fixture:",
+                "*pytest-retrieval refused the run: no retriever to test",
+                "Fix: define the retriever_under_test fixture:",
                 "# conftest.py",
                 '@pytest.fixture(scope="session")',
                 "def retriever_under_test():",

@@ -171,7 +171,7 @@ def test_llamaindex_node_ids_that_never_match_stop_the_run_with_the_fix(
     out = result.stdout.str()
     assert "the returned ids do not match the golden set's: 0 of 3 rankings" in out
     assert "judged ids, e.g.:   'export', 'okta', 'refund'" in out
-    assert "Likely fix: these are generated node/chunk ids (UUIDs). LlamaIndex: set " in out
+    assert "Fix: these are generated node/chunk ids (UUIDs). LlamaIndex: set " in out
     assert "retrieval_doc_id = node.ref_doc_id" in out
 
 

@@ -314,12 +314,16 @@ def test_a_batch_returning_the_wrong_number_of_results_fails_its_queries(
         tests="def test_run(retrieval_run): pass",
     )
     result = retrieval_project.run()
+    # Every batch is one result short, so every query failed: the run errored (nothing scored).
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "4 queries failed (they score 0 and fail the session):",
-            "  refund [retriever] RetrieverOutputError: the batch method returned 1 results for "
-            "2 queries (refund, sso); return a list with one ranking per query text, in order",
+            "pytest-retrieval: the run errored, nothing was scored: every query failed in the "
+            "retriever (4 of 4); the first, query 'refund' [[]retriever[]]: "
+            "RetrieverOutputError: the batch method returned 1 results for 2 queries*",
+            "queries that failed:",
+            "  refund [[]retriever[]] RetrieverOutputError: the batch method returned 1 results "
+            "for 2 queries (refund, sso); return a list with one ranking per query text, in order",
         ]
     )
 
@@ -392,7 +396,7 @@ def test_chunk_ids_that_never_match_a_judged_id_stop_the_run_with_the_separator_
             "*the returned ids do not match the golden set's: 0 of * rankings [[]retriever[]] "
             "hold an id of a judged document*",
             "*returned ids, e.g.: 'shipping#0', 'shipping#1', 'shipping#2', 'refund-policy#0'*",
-            "*Likely fix: the returned ids are chunk ids of the judged documents ('shipping#0'): "
+            "*Fix: the returned ids are chunk ids of the judged documents ('shipping#0'): "
             "set retrieval_doc_id_separator = #*",
         ]
     )
@@ -422,7 +426,7 @@ def test_ids_that_differ_from_judged_ids_only_in_unicode_normalisation_stop_the_
         [
             "*1 returned id(s) [[]retriever[]] differ from judged ids only in their Unicode*",
             "*returned 'cre\\u0300me', judged 'cr\\xe8me'*",
-            '*Likely fix: return ids in one normal form, e.g. unicodedata.normalize("NFC", *',
+            '*Fix: return ids in one normal form, e.g. unicodedata.normalize("NFC", *',
         ]
     )
 
@@ -693,7 +697,7 @@ def test_a_hanging_query_times_out_without_holding_up_the_session(
     )
 
 
-def test_a_retriever_that_cannot_be_called_fails_every_test_that_needs_it(
+def test_a_retriever_that_cannot_be_called_refuses_the_run_as_a_usage_error(
     retrieval_project: RetrievalProject,
 ) -> None:
     retrieval_project.write(
@@ -704,10 +708,14 @@ def test_a_retriever_that_cannot_be_called_fails_every_test_that_needs_it(
         """,
     )
     result = retrieval_project.run()
-    result.assert_outcomes(errors=2)
+    # The first test that needs the run fails with the reason; the session ends there, as a
+    # usage error (it used to fail every test, exit 1).
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*pytest-retrieval: the retriever under test is a int, which is neither callable nor "
+            "*pytest-retrieval refused the run: the retriever under test is a int, which is "
+            "neither callable nor "
             "has an invoke/retrieve/search/retrieve_batch/batch method; return a function "
             "`retrieve(query_text) -> ranked ids` from the retriever_under_test fixture",
         ]
@@ -732,10 +740,11 @@ def test_a_fixture_returning_the_retriever_class_is_refused_by_name(
         tests="def test_run(retrieval_run): pass",
     )
     result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*pytest-retrieval: the retriever under test is the class "
+            "*pytest-retrieval refused the run: the retriever under test is the class "
             "retriever_under_test.<locals>.MyRetriever, not an instance of it: return "
             "retriever_under_test.<locals>.MyRetriever(...) from the retriever_under_test "
             "fixture, not retriever_under_test.<locals>.MyRetriever",

@@ -248,7 +248,7 @@ def test_quiet_runs_show_only_what_failed(retrieval_project: RetrievalProject) -
                 "*= retrieval =*",
                 "1 queries failed (they score 0 and fail the session):",
                 "  invoice [retriever] TimeoutError: search backend too slow",
-                "*= retrieval gates: 1 failed =*",
+                "*= retrieval gates: 1 failed; 1 of 4 queries failed to run =*",
                 "FAIL recall@3 >= 0.9: 0.6667 (CI *) [stage=retriever] (n=3) — "
                 "test_retrieval.py::test_fail",
             ]

@@ -39,19 +39,26 @@ CAFE_NFD = "cafe\u0301"  # e + combining acute accent: the same on screen
 
 def test_ids_that_differ_only_in_unicode_normalisation_stop_the_run_showing_both() -> None:
     rankings = {"q1": ["menu", CAFE_NFD], "q2": ["menu"]}
-    message = normalisation_mismatch(rankings, {CAFE_NFC, "menu"}, what="judged", stage="retriever")
-    assert message is not None
-    assert "1 returned id(s) [retriever] differ from judged ids only in their Unicode" in message
+    stop = normalisation_mismatch(rankings, {CAFE_NFC, "menu"}, what="judged", stage="retriever")
+    assert stop is not None
+    assert stop.status == "refused"
+    assert (
+        "1 returned id(s) [retriever] differ from judged ids only in their Unicode" in stop.reason
+    )
     # Escaped, so the two strings look different in the log, as they are.
-    assert "returned 'cafe\\u0301', judged 'caf\\xe9'" in message
-    assert 'unicodedata.normalize("NFC", doc_id)' in message
+    assert "returned 'cafe\\u0301', judged 'caf\\xe9'" in stop.reason
+    # The fix apart from the reason (the artifact records both), and both in the shown text.
+    assert stop.fix is not None
+    assert 'unicodedata.normalize("NFC", doc_id)' in stop.fix
+    assert "unicodedata.normalize" not in stop.reason
+    assert stop.text.endswith(stop.fix)
 
 
 def test_the_normalisation_check_works_both_ways_and_ignores_ids_that_match() -> None:
     # The golden set decomposed, the index composed.
-    message = normalisation_mismatch({"q": [CAFE_NFC]}, {CAFE_NFD}, what="judged", stage="s")
-    assert message is not None
-    assert "returned 'caf\\xe9', judged 'cafe\\u0301'" in message
+    stop = normalisation_mismatch({"q": [CAFE_NFC]}, {CAFE_NFD}, what="judged", stage="s")
+    assert stop is not None
+    assert "returned 'caf\\xe9', judged 'cafe\\u0301'" in stop.reason
     # The same form on both sides, ASCII ids, and unrelated non-ASCII ids are fine.
     assert normalisation_mismatch({"q": [CAFE_NFD]}, {CAFE_NFD}, what="judged", stage="s") is None
     assert normalisation_mismatch({"q": ["cafe"]}, {CAFE_NFC}, what="judged", stage="s") is None
@@ -62,12 +69,12 @@ def test_the_normalisation_check_works_both_ways_and_ignores_ids_that_match() ->
 
 def test_an_equivalent_that_composes_to_ascii_is_caught_both_ways() -> None:
     kelvin = "\u212a-100"  # KELVIN SIGN: NFC makes it the letter K
-    message = normalisation_mismatch({"q": [kelvin]}, {"K-100"}, what="judged", stage="s")
-    assert message is not None
-    assert "returned '\\u212a-100', judged 'K-100'" in message
-    message = normalisation_mismatch({"q": ["K-100"]}, {kelvin}, what="judged", stage="s")
-    assert message is not None
-    assert "returned 'K-100', judged '\\u212a-100'" in message
+    stop = normalisation_mismatch({"q": [kelvin]}, {"K-100"}, what="judged", stage="s")
+    assert stop is not None
+    assert "returned '\\u212a-100', judged 'K-100'" in stop.reason
+    stop = normalisation_mismatch({"q": ["K-100"]}, {kelvin}, what="judged", stage="s")
+    assert stop is not None
+    assert "returned 'K-100', judged '\\u212a-100'" in stop.reason
     # Only NFKC-equivalent ("fi" ligature, fullwidth letters): different ids, not flagged.
     assert normalisation_mismatch({"q": ["\ufb01le"]}, {"file"}, what="j", stage="s") is None
     assert normalisation_mismatch({"q": ["\uff21BC"]}, {"ABC"}, what="j", stage="s") is None

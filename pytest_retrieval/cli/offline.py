@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..text import guard_line
+from ..verdict import Stop
 from .args import probability, tampered
 
 if TYPE_CHECKING:
@@ -100,6 +101,16 @@ def _read_artifact(path: str) -> dict[str, Any]:
     from ..report.artifact import read_artifact
 
     data = read_artifact(path)
+    stop = Stop.from_dict(data)
+    if stop is not None:  # nothing was scored: nothing to gate or compare
+        first = stop.reason.splitlines()[0] if stop.reason else ""
+        raise InputError(
+            Problem(
+                f"the artifact is of a run that was {stop.status}, so it has no scores: {first}",
+                fix=stop.fix or "run pytest again once the reason is fixed",
+                source=path,
+            )
+        )
     if not data.get("snapshot"):
         raise InputError(
             Problem(

@@ -40,12 +40,19 @@ def build_artifact(
     extra_specs: Sequence[MetricSpec] = (),
     declared: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
-    """The JSON artifact of a session (see the README's "JSON artifact" section)."""
+    """The JSON artifact of a session (see the README's "JSON artifact" section).
+
+    A refused or errored run (:attr:`.RetrievalSession.stop`) has ``status``, ``reason`` and
+    ``fix`` after ``created``, and no number: no results, per-query rows, snapshot, warnings,
+    coverage, latency, probe or sweeps (the failed queries stay in ``errors``). Other runs have
+    no ``status`` key (their verdict is the gates', the checks' and the errors')."""
     golden = session.golden
     settings = session.settings
     results: list[dict[str, Any]] = []
     specs = settings.metric_specs
-    if session.has_run:
+    stop = session.stop
+    scored = session.has_run and stop is None
+    if scored:
         for stage in session.stages:
             evaluation = session.evaluation(stage, specs)
             for label, selection in session.columns():
@@ -64,7 +71,7 @@ def build_artifact(
                 )
     rows: Sequence[dict[str, Any]] = []
     redacted = 0
-    if session.has_run:
+    if scored:
         scorable = session.scorable_queries()
         shown = [q for q in scorable if not session.is_redacted(q)]
         redacted = len(scorable) - len(shown)
@@ -76,19 +83,23 @@ def build_artifact(
             entry["message"] = entry["message"].split("\n", 1)[0]
         gates.append(entry)
     latency = {}
-    for stage in session.stages:
+    for stage in session.stages if scored else ():
         pair = session.latency_percentiles(stage)
         if pair is not None:
             latency[stage] = {"p50": pair[0], "p95": pair[1]}
     failed = session.failed_queries()
-    warnings = [w.to_dict() for w in session.short_rankings()] if session.has_run else []
-    coverage = session.coverage() if session.has_run else []
+    warnings = [w.to_dict() for w in session.short_rankings()] if scored else []
+    coverage = session.coverage() if scored else []
     warnings += [{k: v for k, v in w.items() if k != "short"} for w in coverage_warnings(coverage)]
-    return {
+    head: dict[str, Any] = {
         "schema": ARTIFACT_SCHEMA,
         "schema_version": ARTIFACT_SCHEMA_VERSION,
         "plugin_version": plugin_version,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **(stop.to_dict() if stop is not None else {}),
+    }
+    return {
+        **head,
         "settings": settings.to_dict(),
         "golden": {
             "path": golden.source,
@@ -133,16 +144,14 @@ def build_artifact(
         "declared": {k: list(v) for k, v in (declared or {}).items()},
         "queries": rows,
         "redacted_queries": redacted,
-        "snapshot": (
-            session.snapshot(extra=extra_specs).to_dict(lazy=True) if session.has_run else None
-        ),
+        "snapshot": (session.snapshot(extra=extra_specs).to_dict(lazy=True) if scored else None),
         "family": _family(session),
         "determinism": (
             {**session.probe.to_dict(), "noisy": session.probe.noisy}
-            if session.probe is not None
+            if session.probe is not None and scored
             else None
         ),
-        "abstention": abstention_block(session),
+        "abstention": abstention_block(session) if scored else None,
         "dedup": dedup_block(session),
     }
 
@@ -353,6 +362,7 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
                     field=key,
                 )
             )
+    problems.extend(_stop_problems(data, source))
     settings = data.get("settings")
     if isinstance(settings, dict):
         ks = settings.get("ks")
@@ -389,4 +399,30 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
         problems.extend(
             snapshot_problems(snapshot, source=f"{source} (snapshot)", fix=_REWRITE, complete=False)
         )
+    return problems
+
+
+def _stop_problems(data: Mapping[str, Any], source: str) -> list[Problem]:
+    """``status``, ``reason`` and ``fix``: absent, or a refused or errored run's (a status this
+    version does not know would be read as a run with numbers)."""
+    from ..verdict import ERRORED, REFUSED
+
+    problems = []
+    status = data.get("status")
+    if "status" in data and status not in (REFUSED, ERRORED):
+        problems.append(
+            Problem(
+                f'"status" must be "{REFUSED}" or "{ERRORED}" (not {status!r})',
+                fix=_REWRITE,
+                source=source,
+                field="status",
+            )
+        )
+    for key, optional in (("reason", False), ("fix", True)):
+        value = data.get(key)
+        if "status" in data and not (isinstance(value, str) or (optional and value is None)):
+            shown = "a string or null" if optional else "a string"
+            problems.append(
+                Problem(f'"{key}" must be {shown}', fix=_REWRITE, source=source, field=key)
+            )
     return problems

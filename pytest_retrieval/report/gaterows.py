@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..determinism import stale_warning
-from ..verdict import Status, Verdict
+from ..verdict import Status, Stop, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown
 
 _OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
@@ -278,7 +278,8 @@ def has_regressions(rows: Sequence[GateRow]) -> bool:
 
 
 def verdict(artifact: Mapping[str, Any]) -> Verdict:
-    """Pass when no gate or regression check failed and no query failed to run."""
+    """Pass when no gate or regression check failed and no query failed to run; refused or
+    errored when the artifact's ``status`` says so (:class:`~pytest_retrieval.verdict.Stop`)."""
     rows = gate_rows(artifact)
     queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
     return Verdict.count(
@@ -286,4 +287,5 @@ def verdict(artifact: Mapping[str, Any]) -> Verdict:
         (r.status != "fail" for r in rows if r.kind == "regression"),
         failed_queries=len(artifact.get("errors") or ()),
         queries=queries,
+        stop=Stop.from_dict(artifact),
     )

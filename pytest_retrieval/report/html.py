@@ -219,10 +219,40 @@ def _header(artifact: Mapping[str, Any]) -> Markup:
         el(
             "p",
             {"class": f"verdict {'pass' if verdict.passed else 'fail'}", "id": "verdict"},
-            ("PASSED: " if verdict.passed else "FAILED: ") + verdict.headline,
+            f"{verdict.word}: {verdict.headline}",
         ),
         el("p", {"class": "facts"}, facts),
         *(el("p", {"class": "warning"}, "⚠️ ", w) for w in view.warnings(artifact)),
+    )
+
+
+def _stop_section(artifact: Mapping[str, Any]) -> Markup:
+    """A refused or errored run: the reason, the fix, that nothing is scored, and the first
+    failed queries (an empty string for a run with numbers)."""
+    stop = view.verdict(artifact).stop
+    if stop is None:
+        return Markup("")
+    errors = list(artifact.get("errors") or ())
+    shown = [
+        el(
+            "li",
+            None,
+            el("code", None, str(e.get("query_id"))),
+            f" [{e.get('stage') or '—'}] {e.get('type') or 'Error'}: {e.get('message') or ''}",
+        )
+        for e in errors[:20]
+    ]
+    if len(errors) > 20:
+        shown.append(el("li", None, f"... and {len(errors) - 20} more (the JSON artifact)"))
+    return el(
+        "section",
+        {"id": "stop"},
+        el("h2", None, f"Why the run was {stop.status}"),
+        el("pre", {"class": "mono", "id": "reason"}, stop.reason),
+        el("p", None, el("strong", None, "Fix: "), stop.fix) if stop.fix else None,
+        el("p", {"class": "facts"}, view.STOPPED_NOTE[stop.status]),
+        el("h3", None, f"Failed queries ({len(errors)})") if errors else None,
+        el("ul", None, *shown) if errors else None,
     )
 
 
@@ -272,14 +302,19 @@ def render_html(
         el("meta", {"charset": "utf-8"}),
         el("meta", {"http-equiv": "Content-Security-Policy", "content": CSP}),
         el("meta", {"name": "viewport", "content": "width=device-width, initial-scale=1"}),
-        el(
-            "title",
-            None,
-            f"{'PASSED' if verdict.passed else 'FAILED'} · {title}"
-            + (f" · {name}" if name else ""),
-        ),
+        el("title", None, f"{verdict.word} · {title}" + (f" · {name}" if name else "")),
         el("style", None, Markup(_CSS)),
     )
+    if verdict.stop is not None:  # no number to draw: the reason, the fix, the failed queries
+        body = el(
+            "body",
+            {"data-verdict": verdict.stop.status},
+            _header(artifact),
+            _stop_section(artifact),
+            _footer(artifact),
+            el("script", None, Markup(_SCRIPT)),
+        )
+        return "<!DOCTYPE html>\n" + el("html", {"lang": "en"}, head, body) + "\n"
     body = el(
         "body",
         {"data-verdict": "pass" if verdict.passed else "fail"},

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..text import for_terminal
+from ..verdict import Stop
 from . import view
 from .view import BaselineLike, Column, GateRow
 
@@ -359,6 +360,23 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
     return lines
 
 
+def _stop_section(stop: Stop) -> list[str]:
+    """A refused or errored run: its reason and fix as a quote block, and that nothing is
+    scored."""
+    lines = [
+        f"> **Reason:** {md_text(line)}" if i == 0 else f"> {md_text(line)}"
+        for i, line in enumerate(stop.reason.splitlines() or [""])
+    ]
+    if stop.fix:
+        lines.append(">")
+        lines.extend(
+            f"> **Fix:** {md_text(line)}" if i == 0 else f"> {md_text(line)}"
+            for i, line in enumerate(stop.fix.splitlines())
+        )
+    lines.extend(["", f"_{md_text(view.STOPPED_NOTE[stop.status])}_"])
+    return lines
+
+
 def _errors_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
     errors = list(artifact.get("errors") or ())
     if not errors:
@@ -510,6 +528,11 @@ def _render(
 ) -> str:
     verdict = view.verdict(artifact)
     lines = [f"### {verdict.icon} {md_text(title)}: {verdict.headline}", ""]
+    if verdict.stop is not None:  # no number to show: the reason, the fix, the failed queries
+        lines.extend(_stop_section(verdict.stop))
+        lines.extend(_errors_section(artifact, max_rows))
+        lines.extend(_footer(artifact))
+        return "\n".join(lines).rstrip("\n") + "\n"
     for warning in view.warnings(artifact):
         lines.extend([f"> ⚠️ {md_text(warning)}", ""])
     lines.extend(_gates_section(artifact, max_gates, max_rows))

@@ -18,6 +18,7 @@ from ..regression import RegressionOutcome
 from ..retriever import QueryOutcome
 from ..runsource import RunInfo
 from ..session import RetrievalSession
+from ..verdict import Stop
 
 #: The main run's outcomes, the determinism probe, and the extra runs of a multi-run baseline.
 RunBundle = tuple[list[QueryOutcome], DeterminismProbe | None, list[list[QueryOutcome]]]
@@ -68,6 +69,8 @@ class Report:
     run_info: dict[str, Any] | None = None
     probe: dict[str, Any] | None = None
     extra_runs: list[list[dict[str, Any]]] = field(default_factory=list)
+    #: Why the run has no numbers (:class:`~pytest_retrieval.verdict.Stop` as builtins).
+    stop: dict[str, Any] | None = None
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
@@ -82,6 +85,7 @@ class Report:
             session.run_info.to_dict() if session.run_info is not None else None,
             session.probe.to_dict() if session.probe is not None else None,
             [[outcome_to_dict(o) for o in run.values()] for run in session.extra_runs],
+            session.stop.to_dict() if session.stop is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +99,7 @@ class Report:
             "run_info": self.run_info,
             "probe": self.probe,
             "extra_runs": self.extra_runs,
+            "stop": self.stop,
         }
 
     @classmethod
@@ -109,6 +114,7 @@ class Report:
             data.get("run_info"),
             data.get("probe"),
             list(data.get("extra_runs", [])),
+            data.get("stop"),
         )
 
     def merge(self, other: Report) -> Report:
@@ -136,6 +142,8 @@ class Report:
         # its last shard); should two payloads carry them, the choice is deterministic.
         probes = [p for p in (self.probe, other.probe) if p is not None]
         extras = [e for e in (self.extra_runs, other.extra_runs) if e]
+        # Workers stop on the same run for the same reason; a refusal outranks an error.
+        stops = [s for s in (self.stop, other.stop) if s is not None]
         return Report(
             dict(sorted(outcomes.items())),
             ordered,
@@ -145,6 +153,9 @@ class Report:
             min(infos, key=_gate_key) if infos else None,  # one worker ran it: one info
             min(probes, key=_gate_key) if probes else None,
             min(extras, key=lambda e: json.dumps(e, sort_keys=True)) if extras else [],
+            min(stops, key=lambda s: (s.get("status") != "refused", _gate_key(s)))
+            if stops
+            else None,
         )
 
     def apply_to(self, session: RetrievalSession) -> None:
@@ -162,6 +173,9 @@ class Report:
             depth_hint=self.depth_hint,
             run_info=None if self.run_info is None else RunInfo.from_dict(self.run_info),
         )
+        stop = Stop.from_dict(self.stop) if self.stop is not None else None
+        if stop is not None:
+            session.set_stop(stop)
         if self.probe is not None or self.extra_runs:
             session.set_checks(
                 DeterminismProbe.from_dict(self.probe) if self.probe is not None else None,

@@ -68,3 +68,14 @@ def shorten(text: str, limit: int) -> str:
     """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: max(1, limit - 1)].rstrip() + "…"
+
+
+# --- a run with no numbers ---------------------------------------------------------------------
+
+#: What a refused or errored run's report says under its reason and fix.
+STOPPED_NOTE = {
+    "refused": "No scores: this run's numbers would be meaningless, so no report shows them and "
+    "no baseline is written from it.",
+    "errored": "No scores: nothing ran that could be scored, so no report shows a number and no "
+    "baseline is written from it.",
+}

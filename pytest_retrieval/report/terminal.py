@@ -1,4 +1,5 @@
-"""The terminal: the ``retrieval`` summary tables and the ``retrieval gates`` verdict lines."""
+"""The terminal: the ``retrieval`` summary tables and the ``retrieval gates`` verdict lines, or
+for a refused or errored run its reason and fix (:func:`render_stop`) in their place."""
 
 from __future__ import annotations
 
@@ -307,13 +308,28 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
     return lines
 
 
-def _failed_queries(session: RetrievalSession) -> list[str]:
+def render_stop(session: RetrievalSession) -> list[str]:
+    """The lines of a stopped run (refused or errored): the reason and the fix as one block,
+    first; then, for an errored run, the queries that failed. No table: the run has no
+    meaningful number to show."""
+    stop = session.stop
+    if stop is None:
+        return []
+    lines = stop.text.splitlines()
+    if not stop.is_refusal:
+        failed = _failed_queries(session, head="queries that failed:")
+        if failed:
+            lines.extend(["", *failed])
+    return lines
+
+
+def _failed_queries(session: RetrievalSession, *, head: str | None = None) -> list[str]:
     """The queries whose retriever call failed (they score 0 and fail the session)."""
     failed = session.failed_queries()
     if not failed:
         return []
     golden = session.golden
-    lines = [f"{len(failed)} queries failed (they score 0 and fail the session):"]
+    lines = [head or f"{len(failed)} queries failed (they score 0 and fail the session):"]
     shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
     for outcome in shown[:20]:
         # The id and the exception's message are user text: escaped to one line each.

@@ -30,6 +30,7 @@ from .gaterows import has_regressions as has_regressions
 from .gaterows import noise_lines as noise_lines
 from .gaterows import stale_cache
 from .gaterows import verdict as verdict
+from .phrases import STOPPED_NOTE as STOPPED_NOTE
 from .phrases import fmt as fmt  # re-exported: the renderers read the view
 from .phrases import fmt_floor as fmt_floor
 from .phrases import fmt_p as fmt_p
