@@ -187,7 +187,7 @@ def snapshot_problems(
             problem('"labels" must be a string', query_id=qid, field="labels")
         if "slices" in entry and not _str_list(entry["slices"]):
             problem('"slices" must be a list of names', query_id=qid, field="slices")
-        for key in ("relevant_ranks", "top"):
+        for key in ("relevant_ranks", "top", "returned"):
             if key in entry and not isinstance(entry[key], Mapping):
                 problem(f'"{key}" must be an object of stage -> values', query_id=qid, field=key)
         ranks = entry.get("relevant_ranks")
@@ -198,11 +198,12 @@ def snapshot_problems(
                 ):
                     field = f"relevant_ranks.{stage}"
                     problem("must map doc ids to ranks >= 1 or null", query_id=qid, field=field)
-        top = entry.get("top")
-        if isinstance(top, Mapping):
-            for stage, ids in top.items():
-                if not _str_list(ids):
-                    problem("must be a list of doc ids", query_id=qid, field=f"top.{stage}")
+        for key in ("top", "returned"):  # returned: the ids as returned, where they repeated
+            rankings = entry.get(key)
+            if isinstance(rankings, Mapping):
+                for stage, ids in rankings.items():
+                    if not _str_list(ids):
+                        problem("must be a list of doc ids", query_id=qid, field=f"{key}.{stage}")
         # Version 2: the labels the values were scored with, and the text's hash (rescore).
         judgments = entry.get("judgments")
         if "judgments" in entry and (

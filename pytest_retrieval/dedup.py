@@ -15,7 +15,8 @@ The convention (written once; the README's "No-answer queries and duplicates" se
 * ``distinct@K`` is the share of the top K results that are not a copy of an earlier result:
   (groups first seen in the top K) / (results in the top K, at most K). ``None`` for an empty
   ranking. It needs no judgments and ignores the ``no_relevant`` convention. Without groups, a
-  copy is the same doc id returned twice.
+  copy is the same doc id returned twice: ``distinct@K`` is measured over the top K results as
+  returned, before the repeated-id rule of :mod:`pytest_retrieval.evaluate` keeps each id once.
 
 :func:`collapse` rewrites a run and its judgments so that the batch kernel scores groups: each
 doc id becomes its group's key (the group's smallest doc id, so it cannot collide with a doc
@@ -169,9 +170,14 @@ def distinct_column(
     run: Mapping[str, Sequence[str]],
     k: int,
     groups: DuplicateGroups | None,
+    *,
+    returned: Mapping[str, Sequence[str]] | None = None,
 ) -> list[float | None]:
-    """``distinct@K`` of each query of ``query_ids`` (``None`` when missing or empty)."""
-    return [distinct_at_k(run.get(qid) or (), k, groups) for qid in query_ids]
+    """``distinct@K`` of each query of ``query_ids`` (``None`` when missing or empty), over its
+    results as returned: ``returned[qid]`` where given (a ranking whose ids repeat), else
+    ``run[qid]``."""
+    given = returned or {}
+    return [distinct_at_k(given.get(qid) or run.get(qid) or (), k, groups) for qid in query_ids]
 
 
 # --- groups from a file ---------------------------------------------------------------------

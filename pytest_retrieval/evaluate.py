@@ -23,6 +23,15 @@ evaluation decides which queries count:
   :func:`pytest_retrieval.metrics.judged_at_k`.
 * Means are macro averages (every query weighs the same) over the queries with a value.
   :attr:`Evaluation.micro` holds micro averages where they are defined (recall, precision).
+* Repeated ids (the rule of docs/metrics.md, "Repeated ids and chunks"): a ranking may hold
+  an id more than once (chunks of one document mapped to it, a retriever returning a copy).
+  The relevance metrics score the *document ranking*: each id at its first (best) rank, later
+  repeats removed. With ``cutoff_unit="documents"`` (default) a metric at K looks at the top K
+  documents; with ``"results"`` at the documents within the top K results as returned
+  (precision@K still divides by K, the ideal NDCG@K ranking still holds K). ``distinct@K``
+  is measured over the top K results as returned, so it counts a repeated id as a copy. Metrics
+  without a cutoff use the whole document ranking. (TREC and JSONL run files refuse repeated
+  ids, as trec_eval does: see :mod:`pytest_retrieval.formats.runs`.)
 * Duplicates (``duplicates=``, a :class:`~pytest_retrieval.dedup.DuplicateGroups`): every
   metric is scored per duplicate group, as :mod:`pytest_retrieval.dedup` writes down (a group
   is as relevant as its best-judged member, counts once at its first rank, later members are
@@ -58,6 +67,7 @@ from .metrics import (
 
 NoRelevant = Literal["skip", "zero", "one"]
 Unjudged = Literal["nonrelevant", "skip"]
+CutoffUnit = Literal["documents", "results"]
 _NO_RELEVANT_VALUES: dict[str, float | None] = {"skip": None, "zero": 0.0, "one": 1.0}
 
 _DISCOUNTS: list[float] = [0.0]  # _DISCOUNTS[rank] = 1 / log2(rank + 1), grown on demand
@@ -106,6 +116,8 @@ class Evaluation:
     #: True when the metrics were scored per duplicate group (see :mod:`.dedup`).
     deduplicated: bool = False
     unjudged: Unjudged = "nonrelevant"
+    #: What a cutoff K counts: ``documents`` or ``results`` as returned (module docstring).
+    cutoff_unit: CutoffUnit = "documents"
     _relevant_counts: Sequence[int] = field(default=(), repr=False)
     _hit_counts: Mapping[str, Sequence[int]] = field(default_factory=dict, repr=False)
 
@@ -175,6 +187,7 @@ class Evaluation:
             unmeasured=self.unmeasured,
             deduplicated=self.deduplicated,
             unjudged=self.unjudged,
+            cutoff_unit=self.cutoff_unit,
             _relevant_counts=[self._relevant_counts[i] for i in rows],
             _hit_counts={name: [hits[i] for i in rows] for name, hits in self._hit_counts.items()},
         )
@@ -216,6 +229,80 @@ def check_unjudged(value: object) -> Unjudged:
     )
 
 
+def check_cutoff_unit(value: object) -> CutoffUnit:
+    """Return ``value`` if it is ``"documents"`` or ``"results"``, else raise ValueError."""
+    if value == "documents":
+        return "documents"
+    if value == "results":
+        return "results"
+    raise ValueError(
+        f"cutoff_unit must be 'documents' (K documents, each at its best rank) or 'results' "
+        f"(the K results as returned, collapsed within them), got {value!r}"
+    )
+
+
+def split_repeats(
+    run: Mapping[str, Sequence[str]],
+) -> tuple[Mapping[str, Sequence[str]], dict[str, Sequence[str]]]:
+    """``(documents, returned)``: each ranking as documents (each id at its first, best, rank;
+    later repeats removed) and, for the rankings in which an id repeats, the ranking as given.
+    ``run`` itself is the documents when no id repeats anywhere (nothing is copied)."""
+    returned: dict[str, Sequence[str]] = {}
+    for qid, ranking in run.items():
+        if isinstance(ranking, str):
+            continue  # the kernel refuses it with its own message
+        try:
+            repeats = len(set(ranking)) != len(ranking)
+        except TypeError:  # unhashable items: the kernel refuses them too
+            continue
+        if repeats:
+            returned[qid] = ranking
+    if not returned:
+        return run, returned
+    documents = {
+        qid: tuple(dict.fromkeys(ranking)) if qid in returned else ranking
+        for qid, ranking in run.items()
+    }
+    return documents, returned
+
+
+def _distinct_counts(ranking: Sequence[str], ks: Sequence[int]) -> dict[int, int]:
+    """For each K of ``ks`` (ascending): how many distinct ids the top K of ``ranking`` hold."""
+    out: dict[int, int] = {}
+    seen: set[str] = set()
+    done = 0
+    for k in ks:
+        seen.update(ranking[done:k])
+        done = max(done, k)
+        out[k] = len(seen)
+    return out
+
+
+def _result_limits(
+    returned: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    ks: Sequence[int],
+    *,
+    drop_unjudged: bool,
+) -> tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]]:
+    """``cutoff_unit="results"``: per query whose ids repeat, the documents each cutoff K
+    reaches (the distinct ids among its top K results), for the metrics and for ``judged@K``.
+    Under ``unjudged="skip"`` the metrics count the judged results only (trec_eval ``-J``);
+    coverage always counts the results as returned."""
+    ordered = sorted(set(ks))
+    metric_limits: dict[str, dict[int, int]] = {}
+    coverage_limits: dict[str, dict[int, int]] = {}
+    for qid, ranking in returned.items():
+        coverage_limits[qid] = _distinct_counts(ranking, ordered)
+        if drop_unjudged:
+            judgments = qrels.get(qid, {})
+            judged = [doc for doc in ranking if judgments.get(doc, -1) >= 0]
+            metric_limits[qid] = _distinct_counts(judged, ordered)
+        else:
+            metric_limits[qid] = coverage_limits[qid]
+    return metric_limits, coverage_limits
+
+
 def _coverage(ranking: Sequence[str], judgments: Mapping[str, int], k: int) -> float | None:
     """judged@K of one ranking (see :func:`pytest_retrieval.metrics.judged_at_k`)."""
     top = ranking[:k]
@@ -236,31 +323,79 @@ def evaluate(
     scores: Mapping[str, Sequence[float | None]] | None = None,
     score_floor: float | None = None,
     unjudged: Unjudged = "nonrelevant",
+    cutoff_unit: CutoffUnit = "documents",
 ) -> Evaluation:
     """Score ``run`` against ``qrels`` on ``metrics``; see the module docstring for conventions.
 
-    Doc ids are compared as given (strings); a ranking's duplicate id counts at its first rank.
-    With ``duplicates``, every judged metric is scored per duplicate group (:mod:`.dedup`).
-    ``scores`` (per query, aligned with its ranking) and ``score_floor`` serve
-    ``abstain_rate`` and ``answer_rate`` (:mod:`.abstention`).
+    Doc ids are compared as given (strings). A ranking may repeat an id: the relevance metrics
+    score each id at its first (best) rank, later repeats removed, and ``cutoff_unit`` says
+    whether K counts documents (default) or the results as returned; ``distinct@K`` counts a
+    repeat as a copy. With ``duplicates``, every judged metric is scored per duplicate group
+    (:mod:`.dedup`). ``scores`` (per query, aligned with its ranking's documents) and
+    ``score_floor`` serve ``abstain_rate`` and ``answer_rate`` (:mod:`.abstention`).
     """
+    documents, returned = split_repeats(run)
+    return evaluate_documents(
+        documents,
+        qrels,
+        metrics,
+        returned=returned,
+        gain=gain,
+        min_grade=min_grade,
+        no_relevant=no_relevant,
+        duplicates=duplicates,
+        scores=scores,
+        score_floor=score_floor,
+        unjudged=unjudged,
+        cutoff_unit=cutoff_unit,
+    )
+
+
+def evaluate_documents(
+    documents: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    metrics: Iterable[str | MetricSpec],
+    *,
+    returned: Mapping[str, Sequence[str]] | None = None,
+    gain: Gain = "exponential",
+    min_grade: int = 1,
+    no_relevant: NoRelevant = "skip",
+    duplicates: DuplicateGroups | None = None,
+    scores: Mapping[str, Sequence[float | None]] | None = None,
+    score_floor: float | None = None,
+    unjudged: Unjudged = "nonrelevant",
+    cutoff_unit: CutoffUnit = "documents",
+) -> Evaluation:
+    """:func:`evaluate` of rankings already split into documents (no id repeats in them) and,
+    for the queries whose ids repeated, the ``returned`` rankings as given (the session keeps
+    both, so it never looks for repeats again; :func:`split_repeats` makes them from a run)."""
     specs = tuple(dict.fromkeys(MetricSpec.parse(m) for m in metrics))
     if not specs:
         raise ValueError("evaluate() needs at least one metric, e.g. ['recall@10', 'mrr']")
+    unit = check_cutoff_unit(cutoff_unit)
+    returned = returned or {}
     judged = [s for s in specs if s.name not in EXTENSION_METRICS]
     extra = [s for s in specs if s.name in EXTENSION_METRICS]
-    if duplicates is None and not extra:  # the common case: the kernel alone, untouched
+    limits: tuple[dict[str, dict[int, int]], dict[str, dict[int, int]]] | None = None
+    if unit == "results" and returned:
+        ks = [s.k for s in judged if s.k is not None]
+        limits = _result_limits(
+            returned, qrels, ks, drop_unjudged=check_unjudged(unjudged) == "skip"
+        )
+    if duplicates is None and not extra:  # the common case: the kernel alone
         return _evaluate(
-            run,
+            documents,
             qrels,
             judged,
             gain=gain,
             min_grade=min_grade,
             no_relevant=no_relevant,
             unjudged=unjudged,
+            limits=limits,
+            cutoff_unit=unit,
         )
     scored_run, scored_qrels = (
-        (run, qrels) if duplicates is None else collapse(run, qrels, duplicates)
+        (documents, qrels) if duplicates is None else collapse(documents, qrels, duplicates)
     )
     base = _evaluate(
         scored_run,
@@ -270,6 +405,8 @@ def evaluate(
         min_grade=min_grade,
         no_relevant=no_relevant,
         unjudged=unjudged,
+        limits=limits,
+        cutoff_unit=unit,
     )
     columns: dict[str, Sequence[float | None]] = dict(base.columns)
     unmeasured: dict[str, str] = {}
@@ -277,11 +414,13 @@ def evaluate(
     for spec in extra:
         if spec.name == "distinct":
             assert spec.k is not None
-            columns[str(spec)] = distinct_column(base.query_ids, run, spec.k, duplicates)
+            columns[str(spec)] = distinct_column(
+                base.query_ids, documents, spec.k, duplicates, returned=returned
+            )
             continue
         if abstain is None:
             abstain = abstention_columns(
-                base.query_ids, run, qrels, scores, score_floor, min_grade=base.min_grade
+                base.query_ids, documents, qrels, scores, score_floor, min_grade=base.min_grade
             )
         columns[str(spec)] = abstain[0] if spec.name == "abstain_rate" else abstain[1]
         if abstain[2] is not None:
@@ -304,8 +443,16 @@ def _evaluate(
     min_grade: int = 1,
     no_relevant: NoRelevant = "skip",
     unjudged: Unjudged = "nonrelevant",
+    limits: tuple[Mapping[str, Mapping[int, int]], Mapping[str, Mapping[int, int]]] | None = None,
+    cutoff_unit: CutoffUnit = "documents",
 ) -> Evaluation:
-    """The kernel: the judged metrics of :func:`evaluate`, without duplicates or abstention."""
+    """The kernel: the judged metrics of :func:`evaluate`, without duplicates or abstention.
+
+    ``limits`` (``cutoff_unit="results"``): per query, the document rank each cutoff K
+    reaches, for the metrics and for ``judged@K`` (absent: K itself). A ranking that still
+    holds an id twice here (duplicate groups' keys) scores it at its first rank; the later copy
+    is filler that takes up a rank.
+    """
     specs = tuple(dict.fromkeys(MetricSpec.parse(m) for m in metrics))
     gain = check_gain(gain)
     min_grade = check_min_grade(min_grade)
@@ -334,6 +481,8 @@ def _evaluate(
     skipped: list[str] = []
     missing: list[str] = []
     empty: Sequence[str] = ()
+    metric_limits, coverage_limits = limits if limits is not None else ({}, {})
+    no_limit: Mapping[int, int] = {}
 
     for qid, judgments in qrels.items():
         query_ids.append(qid)
@@ -347,9 +496,12 @@ def _evaluate(
                 f"got {type(ranking).__name__} starting with {ranking[:1]!r}"
             )
         coverage: dict[int, float | None] = {}
-        for i, k in coverage_plan:
-            assert k is not None
-            coverage[i] = _coverage(ranking, judgments, k)
+        if coverage_plan:
+            reach = coverage_limits.get(qid, no_limit)
+            for i, k in coverage_plan:
+                assert k is not None
+                coverage[i] = _coverage(ranking, judgments, reach.get(k, k))
+        limit = metric_limits.get(qid)
         if drop_unjudged:
             # trec_eval -J: the unjudged documents leave the ranking before any cutoff applies.
             # A negative grade (TREC's "in the pool, not judged") is unjudged too, as there.
@@ -410,28 +562,32 @@ def _evaluate(
             hit_ranks = [rank for rank, _grade in hits]
 
         for i, (column, name, (kind, k)) in enumerate(zip(columns, names, plan)):
+            # The document rank cutoff K reaches: K, or fewer when K counts results as returned.
+            reached = k if limit is None or k is None else limit.get(k, k)
             if kind == _JUDGED:
                 column.append(coverage[i])
             elif kind in count_kinds:
                 assert k is not None
-                count = bisect_right(branks, k)
+                assert reached is not None
+                count = bisect_right(branks, reached)
                 hit_columns[name].append(count)
                 column.append(count / n_relevant if kind == _RECALL else count / k)
             elif kind == _HIT:
-                assert k is not None
-                column.append(1.0 if n_bhits and branks[0] <= k else 0.0)
+                assert reached is not None
+                column.append(1.0 if n_bhits and branks[0] <= reached else 0.0)
             elif kind == _MRR:
-                column.append(1.0 / branks[0] if n_bhits and (k is None or branks[0] <= k) else 0.0)
+                hit = n_bhits and (reached is None or branks[0] <= reached)
+                column.append(1.0 / branks[0] if hit else 0.0)
             elif kind == _MAP:
-                count = n_bhits if k is None else bisect_right(branks, k)
+                count = n_bhits if reached is None else bisect_right(branks, reached)
                 column.append(ap_prefix[count] / n_relevant)
             elif kind == _RPREC:
                 column.append(bisect_right(branks, n_relevant) / n_relevant)
             else:  # _NDCG
-                if k is None:
+                if k is None or reached is None:
                     column.append(dcg_prefix[-1] / ideal_prefix[-1])
                 else:
-                    count = bisect_right(hit_ranks, k)
+                    count = bisect_right(hit_ranks, reached)
                     column.append(dcg_prefix[count] / ideal_prefix[min(k, len(positive))])
 
     without = tuple(qid for qid in run if qid not in qrels)
@@ -446,6 +602,7 @@ def _evaluate(
         min_grade=min_grade,
         no_relevant=no_relevant,
         unjudged="skip" if drop_unjudged else "nonrelevant",
+        cutoff_unit=cutoff_unit,
         _relevant_counts=relevant_counts,
         _hit_counts=hit_columns,
     )

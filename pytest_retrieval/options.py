@@ -247,10 +247,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "depth",
-        "how many results to ask the retriever for (default: the largest K)",
+        "how many results to ask the retriever for first (default: the largest K, or as many "
+        "as it was built to return if more); a query whose results collapse into fewer "
+        "documents than the largest K is asked again deeper",
         None,
         parse_positive_int,
         metavar="N",
+    ),
+    Option(
+        "max_depth",
+        "how deep a query is asked again when its results collapse into fewer documents than "
+        "the largest K (default 10 x the first depth)",
+        None,
+        parse_positive_int,
+        metavar="N",
+    ),
+    Option(
+        "cutoff_unit",
+        "what K counts: documents (default; chunks of one document count once, at their best "
+        "rank, and queries are asked deeper to fill K) or results (the K results as returned, "
+        "collapsed within them)",
+        "documents",
+        parse_choice("documents", "results"),
+        metavar="documents|results",
     ),
     Option(
         "cache",

@@ -71,6 +71,7 @@ def _rescored_query(
         top=query.top,
         judgments=dict(judgments),
         text=query.text,
+        returned=query.returned,
     )
 
 
@@ -84,7 +85,15 @@ def _values(
     """qid -> stage -> metric -> value of ``snapshot``'s stored rankings on ``judgments``."""
     out: dict[str, dict[str, dict[str, float | None]]] = {qid: {} for qid in ids}
     for stage in snapshot.stages:
-        run = {qid: list(snapshot.queries[qid].top.get(stage, ())) for qid in ids}
+        # The ids as returned where they repeated (chunks of one document): the one
+        # repeated-id rule of evaluate re-scores them as the run was scored.
+        run = {
+            qid: list(
+                snapshot.queries[qid].returned.get(stage)
+                or snapshot.queries[qid].top.get(stage, ())
+            )
+            for qid in ids
+        }
         evaluation = evaluate(
             run,
             {qid: judgments[qid] for qid in ids},
@@ -93,6 +102,7 @@ def _values(
             min_grade=settings.get("min_grade", 1),  # type: ignore[arg-type]
             no_relevant=settings.get("no_relevant", "skip"),  # type: ignore[arg-type]
             unjudged=settings.get("unjudged", "nonrelevant"),  # type: ignore[arg-type]
+            cutoff_unit=settings.get("cutoff_unit", "documents"),  # type: ignore[arg-type]
         )
         per_query = evaluation.per_query
         for qid in ids:

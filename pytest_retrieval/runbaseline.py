@@ -15,6 +15,7 @@ records each regression outcome; what goes into them is decided here:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .metrics import MetricSpec
@@ -51,6 +52,7 @@ def run_snapshot(session: RetrievalSession, specs: Sequence[MetricSpec]) -> Snap
         if session.unsealed
         else []
     )
+    outcomes = session.outcomes or {}
     return build_snapshot(
         session.visible_golden(),
         {stage: session.evaluation(stage, specs) for stage in stages},
@@ -60,7 +62,14 @@ def run_snapshot(session: RetrievalSession, specs: Sequence[MetricSpec]) -> Snap
         settings=snapshot_settings(session),
         heldout_ids=held,
         index_version=settings.index_version,
+        returned_of=partial(_returned, outcomes),
     )
+
+
+def _returned(outcomes: Mapping[str, QueryOutcome], qid: str, stage: str) -> tuple[str, ...] | None:
+    """The ids of one query's stage as returned, where they differ from its ranking."""
+    outcome = outcomes.get(qid)
+    return outcome.returned.get(stage) if outcome is not None else None
 
 
 def snapshot_settings(session: RetrievalSession) -> dict[str, Any]:
@@ -99,6 +108,7 @@ def baseline_snapshot(session: RetrievalSession) -> Snapshot:
                 metric_names=list(first.metrics),
                 min_grade=settings.min_grade,
                 settings=first.settings,
+                returned_of=partial(_returned, outcomes),
             )
         )
     return average_snapshots(runs)

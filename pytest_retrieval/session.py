@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import runbaseline, summary
 from .determinism import DeterminismProbe
-from .evaluate import Evaluation, evaluate
+from .evaluate import Evaluation, evaluate_documents
 from .explain import explain_score
 from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, is_pytest_outcome
 from .golden import GoldenSet, Query
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .baseline import Snapshot
     from .declared import Budget, Threshold
     from .dedup import DuplicateGroups
+    from .depthplan import DepthPlan
     from .formats.runs import RunFile
     from .regression import Family, RegressionOutcome
     from .runsource import RunInfo
@@ -91,6 +92,8 @@ class RetrievalSession:
     depth_hint: str | None = field(default=None, init=False)
     #: Where the run came from (the retriever, the cache, run files): :func:`.runsource.obtain`.
     run_info: RunInfo | None = field(default=None, init=False)
+    #: How deep the retriever was asked, and why (:mod:`.depthplan`); None for run files.
+    depth_plan: DepthPlan | None = field(default=None, init=False)
     current_test: str | None = field(default=None, init=False)
     _ensure_run: Callable[[], None] | None = field(default=None, init=False)
     #: The determinism probe's finding (None: not run), and the extra runs of a multi-run
@@ -240,10 +243,13 @@ class RetrievalSession:
         retriever_name: str | None,
         depth_hint: str | None = None,
         run_info: RunInfo | None = None,
+        depth_plan: DepthPlan | None = None,
     ) -> None:
         """Take over what the xdist workers learned (the controller's merged payload)."""
         if run_info is not None:
             self.run_info = run_info
+        if depth_plan is not None:
+            self.depth_plan = depth_plan
         if outcomes is not None:
             self.set_outcomes(outcomes, retriever_name=retriever_name, depth_hint=depth_hint)
         elif retriever_name is not None:
@@ -331,10 +337,18 @@ class RetrievalSession:
         queries, duplicate groups, the score floor, unjudged documents."""
         queries = self.scorable_queries()
         run = stage_run(outcomes, queries, stage)
-        return evaluate(
+        # The document rankings, and the ids as returned where they repeated: the one rule of
+        # evaluate (repeats at their best rank, K in the unit set, distinct@K as returned).
+        returned = {
+            q.id: outcomes[q.id].returned[stage]
+            for q in queries
+            if q.id in run and stage in outcomes[q.id].returned
+        }
+        return evaluate_documents(
             run,
             {q.id: q.judgments for q in queries},
             specs,
+            returned=returned,
             gain=self.settings.gain,  # type: ignore[arg-type]
             min_grade=self.settings.min_grade,
             no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
@@ -342,6 +356,7 @@ class RetrievalSession:
             scores=stage_scores(outcomes, stage),
             score_floor=self.settings.floor_for(stage),
             unjudged=self.settings.unjudged,  # type: ignore[arg-type]
+            cutoff_unit=self.settings.cutoff_unit,  # type: ignore[arg-type]
         )
 
     def abstention_sweep(self, stage: str) -> Sweep | None:
@@ -372,15 +387,40 @@ class RetrievalSession:
 
     @property
     def effective_depth(self) -> int:
-        """How many results the retriever is asked for per query.
+        """The configured depth: how many results each ranking is meant to hold (the depth
+        baselines record).
 
         ``retrieval_depth`` when set; otherwise the largest of ``retrieval_ks`` and of every K
         the declared gates and budgets name, so that each of them is scored on a full list.
+        What the retriever is asked for first, and which queries are asked again deeper, is
+        :attr:`depth_plan`'s (:func:`.depthplan.plan_depth`).
         """
         if self.settings.depth is not None:
             return self.settings.retrieval_depth
         declared = [t.spec.k for t in self.thresholds] + [b.spec.k for b in self.budgets]
         return max([self.settings.retrieval_depth, *(k for k in declared if k)])
+
+    def plan_depth(self, retriever: Any) -> DepthPlan:
+        """Decide (and keep) how deep ``retriever`` is asked (:func:`.depthplan.plan_depth`)."""
+        from .depthplan import plan_depth
+        from .retriever import RetrieverShapeError, describe_retriever
+
+        try:
+            shape = describe_retriever(retriever, self.effective_depth)
+        except RetrieverShapeError:  # the runner refuses it with its own message
+            shape = None
+        plan = plan_depth(
+            self.settings, cutoff=max(self.cutoffs()), depth=self.effective_depth, shape=shape
+        )
+        with self._lock:
+            self.depth_plan = plan
+        return plan
+
+    @property
+    def first_depth(self) -> int:
+        """The depth of each query's first retriever call (the depth plan's, once decided)."""
+        plan = self.depth_plan
+        return plan.first if plan is not None else self.effective_depth
 
     def verdict(self) -> Verdict:
         """Failed gates, regressions and queries: the one verdict of this session."""

@@ -57,6 +57,8 @@ class Settings:
     short_rankings: str = "warn"
     id_check: str = "on"
     depth: int | None = None
+    max_depth: int | None = None
+    cutoff_unit: str = "documents"
     cache: str = "off"
     cache_dir: str | None = None
     index_version: str | None = None
@@ -148,8 +150,9 @@ class Settings:
     def affecting_numbers(self) -> dict[str, Any]:
         """The settings that change metric values (recorded in baselines and artifacts).
 
-        ``unjudged`` is recorded only when it is not the default, so baselines written before
-        the setting existed (which scored unjudged documents as non-relevant) stay comparable.
+        ``unjudged`` and ``cutoff_unit`` are recorded only when they are not the default, so
+        baselines written before the settings existed (which scored unjudged documents as
+        non-relevant, K in documents) stay comparable.
         """
         out: dict[str, Any] = {
             "gain": self.gain,
@@ -163,6 +166,8 @@ class Settings:
             out["dedup"] = "file" if self.duplicates is not None else self.dedup
         if self.unjudged != "nonrelevant":
             out["unjudged"] = self.unjudged
+        if self.cutoff_unit != "documents":
+            out["cutoff_unit"] = self.cutoff_unit
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -238,6 +243,18 @@ def resolve(
                 f"({max(ks)}): metrics at K > {depth} would be scored on a shorter list",
                 fix=f"raise retrieval_depth to at least {max(ks)}, or drop the larger cutoffs",
                 source="retrieval_depth",
+            )
+        )
+    max_depth = values.get("max_depth")
+    if max_depth is not None and max_depth < max(depth or 0, max(ks)):
+        wanted = max(depth or 0, max(ks))
+        problems.append(
+            Problem(
+                f"retrieval_max_depth = {max_depth} is below the depth of the first call "
+                f"({wanted}): no query could be asked again deeper",
+                fix=f"raise retrieval_max_depth above {wanted} (default 10 x the first depth), "
+                "or remove it",
+                source="retrieval_max_depth",
             )
         )
     if values.get("duplicates") is not None and values.get("dedup", "off") != "off":

@@ -84,6 +84,11 @@ class QuerySnapshot:
     judgments: Mapping[str, int] | None = None
     #: :func:`text_hash` of the query text (version 2; ``None`` in a version-1 baseline).
     text: str | None = None
+    #: stage -> the ids as returned (repeats kept), for the stages where they differ from the
+    #: document ranking, long enough to hold ``top`` and the first ``depth`` results: what
+    #: re-scoring ``distinct@K`` and K counted in results needs (:func:`returned_prefix`).
+    #: Empty when nothing repeated (the key is then left out of the file).
+    returned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins, floats rounded."""
@@ -107,6 +112,8 @@ class QuerySnapshot:
             out["judgments"] = dict(self.judgments)
         if self.text is not None:
             out["text"] = self.text
+        if self.returned:
+            out["returned"] = {s: list(r) for s, r in self.returned.items()}
         return out
 
     @classmethod
@@ -124,6 +131,7 @@ class QuerySnapshot:
             spread={s: dict(v) for s, v in (data.get("spread") or {}).items()},
             judgments=dict(judgments) if isinstance(judgments, Mapping) else None,
             text=str(text) if text is not None else None,
+            returned={s: tuple(r) for s, r in (data.get("returned") or {}).items()},
         )
 
 
@@ -275,6 +283,22 @@ def _first_ranks(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, i
     return {doc: first.get(doc) for doc in relevant}
 
 
+def returned_prefix(returned: Sequence[str], depth: int | None) -> tuple[str, ...]:
+    """The part of a ranking as returned that re-scoring to ``depth`` needs: its first
+    ``depth`` results and every result up to its ``depth``-th distinct id (so the document
+    ranking it collapses to starts with the first ``depth`` documents); whole without a depth."""
+    if depth is None:
+        return tuple(returned)
+    seen: set[str] = set()
+    end = len(returned)
+    for position, doc in enumerate(returned, start=1):
+        seen.add(doc)
+        if len(seen) >= depth:
+            end = position
+            break
+    return tuple(returned[: max(end, depth)])
+
+
 def build_snapshot(
     visible: GoldenSet,
     per_stage: Mapping[str, Evaluation],
@@ -285,12 +309,15 @@ def build_snapshot(
     settings: Mapping[str, Any],
     heldout_ids: Sequence[str] = (),
     index_version: str | None = None,
+    returned_of: Callable[[str, str], tuple[str, ...] | None] | None = None,
 ) -> Snapshot:
     """Per-query values, relevant ranks, judgments and rankings of every ``visible`` query.
 
     Each ranking is kept to ``settings["depth"]`` (the depth asked of the retriever) when the
-    settings record one, else whole. Held-out queries never enter with per-query detail:
-    ``heldout_ids`` (when the split is unsealed) only adds their means.
+    settings record one, else whole; ``returned_of(qid, stage)`` gives the ids as returned where
+    they differ from the ranking (None elsewhere), kept as :func:`returned_prefix` says.
+    Held-out queries never enter with per-query detail: ``heldout_ids`` (when the split is
+    unsealed) only adds their means.
     """
     stages = tuple(per_stage)
     raw_depth = settings.get("depth")
@@ -306,6 +333,7 @@ def build_snapshot(
         metrics: dict[str, dict[str, float | None]] = {}
         ranks: dict[str, dict[str, int | None]] = {}
         tops: dict[str, tuple[str, ...]] = {}
+        as_returned: dict[str, tuple[str, ...]] = {}
         for stage in stages:
             row = columns[stage].get(query.id)
             metrics[stage] = (
@@ -316,6 +344,9 @@ def build_snapshot(
             ranking = ranking_of(query.id, stage)
             ranks[stage] = _first_ranks(ranking, relevant)
             tops[stage] = tuple(ranking[:depth]) if depth is not None else tuple(ranking)
+            given = returned_of(query.id, stage) if returned_of is not None else None
+            if given is not None:
+                as_returned[stage] = returned_prefix(given, depth)
         queries[query.id] = QuerySnapshot(
             split=query.split,
             slices=query.slices,
@@ -325,6 +356,7 @@ def build_snapshot(
             top=tops,
             judgments=dict(query.judgments),
             text=text_hash(query.text),
+            returned=as_returned,
         )
     heldout: dict[str, Any] = {}
     if heldout_ids:
@@ -385,6 +417,7 @@ def average_snapshots(runs: Sequence[Snapshot]) -> Snapshot:
             relevant_ranks=query.relevant_ranks,
             top=query.top,
             spread=spread,
+            returned=query.returned,
         )
     return Snapshot(
         fingerprint=first.fingerprint,

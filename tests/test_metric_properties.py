@@ -74,6 +74,9 @@ def test_ndcg_is_one_on_the_ideal_order(judged: dict[str, int], k: int, gain: st
 def test_permuting_non_relevant_ids_leaves_recall_unchanged(
     retrieved: list[str], judged: dict[str, int], k: int, rnd: object
 ) -> None:
+    # Over a document ranking: with repeats, moving a repeated id moves the documents after it
+    # (d2, d2, d0 is the documents d2, d0; d1, d2, d0 puts d0 third), by the repeated-id rule.
+    retrieved = list(dict.fromkeys(retrieved))
     relevant = {d for d, g in judged.items() if g >= 1}
     slots = [i for i, d in enumerate(retrieved) if d not in relevant]
     shuffled_ids = [retrieved[i] for i in slots]

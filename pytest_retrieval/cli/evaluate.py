@@ -107,7 +107,7 @@ def _metric_list(raw: list[str] | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Score the run and print a table or JSON; return the exit status."""
-    from ..evaluate import evaluate
+    from ..evaluate import evaluate_documents
     from ..formats.trec import read_qrels, read_run
 
     metrics = _metric_list(args.metrics)
@@ -120,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if warning is not None:
             print(guard_lines(f"pytest-retrieval evaluate: {warning}"), file=sys.stderr)
-    evaluation = evaluate(
+    # A run file refuses a doc listed twice for one query (trec_eval's rule): its rankings are
+    # document rankings already, so the repeated-id rule has nothing to collapse.
+    evaluation = evaluate_documents(
         ranked,
         qrels,
         metrics,

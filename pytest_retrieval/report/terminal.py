@@ -165,15 +165,17 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     """The overall scores as families x K, then the slices on the headline and gated metrics
     (slices with no query to score are left out; :func:`_run_facts` names them)."""
     from ..metrics import MetricSpec
+    from ..summary import refused, shown_means
 
     specs = session.settings.metric_specs
     evaluation = session.evaluation(stage, specs)
     columns = _scored_columns(session)
     overall = evaluation.restrict(q.id for q in columns[0][1])
+    overall_means = shown_means(overall, refused(session, stage))
     ks = sorted({s.k for s in specs if s.k is not None})
     families: dict[str, dict[int | None, float | None]] = {}
     for spec in sorted(specs, key=lambda s: s.sort_key):
-        families.setdefault(spec.name, {})[spec.k] = overall.means[str(spec)]
+        families.setdefault(spec.name, {})[spec.k] = overall_means[str(spec)]
     has_plain = any(None in row for row in families.values())
     headers = [
         f"{stage} (n={overall.evaluated})",
@@ -194,16 +196,19 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     wanted = summary_metrics(session, stage)
     if not wanted or len(columns) < 2:
         return lines
-    by_slice = session.evaluation(stage, tuple(MetricSpec.parse(name) for name in wanted))
+    wanted_specs = tuple(MetricSpec.parse(name) for name in wanted)
+    by_slice = session.evaluation(stage, wanted_specs)
+    no_number = refused(session, stage, wanted_specs)
     headers = ["slice", *wanted]
     rows = []
     for label, queries in columns:
         sub = by_slice.restrict(q.id for q in queries)
-        if any(sub.means[m] is not None for m in wanted):  # a row of dashes says nothing
+        means = shown_means(sub, no_number)
+        if any(means[m] is not None for m in wanted):  # a row of dashes says nothing
             rows.append(
                 [
                     f"{label} (n={sub.evaluated or len(queries)})",
-                    *(_cell(sub.means[m]) for m in wanted),
+                    *(_cell(means[m]) for m in wanted),
                 ]
             )
     table, dropped = _fitted_table(headers, rows, width, keep=2)
@@ -286,6 +291,11 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
         + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else "")
     )
     lines = [queries] if full else _fit(queries, width)
+    from ..summary import depth_line
+
+    depth = depth_line(session, full=full)
+    if depth is not None:
+        lines.extend([depth] if full else _fit(depth, width))
     for line in run_source_lines(session):
         lines.extend(_fit(line, width) if not full else [line])
     lines.extend(abstention_lines(session, verbose=full))

@@ -52,7 +52,14 @@ Conventions (the one chunk → document rule)
 * Whatever the form, the ranking is a ranking of documents: each document at the rank of its
   best (first) item, later copies removed. A path that names the document (``metadata.source``)
   therefore gives the same ranking as a mapping of chunk ids to that document, and so do the
-  callable and the separator forms.
+  callable and the separator forms. The document ids as returned, repeats kept, are kept beside
+  it where they differ (``QueryOutcome.returned``): ``distinct@K`` and
+  ``retrieval_cutoff_unit = results`` are measured on them (docs/metrics.md, "Repeated ids and
+  what K counts").
+* Depth: each query's first call asks ``depth`` results (or the request's own). With ``fill``,
+  a query whose results collapse into fewer than ``fill`` documents while the call came back
+  full is asked again deeper (:func:`~.items.deeper`, up to ``max_depth``), where the shape
+  passes the depth; the reranker gets the items of the query's last call.
 * Scores, when the items carry them (``(id, score)`` pairs, a ``score`` key or attribute, LangChain
   ``metadata["score"]``), are kept beside the ranking: the score of each document's best item.
 * An exception or a timeout in one query is recorded for that query (type and message); the other
@@ -95,6 +102,9 @@ from .items import (
     QueryRequest as QueryRequest,
 )
 from .items import (
+    RetrieverCall as RetrieverCall,
+)
+from .items import (
     RetrieverOutputError as RetrieverOutputError,
 )
 from .items import (
@@ -108,6 +118,9 @@ from .items import (
 )
 from .items import (
     adapt_scored as adapt_scored,
+)
+from .items import (
+    deeper as deeper,
 )
 from .items import (
     extract_doc_id as extract_doc_id,

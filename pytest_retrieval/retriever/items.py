@@ -33,19 +33,34 @@ class RetrieverShapeError(TypeError):
 
 @dataclass(frozen=True, slots=True)
 class QueryRequest:
-    """One query to send: its id (for messages) and its text."""
+    """One query to send: its id (for messages), its text and, when it is not the run's, the
+    depth of its first retriever call (a query the cache knows must be asked deeper, the
+    determinism probe re-running a query at the depth its ranking came from)."""
 
     id: str
     text: str
+    depth: int | None = None
 
 
 @dataclass(slots=True)
 class QueryOutcome:
     """What happened to one query: its ranking per stage, latency, or the error it hit.
 
+    ``rankings[stage]`` is the document ranking: each document at its best (first) rank, later
+    repeats removed (the chunk → document rule of the package docstring). ``returned[stage]``
+    is the ids as returned, in order, repeats kept: present only for the stages where it
+    differs from the ranking (a chunked index, a retriever returning an id twice), so nothing
+    is stored when nothing repeats.
+
     ``scores`` holds, per stage whose items carried scores, one score per document of the
     ranking (``None`` where that item had none), aligned with ``rankings[stage]``. Stages whose
     items had no scores are absent.
+
+    ``asked`` is the depth the retriever stage's ranking was asked with, when it is not the
+    run's own depth (the query was asked again, deeper, to fill the documents its collapsed
+    ranking lacked: :func:`deeper`); ``None`` means the run's depth. ``deeper_error`` says why
+    asking deeper failed (the query keeps the answer of its last successful call).
+    ``latency_ms`` of the retriever stage covers every call the query took.
     """
 
     query_id: str
@@ -55,6 +70,48 @@ class QueryOutcome:
     error_type: str | None = None
     error_stage: str | None = None
     scores: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+    returned: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    asked: int | None = None
+    deeper_error: str | None = None
+
+    def as_returned(self, stage: str) -> tuple[str, ...]:
+        """The ids of ``stage`` as returned, repeats kept (the ranking when none repeated)."""
+        found = self.returned.get(stage)
+        if found is not None:
+            return found
+        return self.rankings.get(stage, ())
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverCall:
+    """One successful call of the retriever stage for one query (what the cache stores per
+    depth): the request's position, the depth asked, the document ranking, the ids as
+    returned when they differ from it, the scores aligned with the ranking, the call's
+    latency."""
+
+    index: int
+    depth: int | None
+    ranking: tuple[str, ...]
+    returned: tuple[str, ...] | None
+    scores: tuple[float | None, ...] | None
+    latency_ms: float
+
+
+def deeper(asked: int, returned: int, documents: int, *, fill: int, max_depth: int) -> int | None:
+    """The depth to ask next so that a ranking holds ``fill`` documents, or None: the one rule
+    for asking a query again.
+
+    A call asked for ``asked`` results gave ``returned`` of them, collapsing into ``documents``
+    documents. It is asked again only when its documents fell short of ``fill`` while the call
+    came back full (``returned >= asked``: the index has more to give) and ``asked`` is below
+    ``max_depth``. The next depth is the larger of twice ``asked`` and the depth the call's own
+    results-per-document ratio says would fill ``fill`` (``asked * fill / documents``, rounded
+    up), at most ``max_depth``.
+    """
+    if documents >= fill or returned < asked or asked >= max_depth:
+        return None
+    estimate = -(-asked * fill // max(documents, 1))
+    return min(max_depth, max(2 * asked, estimate))
 
 
 def stage_scores(
@@ -75,6 +132,13 @@ class RetrieverShape:
     retriever (it returns what it was built to return); then ``depth_hint`` says how to set it
     (``index.as_retriever(similarity_top_k=50)``) and ``fixed_depth`` is the depth it was built
     with, when it can be read. Rankings shorter than the cutoffs scored are then to be expected.
+    ``built_depth`` is the depth the retriever was built to return, when it can be read, whether
+    or not the call overrides it (LangChain ``search_kwargs["k"]`` or ``k``, LlamaIndex
+    ``similarity_top_k``, a Haystack component's ``top_k``): the run never asks it for fewer
+    unless ``retrieval_depth`` says so. ``hint_builds`` is True when ``depth_hint`` sets the depth
+    the retriever is built to return (its number is how many results it will give), False when
+    it makes the depth reach the retriever (a ``k`` parameter: the run then asks for what it
+    needs).
     """
 
     kind: str
@@ -82,6 +146,8 @@ class RetrieverShape:
     depth_passed: bool
     depth_hint: str | None = None
     fixed_depth: int | None = None
+    built_depth: int | None = None
+    hint_builds: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,10 +366,15 @@ def adapt_scored(
     The chunk → document rule of the module docstring: id, then ``doc_map``, then the separator;
     each document at its best rank, later copies removed; its score is its best item's.
     """
-    ranking, scores = adapt_fast(
+    ranking, scores, _returned = adapt_fast(
         result, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator
     )
     return ranking, (None,) * len(ranking) if scores is None else scores
+
+
+def _plain_ids(ids: Sequence[str]) -> tuple[tuple[str, ...], None, tuple[str, ...] | None]:
+    ranking = tuple(dict.fromkeys(ids))
+    return ranking, None, tuple(ids) if len(ranking) != len(ids) else None
 
 
 def adapt_fast(
@@ -312,20 +383,22 @@ def adapt_fast(
     doc_id: DocIdOption = None,
     doc_map: DocMap = None,
     doc_id_separator: str | None = None,
-) -> tuple[tuple[str, ...], tuple[float | None, ...] | None]:
-    """:func:`adapt_scored`, with ``None`` for the scores when no item carries one: the
-    runner's hot path (100,000 queries of 100 ids are 10,000,000 items)."""
+) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...] | None]:
+    """:func:`adapt_scored`, with ``None`` for the scores when no item carries one, and the
+    document ids as returned (repeats kept) when they differ from the ranking (None when no
+    id repeats): the runner's hot path (100,000 queries of 100 ids are 10,000,000 items)."""
     plain = doc_id is None and doc_map is None and doc_id_separator is None
     # The common case, a list of plain string ids: each is its own document and carries no
     # score (what the general loop gives them, without a lookup per item).
     if plain and type(result) in (list, tuple) and set(map(type, result)) == _ONLY_STR:
-        return tuple(dict.fromkeys(result)), None
+        return _plain_ids(result)
     _check_separator(doc_id_separator)
     items = list(_check_ranking(result))
     if plain and set(map(type, items)) == _ONLY_STR:
-        return tuple(dict.fromkeys(items)), None
+        return _plain_ids(items)
     mapper: Callable[[str], Any] | None = doc_map.get if isinstance(doc_map, Mapping) else doc_map
     ranking: dict[str, float | None] = {}
+    returned: list[str] = []
     for item in items:
         document = extract_doc_id(item, doc_id)
         if mapper is not None:
@@ -336,10 +409,12 @@ def adapt_fast(
             head, found, _chunk = document.rpartition(doc_id_separator)
             if found and head:
                 document = head
+        returned.append(document)
         if document not in ranking:
             ranking[document] = _score_of(item)
     scores = tuple(ranking.values())
-    return tuple(ranking), scores if any(s is not None for s in scores) else None
+    as_returned = tuple(returned) if len(returned) != len(ranking) else None
+    return tuple(ranking), scores if any(s is not None for s in scores) else None, as_returned
 
 
 _ONLY_STR = {str}

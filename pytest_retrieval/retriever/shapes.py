@@ -166,6 +166,15 @@ def _langchain_depth(retriever: Any, depth: int | None) -> tuple[bool, str | Non
     return False, hint, fixed
 
 
+def _langchain_built_depth(retriever: Any, fixed: int | None) -> int | None:
+    """The k a LangChain retriever was built with: ``search_kwargs["k"]`` of a vector-store
+    retriever, else its own ``k`` (``BM25Retriever``)."""
+    search_kwargs = getattr(retriever, "search_kwargs", None)
+    if isinstance(search_kwargs, Mapping) and _is_integer(search_kwargs.get("k")):
+        return int(search_kwargs["k"])
+    return fixed
+
+
 def _langchain_plan(retriever: Any, depth: int | None) -> _Plan:
     passed, hint, fixed = _langchain_depth(retriever, depth)
     kwargs: dict[str, Any] = {"k": depth} if passed and depth is not None else {}
@@ -176,8 +185,10 @@ def _langchain_plan(retriever: Any, depth: int | None) -> _Plan:
         return batch(texts, return_exceptions=True, **kwargs)
 
     shown = f"batch(texts, k={_n(depth)})" if passed else "batch(texts)"
+    built = _langchain_built_depth(retriever, fixed)
     return _Plan(
-        RetrieverShape("LangChain retriever", shown, passed, hint, fixed), batch=call_batch
+        RetrieverShape("LangChain retriever", shown, passed, hint, fixed, built, not passed),
+        batch=call_batch,
     )
 
 
@@ -188,8 +199,9 @@ def _langchain_method_plan(method: Any, depth: int | None) -> _Plan:
     is_async = _is_async(method)
     single = (lambda text: method(text, k=depth)) if passed and depth is not None else method
     shown = f"{name}(text, k={_n(depth)})" if passed else f"{name}(text)"
+    built = _langchain_built_depth(owner, fixed)
     return _Plan(
-        RetrieverShape("LangChain retriever", shown, passed, hint, fixed),
+        RetrieverShape("LangChain retriever", shown, passed, hint, fixed, built, not passed),
         single=single,
         is_async=is_async,
     )
@@ -206,6 +218,8 @@ def _llamaindex_plan(retriever: Any, method: Any, depth: int | None) -> _Plan:
             f"a LlamaIndex retriever returns what it was built for: build it with "
             f"similarity_top_k={_n(depth)}, e.g. index.as_retriever(similarity_top_k={_n(depth)})",
             fixed,
+            fixed,
+            True,
         ),
         single=method,
         is_async=_is_async(method),
@@ -227,10 +241,16 @@ def _haystack_component_plan(component: Any, depth: int | None) -> _Plan:
             "fixture"
         )
     run = component.run
+    built = _int_attribute(component, "top_k")
     if "top_k" in parameters:
         kwargs: dict[str, Any] = {"top_k": depth} if depth is not None else {}
         return _Plan(
-            RetrieverShape("Haystack component", f"run(query=text, top_k={_n(depth)})", True),
+            RetrieverShape(
+                "Haystack component",
+                f"run(query=text, top_k={_n(depth)})",
+                True,
+                built_depth=built,
+            ),
             single=lambda text: run(query=text, **kwargs),
         )
     return _Plan(
@@ -239,7 +259,9 @@ def _haystack_component_plan(component: Any, depth: int | None) -> _Plan:
             "run(query=text)",
             False,
             f"{name}.run() takes no top_k: build it with top_k={_n(depth)}",
-            _int_attribute(component, "top_k"),
+            built,
+            built,
+            True,
         ),
         single=lambda text: run(query=text),
     )
@@ -259,6 +281,16 @@ def _only_socket(sockets: dict[str, list[str]], name: str) -> str | None:
 
 def _listed(sockets: dict[str, list[str]]) -> str:
     return ", ".join(f"{c}.{s}" for c, names in sockets.items() for s in names) or "none"
+
+
+def _component_top_k(pipeline: Any, name: str) -> int | None:
+    """The ``top_k`` the pipeline's component ``name`` was built with, when it can be read."""
+    get = getattr(pipeline, "get_component", None)
+    try:
+        component = get(name) if callable(get) else None
+    except Exception:  # no such component, or a pipeline of another shape: unknown
+        return None
+    return _int_attribute(component, "top_k") if component is not None else None
 
 
 def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None) -> _Plan:
@@ -316,7 +348,9 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None) -> _Pl
         shape.setdefault(k_component, {})[k_socket] = depth if depth is not None else "<N>"
     shown = "run(" + repr(shape).replace("'<text>'", "text").replace("'<N>'", "N") + ")"
     if top_k is not None:
-        return _Plan(RetrieverShape("Haystack pipeline", shown, True), single=run)
+        built = _component_top_k(pipeline, top_k.split(".")[0])
+        passed = RetrieverShape("Haystack pipeline", shown, True, built_depth=built)
+        return _Plan(passed, single=run)
     return _Plan(
         RetrieverShape(
             "Haystack pipeline",
@@ -324,6 +358,7 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None) -> _Pl
             False,
             f"the pipeline has no open top_k input: build its retriever with top_k={_n(depth)}, "
             'or name the socket: HaystackPipeline(..., top_k="retriever.top_k")',
+            hint_builds=True,
         ),
         single=run,
     )
@@ -374,7 +409,8 @@ def _plan(retriever: Any, depth: int | None) -> _Plan:
     if found is not None:
         method_name, method = found
         how = _accepts_k(method)
-        if _is_langchain_runnable(retriever):  # a chain: k= would not reach its retriever
+        chain = _is_langchain_runnable(retriever)
+        if chain:  # a chain: k= would not reach its retriever
             hint = (
                 f"a LangChain {type(retriever).__name__} does not pass k= on: build its retriever "
                 f'with as_retriever(search_kwargs={{"k": {_n(depth)}}})'
@@ -383,7 +419,9 @@ def _plan(retriever: Any, depth: int | None) -> _Plan:
             hint = f"give {method_name} a k parameter: {method_name}(texts, k)"
         if how is None:
             return _Plan(
-                RetrieverShape("batch method", f"{method_name}(texts)", False, hint),
+                RetrieverShape(
+                    "batch method", f"{method_name}(texts)", False, hint, hint_builds=chain
+                ),
                 batch=method,
             )
         return _Plan(

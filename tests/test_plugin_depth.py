@@ -1,0 +1,563 @@
+"""@K means K documents, through the plugin, against the real libraries (offline).
+
+The corpus is ``chunked_corpus``: 12 documents of 3 or 4 chunks, cutoffs 1, 5 and 10. Ten chunks
+hold six to eight documents for three of the four queries, so a gate at 10 used to be refused
+("every ranking is shorter than 10") while the summary printed a number for it. Now:
+
+* retrievers the depth reaches (a LangChain vector-store retriever, a Haystack component, a
+  function with ``k``) are asked again, deeper, for the queries short of 10 documents, and every
+  gate at 10 passes on 10 documents; the artifact records per query the depth asked, the results
+  returned and the documents they collapsed into;
+* retrievers it cannot reach (LlamaIndex ``similarity_top_k``, ``BM25Retriever``, a function
+  without ``k``) get the message naming their knob and about how many results would fill 10.
+
+Every expected number comes from the library itself: its own answer at the depth the artifact
+says was asked, collapsed to documents here, and scored with pytrec_eval.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any
+
+import pytest
+import pytrec_eval
+from chunked_corpus import CHUNKS, GOLDEN, QUERIES, cosine_ranking, embed
+from plugin_helpers import RetrievalProject
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network from the test suite
+
+KS = "1,5,10"
+GATE = {"retrieval_thresholds": "recall@10 >= 0.5"}
+RUN_TEST = "def test_run(retrieval_run):\n    pass\n"
+
+
+def documents_of(chunk_ids: list[str]) -> list[str]:
+    """The document ranking of chunk ids ``<doc>#<n>``: each document at its best chunk."""
+    return list(dict.fromkeys(c.split("#")[0] for c in chunk_ids))
+
+
+def pytrec_recall_at_10(rankings: dict[str, list[str]]) -> float:
+    """Mean recall@10 of the document rankings, by pytrec_eval (an independent implementation)."""
+    qrels = {qid: {doc: 1 for doc in relevant} for qid, (_t, relevant) in QUERIES.items()}
+    run = {
+        qid: {doc: float(len(ranking) - rank) for rank, doc in enumerate(ranking)}
+        for qid, ranking in rankings.items()
+    }
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"recall_10"}).evaluate(run)
+    return sum(v["recall_10"] for v in per_query.values()) / len(per_query)
+
+
+def short_warnings(artifact: dict[str, Any]) -> list[dict[str, Any]]:
+    return [w for w in artifact["warnings"] if w["kind"] == "short_rankings"]
+
+
+def unwrapped(result: pytest.RunResult) -> str:
+    """The terminal output with the summary's wrapped lines joined again."""
+    return result.stdout.str().replace("\n  ", " ")
+
+
+def rows_by_id(artifact: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for row in artifact["queries"]}
+
+
+def gate_value(artifact: dict[str, Any], metric: str = "recall@10") -> Any:
+    (gate,) = [g for g in artifact["gates"] if g["metric"] == metric]
+    return gate
+
+
+# --- the libraries, built here the same way each conftest builds them -----------------------
+
+LANGCHAIN = """
+import pytest
+from chunked_corpus import CHUNKS, embed
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+
+
+class BagOfWords(Embeddings):
+    def embed_documents(self, texts):
+        return [embed(t) for t in texts]
+
+    def embed_query(self, text):
+        return embed(text)
+
+
+STORE = InMemoryVectorStore(BagOfWords())
+STORE.add_documents(
+    [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS]
+)
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return STORE.as_retriever(search_kwargs={"k": BUILT_K})
+"""
+
+
+@pytest.fixture(scope="module")
+def langchain_store() -> Any:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    class BagOfWords(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [embed(t) for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return embed(text)
+
+    store = InMemoryVectorStore(BagOfWords())
+    store.add_documents(
+        [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS]
+    )
+    return store
+
+
+def test_a_langchain_vector_store_is_asked_deeper_and_gates_at_k_on_k_documents(
+    retrieval_project: RetrievalProject, langchain_store: Any
+) -> None:
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LANGCHAIN.replace("BUILT_K", "4"),  # LangChain's own default depth
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=2)  # the run and the declared gate: no false red
+    artifact = retrieval_project.artifact()
+    assert not short_warnings(artifact)
+    rankings: dict[str, list[str]] = {}
+    for qid, row in rows_by_id(artifact).items():
+        depth = row["depth"]["retriever"]
+        # The library's own answer at the depth the artifact says it was asked.
+        docs = langchain_store.similarity_search(QUERIES[qid][0], k=depth["asked"])
+        expected = documents_of([str(d.id) for d in docs])
+        assert row["rankings"]["retriever"] == expected[:10]
+        assert (depth["returned"], depth["documents"]) == (len(docs), len(expected))
+        assert depth["documents"] >= 10  # K documents
+        first = documents_of(
+            [str(d.id) for d in langchain_store.similarity_search(QUERIES[qid][0], k=10)]
+        )
+        # Asked again exactly when its first 10 chunks held fewer than 10 documents.
+        assert (depth["asked"] > 10) == (len(first) < 10), qid
+        rankings[qid] = expected
+    assert rows_by_id(artifact)["q-step0"]["depth"]["retriever"]["asked"] == 10
+    assert rows_by_id(artifact)["q-audit"]["depth"]["retriever"]["asked"] > 10
+    gate = gate_value(artifact)
+    assert gate["passed"] is True
+    assert gate["value"] == pytest.approx(pytrec_recall_at_10(rankings))
+    overall = next(r for r in artifact["results"] if r["column"] == "overall")
+    assert overall["metrics"]["recall@10"] == pytest.approx(gate["value"])  # the table agrees
+    facts = artifact["retriever"]["depth"]
+    assert (facts["first"], facts["reason"], facts["fill"]) == (10, "the largest cutoff", 10)
+    assert facts["asked_again"] == 3
+    deepest = facts["deepest"]
+    assert (
+        "depth: 10 results asked per query (the largest cutoff); 3 of 4 asked again, up to "
+        f"{deepest}, to fill 10 documents" in unwrapped(result)
+    )
+
+
+def test_a_langchain_retriever_built_deeper_is_never_asked_for_fewer(
+    retrieval_project: RetrievalProject, langchain_store: Any
+) -> None:
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LANGCHAIN.replace("BUILT_K", "30"),
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+        tests="""
+        def test_not_mutated(retriever_under_test, retrieval_run):
+            assert retriever_under_test.search_kwargs == {"k": 30}
+        """,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=2)
+    artifact = retrieval_project.artifact()
+    facts = artifact["retriever"]["depth"]
+    assert (facts["first"], facts["built"], facts["asked_again"]) == (30, 30, 0)
+    assert facts["reason"] == "as many as the retriever was built to return, 30"
+    for qid, row in rows_by_id(artifact).items():
+        docs = langchain_store.similarity_search(QUERIES[qid][0], k=30)
+        assert row["depth"]["retriever"] == {
+            "asked": 30,
+            "returned": 30,
+            "documents": len(documents_of([str(d.id) for d in docs])),
+        }
+    # The configured depth is what the baseline would record: the largest cutoff, 10.
+    assert artifact["snapshot"]["settings"]["depth"] == 10
+    assert (
+        "depth: 30 results asked per query (as many as the retriever was built to return, 30)"
+        in unwrapped(result)
+    )
+
+
+HAYSTACK = """
+import pytest
+from chunked_corpus import CHUNKS
+from haystack import Document
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+STORE = InMemoryDocumentStore()
+STORE.write_documents([Document(id=c, content=t, meta={"source": d}) for c, d, t in CHUNKS])
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return InMemoryBM25Retriever(STORE, top_k=4)
+"""
+
+
+def test_a_haystack_component_is_asked_deeper_through_top_k(
+    retrieval_project: RetrievalProject,
+) -> None:
+    from haystack import Document
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    store = InMemoryDocumentStore()
+    store.write_documents([Document(id=c, content=t, meta={"source": d}) for c, d, t in CHUNKS])
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=HAYSTACK,
+        ks=KS,
+        ini={"retrieval_doc_id": "meta.source", **GATE},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=2)
+    artifact = retrieval_project.artifact()
+    assert not short_warnings(artifact)
+    rankings = {}
+    for qid, row in rows_by_id(artifact).items():
+        depth = row["depth"]["retriever"]
+        found = InMemoryBM25Retriever(store).run(query=QUERIES[qid][0], top_k=depth["asked"])
+        expected = documents_of([d.id for d in found["documents"]])
+        assert row["rankings"]["retriever"] == expected[:10]
+        assert (depth["returned"], depth["documents"]) == (len(found["documents"]), len(expected))
+        assert depth["documents"] >= 10
+        rankings[qid] = expected
+    assert artifact["retriever"]["depth"]["asked_again"] >= 1
+    assert gate_value(artifact)["value"] == pytest.approx(pytrec_recall_at_10(rankings))
+
+
+FUNCTION_WITH_K = """
+import pytest
+from chunked_corpus import cosine_ranking
+
+ASKED = []
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text, k):
+        ASKED.append((text, k))
+        return cosine_ranking(text)[:k]
+
+    return search
+"""
+
+
+def test_a_function_with_k_is_asked_again_only_for_the_short_queries(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=FUNCTION_WITH_K,
+        ks=KS,
+        ini={"retrieval_doc_id_separator": "#", **GATE},
+        tests="""
+        from conftest import ASKED
+
+        def test_calls(retrieval_run):
+            # Every query once at 10; the three whose 10 chunks held fewer than 10 documents
+            # once more, deeper. Never step 0, whose 10 chunks are 10 documents.
+            assert sorted(k for text, k in ASKED if text == "step 0") == [10]
+            assert len(ASKED) == 7
+        """,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=2)
+    artifact = retrieval_project.artifact()
+    rankings = {}
+    for qid, row in rows_by_id(artifact).items():
+        depth = row["depth"]["retriever"]
+        chunks = cosine_ranking(QUERIES[qid][0])[: depth["asked"]]
+        rankings[qid] = documents_of(chunks)
+        assert row["rankings"]["retriever"] == rankings[qid][:10]
+        assert depth["documents"] == len(rankings[qid]) >= 10
+        first = documents_of(cosine_ranking(QUERIES[qid][0])[:10])
+        if len(first) < 10:
+            # By the rule: twice as deep, or 10 x 10 / (documents in the first 10), rounded up.
+            assert depth["asked"] == max(20, math.ceil(100 / len(first)))
+    assert gate_value(artifact)["value"] == pytest.approx(pytrec_recall_at_10(rankings))
+
+
+# --- where the depth cannot be handed over: the knob and the number ---------------------------
+
+
+def fill_estimate(chunk_rankings: dict[str, list[str]], documents: int = 10) -> int:
+    """The results that would fill ``documents`` at each short ranking's own chunks per
+    document, the largest over the queries (hand-computed, from the library's answers)."""
+    needed = []
+    for chunks in chunk_rankings.values():
+        found = len(documents_of(chunks))
+        if found < documents:
+            needed.append(math.ceil(documents * len(chunks) / found))
+    return max(needed)
+
+
+LLAMAINDEX = """
+import pytest
+from chunked_corpus import CHUNKS, embed
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import TextNode
+
+
+class BagOfWords(BaseEmbedding):
+    def _get_query_embedding(self, query):
+        return embed(query)
+
+    async def _aget_query_embedding(self, query):
+        return embed(query)
+
+    def _get_text_embedding(self, text):
+        return embed(text)
+
+
+def build():
+    nodes = [TextNode(id_=c, text=t, metadata={"source": d}) for c, d, t in CHUNKS]
+    return VectorStoreIndex(nodes, embed_model=BagOfWords()).as_retriever(similarity_top_k=10)
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return build()
+"""
+
+
+def test_llamaindex_gets_its_knob_and_the_number_that_would_fill_k(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LLAMAINDEX,
+        ks=KS,
+        ini={"retrieval_doc_id": "node.metadata.source", **GATE},
+        tests="""
+        import json
+        from conftest import build
+
+        def test_library(retrieval_run):
+            retriever = build()
+            with open("library.json", "w") as out:
+                json.dump({t: [n.node.node_id for n in retriever.retrieve(t)]
+                           for t in ["refund step", "okta guide", "audit common words",
+                                     "step 0"]}, out)
+        """,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    import json
+
+    library = json.loads((retrieval_project.path / "library.json").read_text(encoding="utf-8"))
+    by_text = {text: qid for qid, (text, _r) in QUERIES.items()}
+    chunk_rankings = {by_text[t]: ids for t, ids in library.items()}
+    assert all(len(ids) == 10 for ids in chunk_rankings.values())  # similarity_top_k=10
+    number = fill_estimate(chunk_rankings)
+    artifact = retrieval_project.artifact()
+    (warning,) = short_warnings(artifact)
+    short = sum(1 for ids in chunk_rankings.values() if len(documents_of(ids)) < 10)
+    assert (warning["kind"], warning["collapsed"], warning["short"]) == (
+        "short_rankings",
+        short,
+        short,
+    )
+    assert (
+        "Fix: a LlamaIndex retriever returns what it was built for: build it with "
+        f"similarity_top_k={number}, e.g. index.as_retriever(similarity_top_k={number}) "
+        f"(at the results per document seen here, about {number} results fill 10 documents)"
+        in warning["message"]
+    )
+    assert f"similarity_top_k={number}" in unwrapped(result)
+    assert (
+        "depth: cannot be handed to this retriever: it returns what it was built for (10 results)"
+        in unwrapped(result)
+    )
+    for row in artifact["queries"]:  # nothing was handed over: no depth asked
+        assert row["depth"]["retriever"]["asked"] is None
+        assert row["depth"]["retriever"]["returned"] == 10
+    # One query's 10 chunks are 10 documents: the gate is scored (on what there is), and warned.
+    assert gate_value(artifact)["value"] is not None
+
+
+BM25 = """
+import warnings
+import pytest
+from chunked_corpus import CHUNKS
+from langchain_core.documents import Document
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.retrievers import BM25Retriever
+
+
+def build():
+    docs = [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS]
+    return BM25Retriever.from_documents(docs, k=10)
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return build()
+"""
+
+
+def test_bm25_retriever_gets_its_knob_and_the_number_that_would_fill_k(
+    retrieval_project: RetrievalProject,
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+
+    library = BM25Retriever.from_documents(
+        [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS], k=10
+    )
+    chunk_rankings = {
+        qid: [str(d.id) for d in library.invoke(text)] for qid, (text, _r) in QUERIES.items()
+    }
+    number = fill_estimate(chunk_rankings)
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=BM25,
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json")
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert (
+        f"Fix: BM25Retriever drops k=: build it with k={number}, e.g. "
+        f"BM25Retriever.from_documents(docs, k={number}) (at the results per document seen "
+        f"here, about {number} results fill 10 documents)" in warning["message"]
+    )
+
+
+K_LESS = """
+import pytest
+from chunked_corpus import cosine_ranking
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text):
+        return cosine_ranking(text)[:CHUNKS_RETURNED]
+
+    return search
+"""
+
+
+def test_a_function_without_k_is_told_to_take_one(retrieval_project: RetrievalProject) -> None:
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=K_LESS.replace("CHUNKS_RETURNED", "10"),
+        ks=KS,
+        ini={"retrieval_doc_id_separator": "#", **GATE},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json")
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert warning["collapsed"] == 3  # q-step0's 10 chunks are 10 documents
+    assert warning["message"].startswith(
+        "short rankings [retriever]: 3 of 4 rankings hold fewer than 10 documents (longest 10, "
+    )
+    assert (
+        "Fix: give it a k parameter, search(query_text, k), and it is called with k=10; the run "
+        "then asks again deeper where needed" in warning["message"]
+    )
+
+
+def test_a_gate_every_ranking_is_too_short_for_is_refused_and_the_table_shows_no_number(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 9 chunks per query: no query reaches 10 documents, so recall@10 cannot be scored.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=K_LESS.replace("CHUNKS_RETURNED", "9"),
+        ks=KS,
+        ini={"retrieval_doc_id_separator": "#", **GATE},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    artifact = retrieval_project.artifact()
+    gate = gate_value(artifact)
+    assert (gate["passed"], gate["value"]) == (False, None)
+    assert gate["message"].startswith(
+        "recall@10 cannot be scored: every ranking [retriever] holds fewer than 10 documents"
+    )
+    assert "give it a k parameter, search(query_text, k)" in gate["message"]
+    overall = next(r for r in artifact["results"] if r["column"] == "overall")
+    assert overall["metrics"]["recall@10"] is None  # no number a gate refuses
+    assert overall["metrics"]["recall@5"] is not None  # 5 documents are there to score
+    table = [line.split() for line in result.stdout.lines if line.startswith("recall@")]
+    assert ["recall@10", "—"] in table, table  # the -v table's row: no number
+    assert ["recall@5", "0.5000"] in table, table
+
+
+# --- repeated ids: one rule under pytest and in evaluate() --------------------------------------
+
+REPEATS_GOLDEN = "version: 1\nqueries:\n  - id: q\n    text: anything\n    relevant: [c]\n"
+REPEATS = """
+import pytest
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text, k):
+        return ["a", "a", "c", "d"][:k]
+
+    return search
+"""
+
+
+@pytest.mark.parametrize(
+    ("unit", "recall_at_2"),
+    [("documents", 1.0), ("results", 0.0)],
+)
+def test_repeated_ids_score_the_same_under_pytest_and_in_evaluate(
+    retrieval_project: RetrievalProject, unit: str, recall_at_2: float
+) -> None:
+    # a, a, c, d with c relevant. Documents a, c, d: recall@2 = 1 (c is the second document).
+    # K in results: the top 2 results are a twice, so recall@2 = 0. distinct@4 counts the four
+    # results as returned, 3 distinct ids of 4: 0.75 in both.
+    from pytest_retrieval.evaluate import evaluate
+
+    retrieval_project.write(
+        golden=REPEATS_GOLDEN,
+        conftest=REPEATS,
+        ks="2,4",
+        ini={"retrieval_metrics": "recall,distinct", "retrieval_cutoff_unit": unit},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=1)
+    (row,) = retrieval_project.artifact()["queries"]
+    assert row["rankings"]["retriever"] == ["a", "c", "d"]
+    assert row["returned"]["retriever"] == ["a", "a", "c", "d"]
+    assert row["metrics"]["retriever"]["recall@2"] == recall_at_2
+    assert row["metrics"]["retriever"]["distinct@4"] == 0.75
+    plain = evaluate(
+        {"q": ["a", "a", "c", "d"]},
+        {"q": {"c": 1}},
+        ["recall@2", "recall@4", "distinct@2", "distinct@4"],
+        cutoff_unit=unit,  # type: ignore[arg-type]
+    )
+    assert plain.per_query["q"] == row["metrics"]["retriever"]
