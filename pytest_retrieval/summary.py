@@ -2,7 +2,7 @@
 
 The table has one row per configured metric (at each K) and one column per selection:
 ``overall``, each slice, and the held-out split when it is unsealed (its aggregates only). A
-metric that a gate would refuse at a stage (:func:`.runchecks.depth_problem`: every ranking
+metric that a gate would refuse at a stage (:func:`.shortrankings.depth_problem`: every ranking
 shorter than its K) shows no number (:func:`shown_means`), so no cell prints a number a gate
 refuses. Latencies are the p50 and p95 of one stage over the queries that were called (cached
 queries have none). :func:`depth_facts` says how deep the retriever was asked and why.
@@ -56,8 +56,8 @@ def refused(
     session: RetrievalSession, stage: str, specs: Iterable[MetricSpec] | None = None
 ) -> frozenset[str]:
     """The metrics of ``specs`` (default: the configured ones) a gate would refuse at
-    ``stage`` (every ranking shorter than their K: :func:`.runchecks.depth_problem`)."""
-    from .runchecks import depth_problem, stage_rankings
+    ``stage`` (every ranking shorter than their K: :func:`.shortrankings.depth_problem`)."""
+    from .shortrankings import depth_problem, stage_rankings
 
     if not session.has_run:
         return frozenset()

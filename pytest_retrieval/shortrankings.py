@@ -1,0 +1,368 @@
+"""Short rankings: a ranking shorter than the cutoffs scored, said loudly with the fix.
+
+A ranking shorter than a cutoff is scored as if the missing ranks held nothing relevant. When
+the retriever returns fewer results than the cutoffs scored (LangChain's default ``k=4`` under
+``recall@20``), every metric past the longest ranking is flat, and the numbers say nothing about
+ranks the retriever never returned. :func:`short_rankings` finds it per stage; the summary, the
+reports and the artifact show it with the framework's depth knob. A ranking whose call came back
+full but whose chunks collapsed into fewer documents than K (where the run could not ask deeper:
+a depth the retriever was built with, or ``retrieval_max_depth`` reached) is always reported,
+with the knob and the number of results that would fill K (:func:`collapse_fix`); one that is
+short because the index has no more to give is reported only when most rankings are.
+
+Applied to a session's run: :func:`find_short_rankings` (the warning, per stage) and
+:func:`depth_problem` (why a gate at K cannot be scored: the session refuses it, and the summary
+table shows no number for it). Only queries that ran without an error are looked at.
+:mod:`pytest_retrieval.runchecks` holds the other checks of a run and re-exports these names.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .metrics import MetricSpec
+from .retriever import RETRIEVER_STAGE
+
+if TYPE_CHECKING:
+    from .depthplan import DepthPlan
+    from .session import RetrievalSession
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What one ranking's (last) retriever call gave, beside its documents: how many results it
+    returned (repeats included), the depth it asked for (None: not known, e.g. a reranker
+    stage) and why asking deeper failed, if it did."""
+
+    returned: int
+    asked: int | None = None
+    deeper_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShortRankings:
+    """One stage's rankings are shorter than the cutoffs scored."""
+
+    stage: str
+    #: The largest cutoff that is scored (metrics, gates, budgets).
+    cutoff: int
+    #: How many results were asked for.
+    depth: int
+    longest: int
+    median: float
+    short: int
+    queries: int
+    #: The cutoffs past the longest ranking: their metrics are flat.
+    flat: tuple[int, ...]
+    #: How to ask this retriever for more results, when known.
+    hint: str | None = None
+    #: The rankings come from stored run files (``retrieval_run``): nothing was asked for.
+    stored: bool = False
+    #: Short rankings whose call came back full but whose results collapsed into fewer
+    #: documents, the deepest such call (asked, or returned where the depth cannot be handed
+    #: over) and the fix (:func:`collapse_fix`).
+    collapsed: int = 0
+    deepest: int | None = None
+    collapse_fix: str | None = None
+
+    @property
+    def message(self) -> str:
+        """One paragraph: what is short, which metrics it flattens, and the fix."""
+        return f"{self.finding}. Fix: {self.fix}"
+
+    @property
+    def finding(self) -> str:
+        """What is short and which metrics it flattens (the message without its fix)."""
+        flat = ", ".join(f"@{k}" for k in self.flat)
+        median = f"{self.median:g}"
+        if self.collapsed:
+            needed = min(self.cutoff, self.depth)
+            text = (
+                f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings hold "
+                f"fewer than {needed} documents (longest {self.longest}, median {median}); "
+                f"{self.collapsed} of them came back full ({self.deepest} results) but their "
+                "results collapsed into fewer documents (chunks of one document count once)"
+            )
+            if flat:
+                text += f"; every metric at {flat} is scored on at most {self.longest} documents"
+            return f"{text}. Fix: {self.collapse_fix}"
+        asked = "as stored in the run file" if self.stored else f"{self.depth} were asked for"
+        text = (
+            f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings are shorter "
+            f"than the cutoff {self.cutoff} (longest {self.longest}, median {median}; {asked})"
+        )
+        if flat:
+            text += f"; every metric at {flat} is scored on at most {self.longest} results"
+        return text
+
+    @property
+    def fix(self) -> str:
+        """How to get rankings as long as the cutoffs, or to turn the check off."""
+        fix = self.hint or (
+            f"write the run file with {self.cutoff} results per query (pytest-retrieval run "
+            f"--depth {self.cutoff}), or lower retrieval_ks"
+            if self.stored
+            else f"make the retriever return {self.depth} results per query, or lower retrieval_ks"
+        )
+        return f"{fix} (retrieval_short_rankings = off if the corpus is that small)"
+
+    def to_dict(self) -> dict[str, object]:
+        """Builtins, for the artifact (``collapsed`` and ``deepest`` only when some collapsed)."""
+        out: dict[str, object] = {
+            "kind": "short_rankings",
+            "stage": self.stage,
+            "cutoff": self.cutoff,
+            "depth": self.depth,
+            "longest": self.longest,
+            "median": self.median,
+            "short": self.short,
+            "queries": self.queries,
+            "flat": list(self.flat),
+            "hint": self.hint,
+            "message": self.message,
+        }
+        if self.collapsed:
+            out["collapsed"] = self.collapsed
+            out["deepest"] = self.deepest
+        return out
+
+
+def collapsed_calls(
+    rankings: Sequence[Sequence[str]],
+    calls: Sequence[Call],
+    needed: int,
+    plan: DepthPlan,
+) -> list[tuple[int, Call]]:
+    """``(documents, call)`` of each ranking short of ``needed`` documents whose call came back
+    full (as many results as it asked for, or as the retriever was built to return where the
+    depth cannot be handed over) but whose results collapsed into fewer documents."""
+    found = []
+    for ranking, call in zip(rankings, calls, strict=True):
+        documents = len(ranking)
+        if documents >= needed or call.returned <= documents:
+            continue
+        if plan.passed and call.asked is not None:
+            full = call.returned >= call.asked
+        else:
+            full = call.returned >= (plan.built or 0)
+        if full:
+            found.append((documents, call))
+    return found
+
+
+def collapse_fix(
+    collapsed: Sequence[tuple[int, Call]],
+    needed: int,
+    plan: DepthPlan,
+    hint: str | None,
+) -> str:
+    """The fix for rankings whose results collapsed into fewer than ``needed`` documents: the
+    knob and the number of results that would fill them (``hint`` is the depth hint template,
+    :func:`.specs.depth_hint`)."""
+    from .specs import hint_for
+
+    # The results that would fill ``needed`` documents at each ranking's own results-per-
+    # document ratio; the largest fills them all.
+    fill = max(-(-needed * call.returned // max(documents, 1)) for documents, call in collapsed)
+    other = (
+        "; or gate a smaller K, or set retrieval_cutoff_unit = results to score the K results "
+        "as returned"
+    )
+    if plan.passed:
+        failed = [c.deeper_error for _d, c in collapsed if c.deeper_error]
+        if failed:
+            return (
+                f"asking deeper failed ({failed[0]}): set retrieval_max_depth to a depth the "
+                f"retriever accepts" + other
+            )
+        return (
+            f"raise retrieval_max_depth (now {plan.max_depth}) to about {fill}, or start every "
+            f"query at retrieval_depth = {fill}" + other
+        )
+    if hint is not None and plan.hint_builds:
+        return (
+            f"{hint_for(hint, fill)} (at the results per document seen here, about {fill} "
+            f"results fill {needed} documents)" + other
+        )
+    if hint is not None:  # a k parameter: the run then asks again where results collapse
+        return f"{hint_for(hint, plan.first)}; the run then asks again deeper where needed" + other
+    return f"make the retriever return about {fill} results per query" + other
+
+
+def short_rankings(
+    stage: str,
+    rankings: Sequence[Sequence[str]],
+    *,
+    cutoffs: Collection[int],
+    depth: int,
+    hint: str | None = None,
+    stored: bool = False,
+    calls: Sequence[Call] | None = None,
+    plan: DepthPlan | None = None,
+    template: str | None = None,
+) -> ShortRankings | None:
+    """The short-ranking finding of one stage, or None when the rankings are long enough.
+
+    A ranking is short when it holds fewer results than ``min(largest cutoff, depth)`` (an empty
+    ranking counts too: it is how a retriever says "nothing"). With ``calls`` (aligned with
+    ``rankings``) and the run's ``plan``, a short ranking whose call came back full but whose
+    results collapsed into fewer documents is always reported (:func:`collapsed_calls`, the fix
+    from the depth hint ``template``: :func:`collapse_fix`). Otherwise the stage is reported
+    when even the longest ranking is shorter than the cutoff (the metrics past it are flat,
+    and the depth did not reach the retriever), or when the median ranking is less than half of
+    it. Shorter rankings beside full ones (the index has no more for some queries, a score
+    threshold) are not reported.
+    """
+    if not rankings or not cutoffs:
+        return None
+    cutoff = max(cutoffs)
+    needed = min(cutoff, depth)
+    lengths = [len(r) for r in rankings]
+    short = sum(1 for n in lengths if n < needed)
+    longest = max(lengths)
+    collapsed = (
+        collapsed_calls(rankings, calls, needed, plan)
+        if calls is not None and plan is not None
+        else []
+    )
+    if not collapsed and longest >= needed and statistics.median(lengths) * 2 >= needed:
+        # Some ranking is full length, so the depth reaches the retriever; most are at least
+        # half as long: a retriever that returns fewer for some queries. Not reported: every
+        # cutoff is scored on the results there are.
+        return None
+    flat = tuple(sorted(k for k in set(cutoffs) if k > longest))
+    deepest: int | None = None
+    fix: str | None = None
+    if collapsed:
+        assert plan is not None
+        deepest = max(
+            c.asked if plan.passed and c.asked is not None else c.returned for _d, c in collapsed
+        )
+        fix = collapse_fix(collapsed, needed, plan, template)
+    return ShortRankings(
+        stage=stage,
+        cutoff=cutoff,
+        depth=depth,
+        longest=longest,
+        median=statistics.median(lengths),
+        short=short,
+        queries=len(lengths),
+        flat=flat,
+        hint=hint,
+        stored=stored,
+        collapsed=len(collapsed),
+        deepest=deepest,
+        collapse_fix=fix,
+    )
+
+
+# --- the checks of a session's run -----------------------------------------------------------
+
+
+def stage_rankings(
+    session: RetrievalSession, stage: str
+) -> tuple[list[tuple[str, ...]], list[Call] | None]:
+    """One stage's rankings of the queries that ran, in what K counts (documents, or the
+    results as returned under ``retrieval_cutoff_unit = results``), and, where chunks can
+    collapse short of K (documents, the retriever stage of a live run), each one's call."""
+    assert session.outcomes is not None
+    ran = [o for o in session.outcomes.values() if stage in o.rankings and o.error is None]
+    if session.settings.cutoff_unit == "results":
+        return [o.as_returned(stage) for o in ran], None
+    rankings = [o.rankings[stage] for o in ran]
+    if stage != RETRIEVER_STAGE or session.depth_plan is None:
+        return rankings, None
+    first = session.depth_plan.first
+    calls = [
+        Call(
+            len(o.as_returned(stage)),
+            o.asked if o.asked is not None else first,
+            o.deeper_error,
+        )
+        for o in ran
+    ]
+    return rankings, calls
+
+
+def depth_problem(
+    session: RetrievalSession,
+    spec: MetricSpec,
+    stage: str,
+    measured: tuple[list[tuple[str, ...]], list[Call] | None] | None = None,
+) -> str | None:
+    """Why ``spec`` cannot be gated at ``stage`` (None when it can): a metric deeper than the
+    results asked for, or than every ranking the retriever returned, would be scored on a
+    shorter list. The session refuses the gate with this explanation (and the summary table
+    shows no number for it). ``measured`` is the stage's :func:`stage_rankings`, when the
+    caller has them already."""
+    assert session.outcomes is not None
+    if spec.k is None:
+        return None
+    depth = session.first_depth
+    ran, calls = measured if measured is not None else stage_rankings(session, stage)
+    longest = max((len(r) for r in ran), default=0)
+    if spec.k > depth and longest <= depth:
+        return (
+            f"{spec} needs the top {spec.k} results, but the retriever was asked for "
+            f"{depth} (retrieval_depth, default: the largest of retrieval_ks); add {spec.k} "
+            "to retrieval_ks or raise retrieval_depth"
+        )
+    if ran and longest < spec.k and session.settings.short_rankings != "off":
+        plan = session.depth_plan
+        collapsed = (
+            collapsed_calls(ran, calls, spec.k, plan)
+            if calls is not None and plan is not None
+            else []
+        )
+        if collapsed:
+            assert plan is not None
+            fix = collapse_fix(collapsed, spec.k, plan, session.depth_hint)
+            return (
+                f"{spec} cannot be scored: every ranking [{stage}] holds fewer than {spec.k} "
+                f"documents (longest {longest}); {len(collapsed)} of them came back full but "
+                f"their results collapsed into fewer documents (chunks of one document count "
+                f"once), so it would be scored on at most {longest} documents. Fix: {fix}"
+            )
+        hint = session.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
+        stored = bool(session.run_files)
+        fix = hint or (
+            f"write the run file with at least {spec.k} results per query"
+            if stored
+            else f"make the retriever return at least {spec.k} results per query"
+        )
+        asked = "as stored in the run file" if stored else f"{depth} asked for"
+        return (
+            f"{spec} cannot be scored: every ranking [{stage}] is shorter than {spec.k} "
+            f"(longest {longest}, {asked}), so it would be scored on at most "
+            f"{longest} results. Fix: {fix}; if {spec.k} is deeper than you need, gate a "
+            f"smaller K (retrieval_short_rankings = off if the corpus is that small)"
+        )
+    return None
+
+
+def find_short_rankings(session: RetrievalSession) -> list[ShortRankings]:
+    """Per stage of the session's run: rankings shorter than the cutoffs scored."""
+    if not session.outcomes or session.settings.short_rankings == "off":
+        return []
+    found = []
+    for stage in session.stages:
+        depth = session.first_depth
+        hint = session.hint_for(depth) if stage == RETRIEVER_STAGE else None
+        rankings, calls = stage_rankings(session, stage)
+        finding = short_rankings(
+            stage,
+            rankings,
+            cutoffs=session.cutoffs(),
+            depth=depth,
+            hint=hint,
+            stored=bool(session.run_files),
+            calls=calls,
+            plan=session.depth_plan,
+            template=session.depth_hint if stage == RETRIEVER_STAGE else None,
+        )
+        if finding is not None:
+            found.append(finding)
+    return found
