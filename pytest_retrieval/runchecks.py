@@ -35,6 +35,7 @@ from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
 from .shortrankings import (
     Call,
+    Measured,
     ShortRankings,
     collapse_fix,
     collapsed_calls,
@@ -54,6 +55,7 @@ __all__ = [
     "Call",
     "Coverage",
     "IdMatch",
+    "Measured",
     "ShortRankings",
     "collapse_fix",
     "collapsed_calls",

@@ -23,6 +23,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .evaluate import CutoffUnit, measured_unit
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
 
@@ -263,14 +264,15 @@ def short_rankings(
 
 
 def stage_rankings(
-    session: RetrievalSession, stage: str
+    session: RetrievalSession, stage: str, unit: CutoffUnit = "documents"
 ) -> tuple[list[tuple[str, ...]], list[Call] | None]:
-    """One stage's rankings of the queries that ran, in what K counts (documents, or the
-    results as returned under ``retrieval_cutoff_unit = results``), and, where chunks can
-    collapse short of K (documents, the retriever stage of a live run), each one's call."""
+    """One stage's rankings of the queries that ran, in ``unit`` (what a metric's K counts:
+    :func:`.evaluate.measured_unit`): the document rankings, or the ids as returned (repeats
+    kept) for ``"results"``; and, where chunks can collapse short of K (documents, the
+    retriever stage of a live run), each one's call."""
     assert session.outcomes is not None
     ran = [o for o in session.outcomes.values() if stage in o.rankings and o.error is None]
-    if session.settings.cutoff_unit == "results":
+    if unit == "results":
         return [o.as_returned(stage) for o in ran], None
     rankings = [o.rankings[stage] for o in ran]
     if stage != RETRIEVER_STAGE or session.depth_plan is None:
@@ -287,22 +289,33 @@ def stage_rankings(
     return rankings, calls
 
 
+#: A stage's rankings in each unit, as :func:`stage_rankings` gives them (filled on demand).
+Measured = dict[CutoffUnit, tuple[list[tuple[str, ...]], list[Call] | None]]
+
+
 def depth_problem(
     session: RetrievalSession,
     spec: MetricSpec,
     stage: str,
-    measured: tuple[list[tuple[str, ...]], list[Call] | None] | None = None,
+    measured: Measured | None = None,
 ) -> str | None:
     """Why ``spec`` cannot be gated at ``stage`` (None when it can): a metric deeper than the
     results asked for, or than every ranking the retriever returned, would be scored on a
-    shorter list. The session refuses the gate with this explanation (and the summary table
-    shows no number for it). ``measured`` is the stage's :func:`stage_rankings`, when the
-    caller has them already."""
+    shorter list. A ranking's length is counted in what the metric's K counts
+    (:func:`.evaluate.measured_unit`: the results as returned for ``distinct@K``, documents
+    otherwise unless ``retrieval_cutoff_unit = results``). The session refuses the gate with
+    this explanation (and the summary table shows no number for it). ``measured`` caches the
+    stage's :func:`stage_rankings` by unit across calls."""
     assert session.outcomes is not None
     if spec.k is None:
         return None
+    unit = measured_unit(spec, session.settings.cutoff_unit)
     depth = session.first_depth
-    ran, calls = measured if measured is not None else stage_rankings(session, stage)
+    if measured is None:
+        measured = {}
+    if unit not in measured:
+        measured[unit] = stage_rankings(session, stage, unit)
+    ran, calls = measured[unit]
     longest = max((len(r) for r in ran), default=0)
     if spec.k > depth and longest <= depth:
         return (
@@ -343,26 +356,48 @@ def depth_problem(
     return None
 
 
+def unit_cutoffs(session: RetrievalSession) -> dict[CutoffUnit, tuple[int, ...]]:
+    """The cutoffs scored (the table's metrics, the declared gates and budgets), by what their
+    K counts (:func:`.evaluate.measured_unit`); a unit no metric is measured in is absent."""
+    specs = [
+        *session.settings.metric_specs,
+        *(t.spec for t in session.thresholds),
+        *(b.spec for b in session.budgets),
+    ]
+    found: dict[CutoffUnit, set[int]] = {}
+    for spec in specs:
+        if spec.k is not None:
+            unit = measured_unit(spec, session.settings.cutoff_unit)
+            found.setdefault(unit, set()).add(spec.k)
+    return {unit: tuple(sorted(ks)) for unit, ks in sorted(found.items())}
+
+
 def find_short_rankings(session: RetrievalSession) -> list[ShortRankings]:
-    """Per stage of the session's run: rankings shorter than the cutoffs scored."""
+    """Per stage of the session's run: rankings shorter than the cutoffs scored, each cutoff
+    against what its metric's K counts (:func:`unit_cutoffs`). A stage's document rankings are
+    checked first; its results as returned (``distinct@K``) only when those are long enough,
+    since a ranking short of results is short of documents too."""
     if not session.outcomes or session.settings.short_rankings == "off":
         return []
     found = []
+    by_unit = unit_cutoffs(session)
     for stage in session.stages:
         depth = session.first_depth
         hint = session.hint_for(depth) if stage == RETRIEVER_STAGE else None
-        rankings, calls = stage_rankings(session, stage)
-        finding = short_rankings(
-            stage,
-            rankings,
-            cutoffs=session.cutoffs(),
-            depth=depth,
-            hint=hint,
-            stored=bool(session.run_files),
-            calls=calls,
-            plan=session.depth_plan,
-            template=session.depth_hint if stage == RETRIEVER_STAGE else None,
-        )
-        if finding is not None:
-            found.append(finding)
+        for unit, cutoffs in by_unit.items():  # "documents" sorts before "results"
+            rankings, calls = stage_rankings(session, stage, unit)
+            finding = short_rankings(
+                stage,
+                rankings,
+                cutoffs=cutoffs,
+                depth=depth,
+                hint=hint,
+                stored=bool(session.run_files),
+                calls=calls,
+                plan=session.depth_plan,
+                template=session.depth_hint if stage == RETRIEVER_STAGE else None,
+            )
+            if finding is not None:
+                found.append(finding)
+                break
     return found

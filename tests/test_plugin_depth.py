@@ -561,3 +561,86 @@ def test_repeated_ids_score_the_same_under_pytest_and_in_evaluate(
         cutoff_unit=unit,  # type: ignore[arg-type]
     )
     assert plain.per_query["q"] == row["metrics"]["retriever"]
+
+
+# --- distinct@K counts the results as returned: never refused for what collapsed -------------
+
+REPEATS_WITHOUT_K = """
+import pytest
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text):
+        return ["a", "a", "c", "d"]
+
+    return search
+"""
+
+
+def test_distinct_at_k_is_scored_on_the_results_as_returned_when_documents_fall_short(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # a, a, c, d from a function without k: 3 documents, so recall@4 is refused (4 documents
+    # are not there), but distinct@4 is defined over the 4 results as returned, which came
+    # back: 3 distinct ids of 4 = 0.75 (hand), a number, and the gate at 0.7 passes.
+    retrieval_project.write(
+        golden=REPEATS_GOLDEN,
+        conftest=REPEATS_WITHOUT_K,
+        ks="2,4",
+        ini={
+            "retrieval_metrics": "recall,distinct",
+            "retrieval_thresholds": "distinct@4 >= 0.7",
+        },
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json", "-v")
+    result.assert_outcomes(passed=2)
+    artifact = retrieval_project.artifact()
+    gate = gate_value(artifact, "distinct@4")
+    assert (gate["passed"], gate["value"]) == (True, 0.75)
+    overall = next(r for r in artifact["results"] if r["column"] == "overall")
+    assert overall["metrics"]["distinct@4"] == 0.75  # the table shows it too
+    assert overall["metrics"]["recall@4"] is None  # 3 documents cannot fill recall@4
+    table = [line.split() for line in result.stdout.lines if line.startswith("distinct@")]
+    assert ["distinct@4", "0.7500"] in table, table
+
+
+def test_distinct_at_10_of_a_real_bm25_retriever_is_its_share_of_distinct_documents(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # BM25Retriever built with k=10 over 3-4 chunks per document, without q-step0 (whose 10
+    # chunks are 10 documents): every query's 10 chunks hold fewer than 10 documents, so
+    # recall@10 is refused, but distinct@10 is the share of the 10 results that are not a
+    # copy: from the library's own answers.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+
+    library = BM25Retriever.from_documents(
+        [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS], k=10
+    )
+    queries = {qid: q for qid, q in QUERIES.items() if qid != "q-step0"}
+    shares = []
+    for text, _relevant in queries.values():
+        sources = [d.metadata["source"] for d in library.invoke(text)]
+        assert len(sources) == 10
+        shares.append(len(set(sources)) / 10)
+        assert len(set(sources)) < 10
+    expected = sum(shares) / len(shares)
+    retrieval_project.write(
+        golden="version: 1\nqueries:\n"
+        + "".join(
+            f"  - id: {qid}\n    text: {text}\n    relevant: [{', '.join(relevant)}]\n"
+            for qid, (text, relevant) in queries.items()
+        ),
+        conftest=BM25,
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", "retrieval_thresholds": "distinct@10 >= 0.3"},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    gate = gate_value(retrieval_project.artifact(), "distinct@10")
+    assert gate["passed"] is True
+    assert gate["value"] == pytest.approx(expected)
