@@ -89,7 +89,7 @@ class ShortRankings:
             )
             if flat:
                 text += f"; every metric at {flat} is scored on at most {self.longest} documents"
-            return f"{text}. Fix: {self.collapse_fix}"
+            return text
         asked = "as stored in the run file" if self.stored else f"{self.depth} were asked for"
         text = (
             f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings are shorter "
@@ -101,7 +101,12 @@ class ShortRankings:
 
     @property
     def fix(self) -> str:
-        """How to get rankings as long as the cutoffs, or to turn the check off."""
+        """How to get rankings as long as the cutoffs, or to turn the check off: one fix (for
+        rankings whose results collapsed, :func:`collapse_fix`'s, which names the knob and the
+        number that fills K; the depth hint at the configured depth would repeat what the
+        retriever already has)."""
+        if self.collapse_fix is not None:
+            return self.collapse_fix
         fix = self.hint or (
             f"write the run file with {self.cutoff} results per query (pytest-retrieval run "
             f"--depth {self.cutoff}), or lower retrieval_ks"

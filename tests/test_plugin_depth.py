@@ -451,6 +451,35 @@ def test_bm25_retriever_gets_its_knob_and_the_number_that_would_fill_k(
     )
 
 
+
+def test_a_collapse_warning_has_one_fix_in_every_report(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # BM25Retriever built with k=10: the warning's one fix names a k that fills 10 documents.
+    # A second "Fix: ... build it with k=10" (the depth it already has) contradicted it.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=BM25,
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run(
+        "--retrieval-json=out.json", "--retrieval-markdown=out.md", "--retrieval-html=out.html"
+    )
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert warning["message"].count("Fix:") == 1, warning["message"]
+    assert "k=10," not in warning["message"]
+    terminal = unwrapped(result)
+    start = terminal.index("warning: short rankings")
+    paragraph = terminal[start : terminal.index("\n", start)]
+    assert paragraph.count("Fix:") == 1, paragraph
+    markdown = (retrieval_project.path / "out.md").read_text(encoding="utf-8")
+    (line,) = [x for x in markdown.splitlines() if "short rankings" in x]
+    assert line.count("Fix:") == 1, line
+    html = (retrieval_project.path / "out.html").read_text(encoding="utf-8")
+    assert html.count("Fix:") == 1
+
 K_LESS = """
 import pytest
 from chunked_corpus import cosine_ranking
