@@ -18,8 +18,10 @@ table shows no number for it). Only queries that ran without an error are looked
 
 from __future__ import annotations
 
+import os
 import statistics
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,9 @@ class Call:
     returned: int
     asked: int | None = None
     deeper_error: str | None = None
+    #: The ids as returned (repeats kept), for the number of results that fill K
+    #: (:func:`fill_bounds`); empty where not known.
+    ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,20 +164,92 @@ def collapsed_calls(
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """How many results fill ``needed`` documents, from the rankings that came back (the
+    retriever cannot be asked deeper, so nothing else is known; docs/frameworks.md, "Depth and K
+    documents").
+
+    ``results`` is enough for every collapsed ranking seen: an upper bound, exact under the
+    chunk counts of ``retrieval_doc_id_map`` (``most`` is None) and otherwise under the
+    assumption that no document has more chunks than ``most``, the most results one ranking
+    held of one document. ``at_least`` is a lower bound that needs no assumption: each result
+    past those returned adds at most one document, so fewer cannot fill ``needed``.
+    """
+
+    results: int
+    at_least: int
+    needed: int
+    most: int | None
+
+    @property
+    def words(self) -> str:
+        """``37 results hold 10 documents for every query seen here if no document has more
+        than 4 chunks, the most one ranking held of one document; fewer than 17 cannot``."""
+        basis = (
+            "by the chunks per document in retrieval_doc_id_map"
+            if self.most is None
+            else f"if no document has more than {self.most} chunks, the most one ranking held "
+            "of one document"
+        )
+        return (
+            f"{self.results} results hold {self.needed} documents for every query seen here "
+            f"{basis}; fewer than {self.at_least} cannot"
+        )
+
+
+def fill_bounds(
+    collapsed: Sequence[tuple[int, Call]],
+    needed: int,
+    calls: Sequence[Call],
+    chunk_counts: Mapping[str, int] | None = None,
+) -> Fill:
+    """The results that fill ``needed`` documents in every ranking of ``collapsed`` (``(documents,
+    call)`` pairs, :func:`collapsed_calls`), and the fewest that could (:class:`Fill`).
+
+    The lower bound of one ranking is its results plus the documents it lacks. The upper bound
+    is the worst case: every chunk of the documents it holds, then every chunk of the largest
+    documents it does not hold, comes before the last document it needs. With
+    ``chunk_counts`` (document → chunks, from the doc map; used when it names every document
+    returned) each document's own count; otherwise ``most`` for every document, the most
+    results of one document in any ranking of ``calls`` (it reduces to ``(needed - 1) * most +
+    1``).
+    """
+    at_least = max(call.returned + needed - documents for documents, call in collapsed)
+    seen = [Counter(call.ids) for _d, call in collapsed]
+    known = chunk_counts is not None and all(
+        doc in chunk_counts for counts in seen for doc in counts
+    )
+    if chunk_counts is not None and known and all(seen):
+        total = sum(chunk_counts.values())
+        ordered = sorted(chunk_counts.items(), key=lambda item: -item[1])
+        worst = 0
+        for counts in seen:
+            rest = sum(max(chunk_counts[doc] - n, 0) for doc, n in counts.items())
+            lacking = needed - len(counts) - 1
+            others = [n for doc, n in ordered if doc not in counts][:lacking]
+            worst = max(worst, min(total, sum(counts.values()) + rest + sum(others) + 1))
+        return Fill(max(worst, at_least), at_least, needed, None)
+    most = max((max(Counter(c.ids).values(), default=1) for c in calls), default=1)
+    most = max([most, *(-(-call.returned // max(d, 1)) for d, call in collapsed)])
+    return Fill(max((needed - 1) * most + 1, at_least), at_least, needed, most)
+
+
 def collapse_fix(
     collapsed: Sequence[tuple[int, Call]],
     needed: int,
     plan: DepthPlan,
     hint: str | None,
+    *,
+    calls: Sequence[Call] = (),
+    chunk_counts: Mapping[str, int] | None = None,
 ) -> str:
     """The fix for rankings whose results collapsed into fewer than ``needed`` documents: the
-    knob and the number of results that would fill them (``hint`` is the depth hint template,
-    :func:`.specs.depth_hint`)."""
+    knob and the number of results that fill them, with what that number is
+    (:func:`fill_bounds`; ``calls`` are every call of the stage, ``chunk_counts`` the doc map's
+    chunks per document). ``hint`` is the depth hint template, :func:`.specs.depth_hint`."""
     from .specs import hint_for
 
-    # The results that would fill ``needed`` documents at each ranking's own results-per-
-    # document ratio; the largest fills them all.
-    fill = max(-(-needed * call.returned // max(documents, 1)) for documents, call in collapsed)
     other = (
         "; or gate a smaller K, or set retrieval_cutoff_unit = results to score the K results "
         "as returned"
@@ -184,18 +261,18 @@ def collapse_fix(
                 f"asking deeper failed ({failed[0]}): set retrieval_max_depth to a depth the "
                 f"retriever accepts" + other
             )
-        return (
-            f"raise retrieval_max_depth (now {plan.max_depth}) to about {fill}, or start every "
-            f"query at retrieval_depth = {fill}" + other
-        )
-    if hint is not None and plan.hint_builds:
-        return (
-            f"{hint_for(hint, fill)} (at the results per document seen here, about {fill} "
-            f"results fill {needed} documents)" + other
-        )
-    if hint is not None:  # a k parameter: the run then asks again where results collapse
+    if hint is not None and not plan.passed and not plan.hint_builds:
+        # A k parameter: the run then asks again where results collapse, by itself.
         return f"{hint_for(hint, plan.first)}; the run then asks again deeper where needed" + other
-    return f"make the retriever return about {fill} results per query" + other
+    fill = fill_bounds(collapsed, needed, calls or [c for _d, c in collapsed], chunk_counts)
+    if plan.passed:
+        return (
+            f"raise retrieval_max_depth (now {plan.max_depth}) to {fill.results}, or start "
+            f"every query at retrieval_depth = {fill.results} ({fill.words})" + other
+        )
+    if hint is not None:
+        return f"{hint_for(hint, fill.results)} ({fill.words})" + other
+    return f"make the retriever return {fill.results} results per query ({fill.words})" + other
 
 
 def short_rankings(
@@ -209,6 +286,7 @@ def short_rankings(
     calls: Sequence[Call] | None = None,
     plan: DepthPlan | None = None,
     template: str | None = None,
+    chunk_counts: Mapping[str, int] | None = None,
 ) -> ShortRankings | None:
     """The short-ranking finding of one stage, or None when the rankings are long enough.
 
@@ -216,7 +294,8 @@ def short_rankings(
     ranking counts too: it is how a retriever says "nothing"). With ``calls`` (aligned with
     ``rankings``) and the run's ``plan``, a short ranking whose call came back full but whose
     results collapsed into fewer documents is always reported (:func:`collapsed_calls`, the fix
-    from the depth hint ``template``: :func:`collapse_fix`). Otherwise the stage is reported
+    from the depth hint ``template`` and the doc map's ``chunk_counts``: :func:`collapse_fix`).
+    Otherwise the stage is reported
     when even the longest ranking is shorter than the cutoff (the metrics past it are flat,
     and the depth did not reach the retriever), or when the median ranking is less than half of
     it. Shorter rankings beside full ones (the index has no more for some queries, a score
@@ -247,7 +326,10 @@ def short_rankings(
         deepest = max(
             c.asked if plan.passed and c.asked is not None else c.returned for _d, c in collapsed
         )
-        fix = collapse_fix(collapsed, needed, plan, template)
+        assert calls is not None
+        fix = collapse_fix(
+            collapsed, needed, plan, template, calls=calls, chunk_counts=chunk_counts
+        )
     return ShortRankings(
         stage=stage,
         cutoff=cutoff,
@@ -266,6 +348,30 @@ def short_rankings(
 
 
 # --- the checks of a session's run -----------------------------------------------------------
+
+
+_CHUNK_COUNTS: dict[tuple[str, int, int], dict[str, int]] = {}
+
+
+def chunk_counts(session: RetrievalSession) -> dict[str, int] | None:
+    """Document → how many chunks ``retrieval_doc_id_map`` maps to it (None without a map, or
+    when it cannot be read: the run phase reports that), for the number of results that fill
+    K (:func:`fill_bounds`). Read once per version of the file."""
+    path = session.settings.doc_id_map
+    if not path:
+        return None
+    from .errors import InputError
+    from .formats.docmap import load_doc_map
+
+    try:
+        stat = os.stat(path)
+        key = (path, stat.st_mtime_ns, stat.st_size)
+        if key not in _CHUNK_COUNTS:
+            _CHUNK_COUNTS.clear()
+            _CHUNK_COUNTS[key] = dict(Counter(load_doc_map(path).values()))
+    except (OSError, InputError):
+        return None
+    return _CHUNK_COUNTS[key]
 
 
 def stage_rankings(
@@ -288,6 +394,7 @@ def stage_rankings(
             len(o.as_returned(stage)),
             o.asked if o.asked is not None else first,
             o.deeper_error,
+            o.as_returned(stage),
         )
         for o in ran
     ]
@@ -337,7 +444,14 @@ def depth_problem(
         )
         if collapsed:
             assert plan is not None
-            fix = collapse_fix(collapsed, spec.k, plan, session.depth_hint)
+            fix = collapse_fix(
+                collapsed,
+                spec.k,
+                plan,
+                session.depth_hint,
+                calls=calls or (),
+                chunk_counts=chunk_counts(session),
+            )
             return (
                 f"{spec} cannot be scored: every ranking [{stage}] holds fewer than {spec.k} "
                 f"documents (longest {longest}); {len(collapsed)} of them came back full but "
@@ -401,6 +515,7 @@ def find_short_rankings(session: RetrievalSession) -> list[ShortRankings]:
                 calls=calls,
                 plan=session.depth_plan,
                 template=session.depth_hint if stage == RETRIEVER_STAGE else None,
+                chunk_counts=chunk_counts(session) if calls is not None else None,
             )
             if finding is not None:
                 found.append(finding)

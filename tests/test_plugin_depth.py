@@ -303,15 +303,33 @@ def test_a_function_with_k_is_asked_again_only_for_the_short_queries(
 # --- where the depth cannot be handed over: the knob and the number ---------------------------
 
 
-def fill_estimate(chunk_rankings: dict[str, list[str]], documents: int = 10) -> int:
-    """The results that would fill ``documents`` at each short ranking's own chunks per
-    document, the largest over the queries (hand-computed, from the library's answers)."""
-    needed = []
-    for chunks in chunk_rankings.values():
-        found = len(documents_of(chunks))
-        if found < documents:
-            needed.append(math.ceil(documents * len(chunks) / found))
-    return max(needed)
+def fill_bounds(chunk_rankings: dict[str, list[str]], documents: int = 10) -> tuple[int, int, int]:
+    """``(enough, at_least, most)`` for the short rankings of the library's answers, by hand:
+    ``most`` is the most chunks of one document in one ranking; if no document has more, the
+    worst case puts every chunk of ``documents - 1`` documents before the last one needed, so
+    ``(documents - 1) * most + 1`` results are enough; and each result past those returned adds
+    at most one document, so a ranking of R results holding D documents needs at least
+    ``R + documents - D``."""
+    most = max(max(documents_of_counts(chunks).values()) for chunks in chunk_rankings.values())
+    short = [c for c in chunk_rankings.values() if len(documents_of(c)) < documents]
+    at_least = max(len(c) + documents - len(documents_of(c)) for c in short)
+    return (documents - 1) * most + 1, at_least, most
+
+
+def documents_of_counts(chunk_ids: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for chunk in chunk_ids:
+        doc = chunk.split("#")[0]
+        counts[doc] = counts.get(doc, 0) + 1
+    return counts
+
+
+def fill_words(enough: int, at_least: int, most: int, documents: int = 10) -> str:
+    return (
+        f"({enough} results hold {documents} documents for every query seen here if no "
+        f"document has more than {most} chunks, the most one ranking held of one document; "
+        f"fewer than {at_least} cannot)"
+    )
 
 
 LLAMAINDEX = """
@@ -371,7 +389,7 @@ def test_llamaindex_gets_its_knob_and_the_number_that_would_fill_k(
     by_text = {text: qid for qid, (text, _r) in QUERIES.items()}
     chunk_rankings = {by_text[t]: ids for t, ids in library.items()}
     assert all(len(ids) == 10 for ids in chunk_rankings.values())  # similarity_top_k=10
-    number = fill_estimate(chunk_rankings)
+    number, at_least, most = fill_bounds(chunk_rankings)
     artifact = retrieval_project.artifact()
     (warning,) = short_warnings(artifact)
     short = sum(1 for ids in chunk_rankings.values() if len(documents_of(ids)) < 10)
@@ -383,9 +401,22 @@ def test_llamaindex_gets_its_knob_and_the_number_that_would_fill_k(
     assert (
         "Fix: a LlamaIndex retriever returns what it was built for: build it with "
         f"similarity_top_k={number}, e.g. index.as_retriever(similarity_top_k={number}) "
-        f"(at the results per document seen here, about {number} results fill 10 documents)"
+        + fill_words(number, at_least, most)
         in warning["message"]
     )
+    # The number is enough: built with it, the library's own answers hold 10 documents for
+    # every query, and the plugin warns no more.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LLAMAINDEX.replace("similarity_top_k=10", f"similarity_top_k={number}"),
+        ks=KS,
+        ini={"retrieval_doc_id": "node.metadata.source", **GATE},
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    library = json.loads((retrieval_project.path / "library.json").read_text(encoding="utf-8"))
+    assert all(len(ids) == number for ids in library.values())
+    assert all(len(documents_of(ids)) >= 10 for ids in library.values())
+    assert not short_warnings(retrieval_project.artifact())
     assert f"similarity_top_k={number}" in unwrapped(result)
     assert (
         "depth: cannot be handed to this retriever: it returns what it was built for (10 results)"
@@ -434,7 +465,7 @@ def test_bm25_retriever_gets_its_knob_and_the_number_that_would_fill_k(
     chunk_rankings = {
         qid: [str(d.id) for d in library.invoke(text)] for qid, (text, _r) in QUERIES.items()
     }
-    number = fill_estimate(chunk_rankings)
+    number, at_least, most = fill_bounds(chunk_rankings)
     retrieval_project.write(
         golden=GOLDEN,
         conftest=BM25,
@@ -446,10 +477,25 @@ def test_bm25_retriever_gets_its_knob_and_the_number_that_would_fill_k(
     (warning,) = short_warnings(retrieval_project.artifact())
     assert (
         f"Fix: BM25Retriever drops k=: build it with k={number}, e.g. "
-        f"BM25Retriever.from_documents(docs, k={number}) (at the results per document seen "
-        f"here, about {number} results fill 10 documents)" in warning["message"]
+        f"BM25Retriever.from_documents(docs, k={number}) "
+        + fill_words(number, at_least, most)
+        in warning["message"]
     )
-
+    # Following it fills: the library built with that k holds 10 documents for every query,
+    # and the plugin run with it warns no more.
+    built = BM25Retriever.from_documents(
+        [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS], k=number
+    )
+    for text, _relevant in QUERIES.values():
+        assert len(documents_of([str(d.id) for d in built.invoke(text)])) >= 10
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=BM25.replace("k=10", f"k={number}"),
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    assert not short_warnings(retrieval_project.artifact())
 
 
 def test_a_collapse_warning_has_one_fix_in_every_report(
@@ -479,6 +525,7 @@ def test_a_collapse_warning_has_one_fix_in_every_report(
     assert line.count("Fix:") == 1, line
     html = (retrieval_project.path / "out.html").read_text(encoding="utf-8")
     assert html.count("Fix:") == 1
+
 
 K_LESS = """
 import pytest
@@ -673,3 +720,73 @@ def test_distinct_at_10_of_a_real_bm25_retriever_is_its_share_of_distinct_docume
     gate = gate_value(retrieval_project.artifact(), "distinct@10")
     assert gate["passed"] is True
     assert gate["value"] == pytest.approx(expected)
+
+
+#: One long document of 8 chunks that all match "alpha", six short ones of 2 chunks.
+UNEVEN_CHUNKS = [(f"big-{n}", f"alpha guide part {n}") for n in range(8)] + [
+    (f"d{i}-{n}", f"other words {i} {n}") for i in range(1, 7) for n in range(2)
+]
+UNEVEN_MAP = "".join(f"{chunk}\t{chunk.split('-')[0]}\n" for chunk, _text in UNEVEN_CHUNKS)
+UNEVEN_GOLDEN = "version: 1\nqueries:\n  - id: q\n    text: alpha\n    relevant: [big]\n"
+UNEVEN = f"""
+import warnings
+import pytest
+from langchain_core.documents import Document
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.retrievers import BM25Retriever
+
+CHUNKS = {UNEVEN_CHUNKS!r}
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return BM25Retriever.from_documents(
+        [Document(id=c, page_content=t) for c, t in CHUNKS], k=BUILT_K
+    )
+"""
+
+
+def test_with_a_doc_map_the_number_is_enough_for_unevenly_chunked_documents(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # "alpha" with k=4: the four results are chunks of big (4 of its 8), 1 document, K=3.
+    # Without chunk counts the most seen of one document is 4, and (3 - 1) * 4 + 1 = 9 would
+    # be enough only if no document had more than 4 chunks; big has 8. The doc map says so:
+    # worst case, big's 4 other chunks, then the largest document it does not hold (2 chunks),
+    # then the one more needed: 4 + 4 + 2 + 1 = 11 (by hand). At least 4 + 3 - 1 = 6.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+
+    def documents_at(k: int) -> int:
+        library = BM25Retriever.from_documents(
+            [Document(id=c, page_content=t) for c, t in UNEVEN_CHUNKS], k=k
+        )
+        return len(dict.fromkeys(str(d.id).split("-")[0] for d in library.invoke("alpha")))
+
+    # The library's own answers: 9 results still hold 2 documents, 11 hold 3 (11 is enough).
+    assert (documents_at(4), documents_at(9), documents_at(11)) == (1, 2, 3)
+    ini = {"retrieval_doc_id_map": "chunks.tsv", "retrieval_thresholds": "recall@1 >= 0.5"}
+    retrieval_project.write(
+        golden=UNEVEN_GOLDEN,
+        conftest=UNEVEN.replace("BUILT_K", "4"),
+        ks="1,3",
+        ini=ini,
+        tests=RUN_TEST,
+    )
+    (retrieval_project.path / "chunks.tsv").write_text(UNEVEN_MAP, encoding="utf-8")
+    retrieval_project.run("--retrieval-json=out.json")
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert (
+        "build it with k=11, e.g. BM25Retriever.from_documents(docs, k=11) (11 results hold 3 "
+        "documents for every query seen here by the chunks per document in "
+        "retrieval_doc_id_map; fewer than 6 cannot)" in warning["message"]
+    ), warning["message"]
+    retrieval_project.write(
+        golden=UNEVEN_GOLDEN, conftest=UNEVEN.replace("BUILT_K", "11"), ks="1,3", ini=ini
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    assert not short_warnings(retrieval_project.artifact())
