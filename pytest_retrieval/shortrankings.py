@@ -73,6 +73,12 @@ class ShortRankings:
     collapsed: int = 0
     deepest: int | None = None
     collapse_fix: str | None = None
+    #: Short rankings whose call came back with fewer results than it asked for (the index
+    #: has no more to give them: :func:`exhausted_calls`), the deepest of those calls and the
+    #: most results one of them returned.
+    exhausted: int = 0
+    asked: int | None = None
+    returned: int | None = None
 
     @property
     def message(self) -> str:
@@ -95,6 +101,18 @@ class ShortRankings:
             if flat:
                 text += f"; every metric at {flat} is scored on at most {self.longest} documents"
             return text
+        if self.exhausted:
+            needed = min(self.cutoff, self.depth)
+            text = (
+                f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings hold "
+                f"fewer than {needed} documents (longest {self.longest}, median {median}); "
+                f"{self.exhausted} of them came back with fewer results than asked for (up to "
+                f"{self.asked} asked, at most {self.returned} returned): the index holds no "
+                "more for them"
+            )
+            if flat:
+                text += f"; every metric at {flat} is scored on at most {self.longest} documents"
+            return text
         asked = "as stored in the run file" if self.stored else f"{self.depth} were asked for"
         text = (
             f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings are shorter "
@@ -112,6 +130,8 @@ class ShortRankings:
         retriever already has)."""
         if self.collapse_fix is not None:
             return self.collapse_fix
+        if self.exhausted:
+            return exhausted_fix(min(self.cutoff, self.depth), self.longest)
         fix = self.hint or (
             f"write the run file with {self.cutoff} results per query (pytest-retrieval run "
             f"--depth {self.cutoff}), or lower retrieval_ks"
@@ -138,7 +158,44 @@ class ShortRankings:
         if self.collapsed:
             out["collapsed"] = self.collapsed
             out["deepest"] = self.deepest
+        if self.exhausted:
+            out["exhausted"] = self.exhausted
+            out["asked"] = self.asked
+            out["returned"] = self.returned
         return out
+
+
+def exhausted_calls(
+    rankings: Sequence[Sequence[str]],
+    calls: Sequence[Call],
+    needed: int,
+    plan: DepthPlan,
+) -> list[tuple[int, Call]]:
+    """``(documents, call)`` of each ranking short of ``needed`` documents whose call came back
+    with fewer results than it asked for (or than the retriever was built to return, where the
+    depth cannot be handed over): the index has no more to give it, so no depth and no knob
+    fills it."""
+    found = []
+    for ranking, call in zip(rankings, calls, strict=True):
+        if len(ranking) >= needed:
+            continue
+        if plan.passed and call.asked is not None:
+            wanted: int | None = call.asked
+        else:
+            wanted = plan.built
+        if wanted is not None and call.returned < wanted:
+            found.append((len(ranking), call))
+    return found
+
+
+def exhausted_fix(needed: int, longest: int) -> str:
+    """The fix when the index holds fewer than ``needed`` documents for the short rankings: no
+    depth fills them, so a smaller K, or the check off."""
+    return (
+        f"the index holds fewer than {needed} documents for these queries (at most {longest} "
+        f"came back): gate K of at most {longest} (retrieval_ks and the gates' K), or set "
+        "retrieval_short_rankings = off if the corpus is that small"
+    )
 
 
 def collapsed_calls(
@@ -321,6 +378,14 @@ def short_rankings(
     flat = tuple(sorted(k for k in set(cutoffs) if k > longest))
     deepest: int | None = None
     fix: str | None = None
+    exhausted = (
+        exhausted_calls(rankings, calls, needed, plan)
+        if calls is not None and plan is not None and not collapsed
+        else []
+    )
+    asked: int | None = None  # the deepest of the exhausted calls (or the depth built)
+    if exhausted and plan is not None:
+        asked = max(c.asked or 0 for _d, c in exhausted) if plan.passed else plan.built
     if collapsed:
         assert plan is not None
         deepest = max(
@@ -344,6 +409,9 @@ def short_rankings(
         collapsed=len(collapsed),
         deepest=deepest,
         collapse_fix=fix,
+        exhausted=len(exhausted),
+        asked=asked,
+        returned=max((c.returned for _d, c in exhausted), default=None),
     )
 
 
@@ -457,6 +525,20 @@ def depth_problem(
                 f"documents (longest {longest}); {len(collapsed)} of them came back full but "
                 f"their results collapsed into fewer documents (chunks of one document count "
                 f"once), so it would be scored on at most {longest} documents. Fix: {fix}"
+            )
+        exhausted = (
+            exhausted_calls(ran, calls, spec.k, plan)
+            if calls is not None and plan is not None
+            else []
+        )
+        if exhausted:
+            returned = max(c.returned for _d, c in exhausted)
+            return (
+                f"{spec} cannot be scored: every ranking [{stage}] holds fewer than {spec.k} "
+                f"documents (longest {longest}); {len(exhausted)} of them came back with fewer "
+                f"results than asked for (at most {returned} returned): the index holds no more "
+                f"for them, so it would be scored on at most {longest} documents. Fix: "
+                + exhausted_fix(spec.k, longest)
             )
         hint = session.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
         stored = bool(session.run_files)

@@ -790,3 +790,71 @@ def test_with_a_doc_map_the_number_is_enough_for_unevenly_chunked_documents(
     )
     retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
     assert not short_warnings(retrieval_project.artifact())
+
+
+# --- the index runs out: no depth fills K -------------------------------------------------------
+
+
+def test_when_the_index_runs_out_the_warning_says_so_instead_of_asking_for_more(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 12 documents in 42 chunks (chunked_corpus) under recall@16: each query is asked deeper
+    # until its call comes back with fewer results than asked, all 42 chunks, 12 documents.
+    # Asking for more cannot help; the fix is a smaller K.
+    assert (len(CHUNKS), len({d for _c, d, _t in CHUNKS})) == (42, 12)
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LANGCHAIN.replace("BUILT_K", "4"),
+        ks="1,5,16",
+        ini={"retrieval_doc_id": "metadata.source", "retrieval_thresholds": "recall@16 >= 0.5"},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=1, failed=1)
+    artifact = retrieval_project.artifact()
+    asked = max(row["depth"]["retriever"]["asked"] for row in artifact["queries"])
+    assert all(row["depth"]["retriever"]["returned"] == 42 for row in artifact["queries"])
+    assert asked > 42
+    (warning,) = short_warnings(artifact)
+    assert (warning["exhausted"], warning["asked"], warning["returned"]) == (4, asked, 42)
+    assert warning["message"] == (
+        "short rankings [retriever]: 4 of 4 rankings hold fewer than 16 documents (longest 12, "
+        f"median 12); 4 of them came back with fewer results than asked for (up to {asked} "
+        "asked, at most 42 returned): the index holds no more for them; every metric at @16 is "
+        "scored on at most 12 documents. Fix: the index holds fewer than 16 documents for these "
+        "queries (at most 12 came back): gate K of at most 12 (retrieval_ks and the gates' K), "
+        "or set retrieval_short_rankings = off if the corpus is that small"
+    )
+    assert "make the retriever return" not in unwrapped(result)
+    gate = gate_value(artifact, "recall@16")
+    assert gate["value"] is None
+    assert gate["message"] == (
+        "recall@16 cannot be scored: every ranking [retriever] holds fewer than 16 documents "
+        "(longest 12); 4 of them came back with fewer results than asked for (at most 42 "
+        "returned): the index holds no more for them, so it would be scored on at most 12 "
+        "documents. Fix: the index holds fewer than 16 documents for these queries (at most 12 "
+        "came back): gate K of at most 12 (retrieval_ks and the gates' K), or set "
+        "retrieval_short_rankings = off if the corpus is that small"
+    )
+
+
+def test_a_function_whose_index_has_three_documents_is_told_so(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # search(text, k) = [a, a, c, d][:k]: asked 4, it returns 4 results, 3 documents, so it is
+    # asked again at 8 (twice as deep) and returns the same 4: the index holds 3 documents.
+    retrieval_project.write(
+        golden=REPEATS_GOLDEN,
+        conftest=REPEATS,
+        ks="2,4",
+        ini={"retrieval_metrics": "recall,distinct"},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=1)
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert warning["message"].startswith(
+        "short rankings [retriever]: 1 of 1 rankings hold fewer than 4 documents (longest 3, "
+        "median 3); 1 of them came back with fewer results than asked for (up to 8 asked, at "
+        "most 4 returned): the index holds no more for them; every metric at @4 is scored on "
+        "at most 3 documents. Fix: the index holds fewer than 4 documents for these queries"
+    ), warning["message"]
