@@ -27,8 +27,8 @@ cutoffs and queries they look at, and which finding stops the run: a refusal, a 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .metrics import MetricSpec
@@ -69,6 +69,7 @@ __all__ = [
     "normalisation_pairs",
     "refusal",
     "short_rankings",
+    "spelling_pairs",
     "stage_rankings",
 ]
 
@@ -96,6 +97,9 @@ class IdMatch:
     pattern: str | None
     #: The rule says the numbers would be meaningless (see :func:`id_match`).
     refused: bool
+    #: When no ranking holds a known id: returned ids that equal one once spelling is ignored
+    #: (:func:`spelling_pairs`), each with that id.
+    spelling: dict[str, str] = field(default_factory=dict)
 
 
 def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> IdMatch | None:
@@ -105,8 +109,9 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
     no query matches, or when fewer than :data:`MISMATCH_SHARE` do among at least
     :data:`MIN_QUERIES_FOR_SHARE` non-empty rankings; with fewer rankings than that, only when
     the returned ids also have a recognisably wrong shape (chunk ids of judged documents,
-    generated UUIDs, page contents): a retriever that is merely bad on a small golden set looks
-    the same as one with the wrong ids.
+    generated UUIDs, page contents) or, when no query matches, equal known ids once case, white
+    space, a path or a file extension is ignored (:func:`spelling_pairs`): a retriever that is
+    merely bad on a small golden set looks the same as one with the wrong ids.
     """
     ranked = {qid: r for qid, r in rankings.items() if r}
     if not ranked or not known:
@@ -118,8 +123,51 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
     returned = _examples(doc for r in ranked.values() for doc in r)
     expected = _examples(sorted(known))
     pattern = _pattern_fix(returned, known)
+    spelling = spelling_pairs(ranked, known) if not matching else {}
+    if spelling and pattern is None:
+        pattern = SPELLING_FIX
     refused = bool(matching) or pattern is not None or not small
-    return IdMatch(matching, len(ranked), returned, expected, pattern, refused)
+    return IdMatch(matching, len(ranked), returned, expected, pattern, refused, spelling)
+
+
+#: File extensions a returned id may carry where the golden set names the document without one.
+_EXTENSIONS = re.compile(
+    r"\.(md|mdx|markdown|txt|rst|html?|pdf|docx?|json|jsonl|ya?ml|csv|xml|ipynb)$", re.I
+)
+
+SPELLING_FIX = (
+    "return ids spelled as the golden set spells them (the same case, no path or file "
+    "extension): fix the id the retriever returns, or retrieval_doc_id / retrieval_doc_id_map "
+    "/ retrieval_doc_id_separator, or write the golden set's ids as the index spells them"
+)
+
+
+def _spelling(doc: str) -> str:
+    """``doc`` with what does not name a document removed: surrounding white space, a path
+    (up to the last ``/`` or ``\\``), a file extension; case folded."""
+    text = doc.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return _EXTENSIONS.sub("", text).strip().casefold()
+
+
+def spelling_pairs(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> dict[str, str]:
+    """Returned ids that are no ``known`` id but equal one once case, white space, a path or a
+    file extension is ignored (``'REFUND-POLICY'``, ``'docs/refund-policy.md'`` against
+    ``'refund-policy'``), each with that id. Ids are compared as given everywhere else; this
+    only explains why they never match (:func:`id_match` refuses a run none of whose rankings
+    holds a known id when such pairs exist)."""
+    folded: dict[str, str] = {}
+    for k in sorted(known):
+        folded.setdefault(_spelling(k), k)
+    folded.pop("", None)
+    pairs: dict[str, str] = {}
+    for ranking in rankings.values():
+        for doc in ranking:
+            if doc in pairs or doc in known:
+                continue
+            match = folded.get(_spelling(doc))
+            if match is not None:
+                pairs[doc] = match
+    return pairs
 
 
 def id_mismatch(
@@ -140,6 +188,17 @@ def id_mismatch(
         return None
     which = "of a judged document" if what == "judged" else "in the corpus"
     outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
+    if found.spelling:
+        shown = list(found.spelling.items())[:EXAMPLES]
+        lines = [
+            f"the returned ids do not match the golden set's: {found.matching} of "
+            f"{found.ranked} rankings [{stage}] hold an id {which}, but {len(found.spelling)} "
+            f"returned id(s) equal {what} ids once case, white space, a path or a file "
+            f"extension is ignored, so {outcome} for a reason that is not retrieval quality:",
+            *(f"  returned {doc!r}, {what} {match!r}" for doc, match in shown),
+        ]
+        fix = f"{found.pattern}\n(retrieval_id_check = off turns this check off.)"
+        return Stop.refused("\n".join(lines), fix)
     lines = [
         f"the returned ids do not match the golden set's: {found.matching} of {found.ranked} "
         f"rankings [{stage}] hold an id {which}, so {outcome} for a reason that is not "
@@ -455,24 +514,51 @@ def doc_id_problem(session: RetrievalSession) -> Stop | None:
     )
 
 
-def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
-    """The refusal when returned ids differ from judged ids only in their Unicode
-    normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
-    ranking a corpus id); every stage is checked, the first finding is the error."""
-    outcomes = session.outcomes
-    if not outcomes or session.settings.id_check == "off":
-        return None
+def visible_rankings(
+    session: RetrievalSession,
+) -> Iterator[tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]]:
+    """Per stage of the run: ``(stage, rankings, with_answers)``, the rankings of the visible
+    queries that ran, and those of the answerable ones among them (a no-answer query's ranking
+    need not hold a judged id)."""
+    outcomes = session.outcomes or {}
     visible = [q for q in session.scorable_queries() if q.split != session.heldout_name]
-    # A no-answer query's ranking need not hold a judged id: only answerable ones are counted.
     answerable = {q.id for q in visible if any(g > 0 for g in q.judgments.values())}
-    judged = {doc for q in session.golden for doc in q.judgments}
     for stage in session.stages or (RETRIEVER_STAGE,):
         rankings = {
             q.id: outcomes[q.id].rankings.get(stage, ())
             for q in visible
             if q.id in outcomes and outcomes[q.id].error is None
         }
-        with_answers = {qid: r for qid, r in rankings.items() if qid in answerable}
+        yield stage, rankings, {qid: r for qid, r in rankings.items() if qid in answerable}
+
+
+def without_judged_ids(session: RetrievalSession) -> str | None:
+    """Why no baseline may be written from this run, when no ranking of an answerable query
+    holds a judged id at some stage (every metric there is 0: a baseline of zeros would let
+    every later run pass its budgets), whatever ``retrieval_id_check`` says; None otherwise."""
+    if not session.outcomes:
+        return None
+    judged = {doc for q in session.golden for doc in q.judgments}
+    for stage, _rankings, with_answers in visible_rankings(session):
+        ranked = [r for r in with_answers.values() if r]
+        if ranked and judged and not any(doc in judged for r in ranked for doc in r):
+            return (
+                f"no ranking [{stage}] holds a judged id (0 of {len(ranked)} rankings of "
+                "queries with a relevant document), so every metric is 0 and a baseline of "
+                "zeros would let every later run pass; make the returned ids the golden set's "
+                "(see retrieval_id_check) and run again"
+            )
+    return None
+
+
+def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
+    """The refusal when returned ids differ from judged ids only in their Unicode
+    normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
+    ranking a corpus id); every stage is checked, the first finding is the error."""
+    if not session.outcomes or session.settings.id_check == "off":
+        return None
+    judged = {doc for q in session.golden for doc in q.judgments}
+    for stage, rankings, with_answers in visible_rankings(session):
         # The normal-form check first: ids that only look alike are its case, not the generic one.
         problem = normalisation_mismatch(rankings, judged, what="judged", stage=stage)
         if problem is None:

@@ -232,3 +232,24 @@ def test_no_answer_topics_do_not_count_against_the_run(
     captured = capsys.readouterr()
     assert json.loads(captured.out)["metrics"] == {"mrr": 1.0}
     assert captured.err == ""
+
+
+def test_run_ids_that_match_judged_ids_but_for_their_spelling_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two topics (too few for the share rule); the run names the files the documents came from.
+    args = _files(
+        tmp_path,
+        "q1 0 refund 1\nq2 0 sso 1\n",
+        "q1 Q0 docs/Refund.md 1 9 r\nq2 Q0 docs/SSO.md 1 9 r\n",
+    )
+    assert main([*args, "-m", "recall@5"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "the run's ids do not match the qrels': 0 of 2 rankings of topics with a relevant "
+        "document hold a judged id, but 2 run id(s) equal judged ids once case, white space, a "
+        "path or a file extension is ignored (run 'docs/Refund.md', qrels 'refund'; run "
+        "'docs/SSO.md', qrels 'sso')" in err
+    )
+    assert main([*args, "-m", "recall@5", "--json", "--no-id-check"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"] == {"recall@5": 0.0}

@@ -180,7 +180,8 @@ def id_check(
     """The run's ids against the judged ids, refused where a pytest run would refuse them
     (:func:`~pytest_retrieval.runchecks.normalisation_pairs`: ids that differ only in their
     Unicode normal form; :func:`~pytest_retrieval.runchecks.id_match`: (almost) no ranking
-    of a topic with a relevant document holds a judged id), with the fix for a run file; on a
+    of a topic with a relevant document holds a judged id, or none does and run ids equal
+    judged ids but for their spelling), with the fix for a run file; on a
     run too small for that refusal, a warning when no such ranking holds a judged id at all.
     Returns (refusal, warning)."""
     from ..runchecks import id_match, normalisation_pairs
@@ -213,6 +214,17 @@ def id_check(
     returned = ", ".join(repr(d) for d in found.returned[:3])
     expected = ", ".join(repr(d) for d in found.expected[:3])
     examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
+    if found.spelling:
+        shown = "; ".join(
+            f"run {doc!r}, qrels {match!r}" for doc, match in list(found.spelling.items())[:3]
+        )
+        return (
+            f"the run's ids do not match the qrels': {facts}, but {len(found.spelling)} run "
+            "id(s) equal judged ids once case, white space, a path or a file extension is "
+            f"ignored ({shown}), so every metric would be 0 for a reason that is not retrieval "
+            "quality: write the run with the ids spelled as the qrels spell them, or pass "
+            "--no-id-check"
+        ), None
     if found.refused:
         outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
         return (
