@@ -79,6 +79,10 @@ class ShortRankings:
     exhausted: int = 0
     asked: int | None = None
     returned: int | None = None
+    #: Whether the index surely holds no more: each of those calls had been asked again
+    #: after a full call (or the depth was built in); a first call that came back short may
+    #: also be a retriever that returns fewer than it is asked for (:func:`index_ran_out`).
+    ran_out: bool = True
 
     @property
     def message(self) -> str:
@@ -107,8 +111,8 @@ class ShortRankings:
                 f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings hold "
                 f"fewer than {needed} documents (longest {self.longest}, median {median}); "
                 f"{self.exhausted} of them came back with fewer results than asked for (up to "
-                f"{self.asked} asked, at most {self.returned} returned): the index holds no "
-                "more for them"
+                f"{self.asked} asked, at most {self.returned} returned): "
+                + exhausted_words(self.ran_out)
             )
             if flat:
                 text += f"; every metric at {flat} is scored on at most {self.longest} documents"
@@ -131,7 +135,7 @@ class ShortRankings:
         if self.collapse_fix is not None:
             return self.collapse_fix
         if self.exhausted:
-            return exhausted_fix(min(self.cutoff, self.depth), self.longest)
+            return exhausted_fix(min(self.cutoff, self.depth), self.longest, self.ran_out)
         fix = self.hint or (
             f"write the run file with {self.cutoff} results per query (pytest-retrieval run "
             f"--depth {self.cutoff}), or lower retrieval_ks"
@@ -188,13 +192,37 @@ def exhausted_calls(
     return found
 
 
-def exhausted_fix(needed: int, longest: int) -> str:
+def index_ran_out(exhausted: Sequence[tuple[int, Call]], plan: DepthPlan) -> bool:
+    """True when the index surely holds no more for the ``exhausted`` calls
+    (:func:`exhausted_calls`): each was asked again, deeper, after a call that came back full,
+    or the depth was built into the retriever. A first call that came back short may also be a
+    retriever that returns fewer results than it is asked for."""
+    if not plan.passed:
+        return True
+    return all(call.asked is not None and call.asked > plan.first for _d, call in exhausted)
+
+
+def exhausted_words(ran_out: bool) -> str:
+    """Why calls came back short of what they asked for."""
+    if ran_out:
+        return "the index holds no more for them"
+    return "the index holds no more for them, or the retriever returns fewer than it is asked for"
+
+
+def exhausted_fix(needed: int, longest: int, ran_out: bool = True) -> str:
     """The fix when the index holds fewer than ``needed`` documents for the short rankings: no
-    depth fills them, so a smaller K, or the check off."""
-    return (
+    depth fills them, so a smaller K, or the check off (and, where the calls may only have been
+    cut by the retriever, ``ran_out`` False, to make it return what it is asked for)."""
+    fix = (
         f"the index holds fewer than {needed} documents for these queries (at most {longest} "
         f"came back): gate K of at most {longest} (retrieval_ks and the gates' K), or set "
         "retrieval_short_rankings = off if the corpus is that small"
+    )
+    if ran_out:
+        return fix
+    return (
+        f"if the index holds more, make the retriever return as many results as it is asked "
+        f"for; otherwise {fix}"
     )
 
 
@@ -410,6 +438,7 @@ def short_rankings(
         deepest=deepest,
         collapse_fix=fix,
         exhausted=len(exhausted),
+        ran_out=plan is None or index_ran_out(exhausted, plan),
         asked=asked,
         returned=max((c.returned for _d, c in exhausted), default=None),
     )
@@ -532,13 +561,15 @@ def depth_problem(
             else []
         )
         if exhausted:
+            assert plan is not None
             returned = max(c.returned for _d, c in exhausted)
+            ran_out = index_ran_out(exhausted, plan)
             return (
                 f"{spec} cannot be scored: every ranking [{stage}] holds fewer than {spec.k} "
                 f"documents (longest {longest}); {len(exhausted)} of them came back with fewer "
-                f"results than asked for (at most {returned} returned): the index holds no more "
-                f"for them, so it would be scored on at most {longest} documents. Fix: "
-                + exhausted_fix(spec.k, longest)
+                f"results than asked for (at most {returned} returned): "
+                f"{exhausted_words(ran_out)}, so it would be scored on at most {longest} "
+                f"documents. Fix: " + exhausted_fix(spec.k, longest, ran_out)
             )
         hint = session.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
         stored = bool(session.run_files)
