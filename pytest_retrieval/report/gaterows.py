@@ -277,6 +277,15 @@ def has_regressions(rows: Sequence[GateRow]) -> bool:
     return any(row.kind == "regression" for row in rows)
 
 
+def _check_status(outcome: Mapping[str, Any]) -> Status | bool:
+    """A regression check's :class:`Status`; its ``passed`` flag for a status this version
+    does not know (as :func:`_regression_row` shows it)."""
+    try:
+        return Status(str(outcome.get("status")))
+    except ValueError:
+        return bool(outcome.get("passed"))
+
+
 def verdict(artifact: Mapping[str, Any]) -> Verdict:
     """Pass when no gate or regression check failed and no query failed to run; refused or
     errored when the artifact's ``status`` says so (:class:`~pytest_retrieval.verdict.Stop`)."""
@@ -284,7 +293,7 @@ def verdict(artifact: Mapping[str, Any]) -> Verdict:
     queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
     return Verdict.count(
         (r.status != "fail" for r in rows if r.kind != "regression"),
-        (r.status != "fail" for r in rows if r.kind == "regression"),
+        (_check_status(r) for r in artifact.get("regressions") or ()),
         failed_queries=len(artifact.get("errors") or ()),
         queries=queries,
         stop=Stop.from_dict(artifact),

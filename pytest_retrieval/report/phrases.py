@@ -58,9 +58,13 @@ def stage_shown(stage: object, baseline_stage: object = None) -> str | None:
     """The stage a gate or check shows (values read from an artifact; anything but text is
     none): ``reranker``; for a check that compared two stages (the final stages, after a stage
     was added or removed), ``final stage: reranker in the baseline, retriever now``
-    (:func:`pytest_retrieval.stages.stage_change`)."""
+    (:func:`pytest_retrieval.stages.stage_change`); for a check on a stage this run lacks (a
+    budget's ``stage=reranker`` after the reranker was removed: incomparable), ``reranker (not
+    in this run)``."""
     now = stage if isinstance(stage, str) else None
     before = baseline_stage if isinstance(baseline_stage, str) else None
+    if now is None and before is not None:
+        return f"{before} (not in this run)"
     return stage_change(before, now) or now
 
 
