@@ -589,6 +589,33 @@ def test_a_gate_every_ranking_is_too_short_for_is_refused_and_the_table_shows_no
     assert ["recall@5", "0.5000"] in table, table
 
 
+def test_a_gate_without_a_number_says_why_in_its_gates_line_and_in_the_markdown(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 9 chunks per query hold at most 9 documents: recall@10 has no number. Its line in the
+    # gates section said only "n/a (n=0)"; it now says why, in short.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=K_LESS.replace("CHUNKS_RETURNED", "9"),
+        ks=KS,
+        ini={"retrieval_doc_id_separator": "#", **GATE},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-markdown=out.md")
+    longest = max(
+        len(documents_of(cosine_ranking(text)[:9])) for text, _relevant in QUERIES.values()
+    )
+    reason = (
+        "cannot be scored: every ranking [retriever] holds fewer than 10 documents "
+        f"(longest {longest})"
+    )
+    (line,) = [x for x in result.stdout.lines if x.startswith("FAIL recall@10 >= 0.5")]
+    assert line == f"FAIL recall@10 >= 0.5: n/a ({reason}) — pytest.ini::recall_at_10_ge_0.5"
+    markdown = (retrieval_project.path / "out.md").read_text(encoding="utf-8")
+    escaped = reason.replace("[", "\\[").replace("]", "\\]")  # Markdown escapes brackets
+    assert f"- ❌ `recall@10 ≥ 0.5` (overall): {escaped}" in markdown, markdown
+
+
 # --- repeated ids: one rule under pytest and in evaluate() --------------------------------------
 
 REPEATS_GOLDEN = "version: 1\nqueries:\n  - id: q\n    text: anything\n    relevant: [c]\n"

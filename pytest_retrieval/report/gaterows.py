@@ -15,7 +15,7 @@ from typing import Any
 
 from ..determinism import stale_warning
 from ..verdict import Status, Stop, Verdict
-from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown
+from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
 _OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
 
@@ -109,6 +109,9 @@ class GateRow:
 def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
     skipped = gate.get("skipped_reason")
     status = "skip" if skipped else "pass" if gate.get("passed") else "fail"
+    note = str(skipped) if skipped else ""
+    if status == "fail" and gate.get("value") is None:  # no number: say why, in short
+        note = unscored_reason(gate.get("message"), gate.get("metric"))
     op = str(gate.get("op", ">="))
     threshold = gate.get("threshold")
     target = f"{_OPS.get(op, op)} {threshold:g}" if isinstance(threshold, (int, float)) else op
@@ -121,7 +124,7 @@ def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
         slice=gate.get("slice"),
         value=gate.get("value"),
         target=target,
-        note=str(skipped) if skipped else "",
+        note=note,
         op=op,
         threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
         n=int(gate.get("n") or 0),

@@ -83,3 +83,18 @@ STOPPED_NOTE = {
     "errored": "No scores: nothing ran that could be scored, so no report shows a number and no "
     "baseline is written from it.",
 }
+
+
+def unscored_reason(message: object, metric: object) -> str:
+    """Why a gate has no value, in a few words for its one line in a gates section: the first
+    clause of its message, without the metric it starts with and without the fix (the
+    failure block under it has the whole message). ``recall@10 cannot be scored: every
+    ranking [retriever] holds fewer than 10 documents (longest 7); ... Fix: ...`` gives
+    ``cannot be scored: every ranking [retriever] holds fewer than 10 documents (longest
+    7)``."""
+    text = str(message or "").split("\n", 1)[0].split(" Fix: ", 1)[0]
+    name = str(metric or "")
+    if name and text.startswith(name + " "):
+        text = text[len(name) + 1 :]
+    text = text.split("; ", 1)[0].rstrip(". ")
+    return shorten(text, 110) if text else "no value"
