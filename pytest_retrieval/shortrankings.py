@@ -73,6 +73,9 @@ class ShortRankings:
     collapsed: int = 0
     deepest: int | None = None
     collapse_fix: str | None = None
+    #: The shallowest of those calls: "(7 results)" when every one was as deep as the
+    #: deepest, "(up to 7 results)" when not (an ensemble's union, queries asked again).
+    shallowest: int | None = None
     #: Short rankings whose call came back with fewer results than it asked for (the index
     #: has no more to give them: :func:`exhausted_calls`), the deepest of those calls and the
     #: most results one of them returned.
@@ -96,11 +99,13 @@ class ShortRankings:
         median = f"{self.median:g}"
         if self.collapsed:
             needed = min(self.cutoff, self.depth)
+            up_to = "up to " if self.shallowest != self.deepest else ""
             text = (
                 f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings hold "
                 f"fewer than {needed} documents (longest {self.longest}, median {median}); "
-                f"{self.collapsed} of them came back full ({self.deepest} results) but their "
-                "results collapsed into fewer documents (chunks of one document count once)"
+                f"{self.collapsed} of them came back full ({up_to}{self.deepest} results) but "
+                "their results collapsed into fewer documents (chunks of one document count "
+                "once)"
             )
             if flat:
                 text += f"; every metric at {flat} is scored on at most {self.longest} documents"
@@ -270,7 +275,9 @@ class Fill:
     @property
     def words(self) -> str:
         """``37 results hold 10 documents for every query seen here if no document has more
-        than 4 chunks, the most one ranking held of one document; fewer than 17 cannot``."""
+        than 4 chunks, the most one ranking held of one document; fewer than 17 results
+        cannot`` (results, not the knob's number: an ensemble returns more than each of its
+        retrievers is built for)."""
         basis = (
             "by the chunks per document in retrieval_doc_id_map"
             if self.most is None
@@ -279,7 +286,7 @@ class Fill:
         )
         return (
             f"{self.results} results hold {self.needed} documents for every query seen here "
-            f"{basis}; fewer than {self.at_least} cannot"
+            f"{basis}; fewer than {self.at_least} results cannot"
         )
 
 
@@ -333,6 +340,21 @@ def collapse_fix(
     knob and the number of results that fill them, with what that number is
     (:func:`fill_bounds`; ``calls`` are every call of the stage, ``chunk_counts`` the doc map's
     chunks per document). ``hint`` is the depth hint template, :func:`.specs.depth_hint`."""
+    return collapse_knob(collapsed, needed, plan, hint, calls=calls, chunk_counts=chunk_counts)[0]
+
+
+def collapse_knob(
+    collapsed: Sequence[tuple[int, Call]],
+    needed: int,
+    plan: DepthPlan,
+    hint: str | None,
+    *,
+    calls: Sequence[Call] = (),
+    chunk_counts: Mapping[str, int] | None = None,
+) -> tuple[str, str | None]:
+    """:func:`collapse_fix` and the depth hint it names, at the number it names (None when
+    the fix is not the retriever's knob: ``retrieval_max_depth``, a retriever without one),
+    for the artifact's ``hint``, which must not name the depth the retriever already has."""
     from .specs import hint_for
 
     other = (
@@ -345,19 +367,23 @@ def collapse_fix(
             return (
                 f"asking deeper failed ({failed[0]}): set retrieval_max_depth to a depth the "
                 f"retriever accepts" + other
-            )
+            ), None
     if hint is not None and not plan.passed and not plan.hint_builds:
         # A k parameter: the run then asks again where results collapse, by itself.
-        return f"{hint_for(hint, plan.first)}; the run then asks again deeper where needed" + other
+        knob = hint_for(hint, plan.first)
+        return f"{knob}; the run then asks again deeper where needed" + other, knob
     fill = fill_bounds(collapsed, needed, calls or [c for _d, c in collapsed], chunk_counts)
     if plan.passed:
         return (
             f"raise retrieval_max_depth (now {plan.max_depth}) to {fill.results}, or start "
             f"every query at retrieval_depth = {fill.results} ({fill.words})" + other
-        )
+        ), None
     if hint is not None:
-        return f"{hint_for(hint, fill.results)} ({fill.words})" + other
-    return f"make the retriever return {fill.results} results per query ({fill.words})" + other
+        knob = hint_for(hint, fill.results)
+        return f"{knob} ({fill.words})" + other, knob
+    return (
+        f"make the retriever return {fill.results} results per query ({fill.words})" + other
+    ), None
 
 
 def short_rankings(
@@ -405,6 +431,7 @@ def short_rankings(
         return None
     flat = tuple(sorted(k for k in set(cutoffs) if k > longest))
     deepest: int | None = None
+    shallowest: int | None = None
     fix: str | None = None
     exhausted = (
         exhausted_calls(rankings, calls, needed, plan)
@@ -416,13 +443,15 @@ def short_rankings(
         asked = max(c.asked or 0 for _d, c in exhausted) if plan.passed else plan.built
     if collapsed:
         assert plan is not None
-        deepest = max(
+        depths = [
             c.asked if plan.passed and c.asked is not None else c.returned for _d, c in collapsed
-        )
+        ]
+        deepest, shallowest = max(depths), min(depths)
         assert calls is not None
-        fix = collapse_fix(
+        fix, knob = collapse_knob(
             collapsed, needed, plan, template, calls=calls, chunk_counts=chunk_counts
         )
+        hint = knob if knob is not None else hint
     return ShortRankings(
         stage=stage,
         cutoff=cutoff,
@@ -437,6 +466,7 @@ def short_rankings(
         collapsed=len(collapsed),
         deepest=deepest,
         collapse_fix=fix,
+        shallowest=shallowest,
         exhausted=len(exhausted),
         ran_out=plan is None or index_ran_out(exhausted, plan),
         asked=asked,

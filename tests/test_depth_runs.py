@@ -363,7 +363,7 @@ def test_a_query_asked_to_the_cap_names_retrieval_max_depth(
         f"Fix: raise retrieval_max_depth (now 11) to {enough}, or start every query at "
         f"retrieval_depth = {enough} ({enough} results hold 10 documents for every query seen "
         f"here if no document has more than {most} chunks, the most one ranking held of one "
-        f"document; fewer than {at_least} cannot)" in warning["message"]
+        f"document; fewer than {at_least} results cannot)" in warning["message"]
     ), warning["message"]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -328,7 +329,7 @@ def fill_words(enough: int, at_least: int, most: int, documents: int = 10) -> st
     return (
         f"({enough} results hold {documents} documents for every query seen here if no "
         f"document has more than {most} chunks, the most one ranking held of one document; "
-        f"fewer than {at_least} cannot)"
+        f"fewer than {at_least} results cannot)"
     )
 
 
@@ -525,6 +526,118 @@ def test_a_collapse_warning_has_one_fix_in_every_report(
     assert line.count("Fix:") == 1, line
     html = (retrieval_project.path / "out.html").read_text(encoding="utf-8")
     assert html.count("Fix:") == 1
+
+
+ENSEMBLE = """
+import warnings
+import pytest
+from chunked_corpus import CHUNKS, embed
+from langchain_classic.retrievers import EnsembleRetriever
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.retrievers import BM25Retriever
+
+
+class BagOfWords(Embeddings):
+    def embed_documents(self, texts):
+        return [embed(t) for t in texts]
+
+    def embed_query(self, text):
+        return embed(text)
+
+
+def build(k):
+    docs = [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS]
+    store = InMemoryVectorStore(BagOfWords())
+    store.add_documents(docs)
+    bm25 = BM25Retriever.from_documents(docs, k=k)
+    return EnsembleRetriever(retrievers=[bm25, store.as_retriever(search_kwargs={"k": k})])
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return build(BUILT_K)
+"""
+
+
+def build_ensemble(k: int) -> Any:
+    """The conftest's EnsembleRetriever, built here the same way (the real libraries)."""
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+
+    class BagOfWords(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [embed(t) for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return embed(text)
+
+    docs = [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS]
+    store = InMemoryVectorStore(BagOfWords())
+    store.add_documents(docs)
+    return EnsembleRetriever(
+        retrievers=[
+            BM25Retriever.from_documents(docs, k=k),
+            store.as_retriever(search_kwargs={"k": k}),
+        ]
+    )
+
+
+def test_an_ensemble_warning_says_up_to_and_its_artifact_hint_names_the_k_of_its_fix(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # An EnsembleRetriever of BM25 and a vector store, each built with k=3: the union of their
+    # answers is 3 or 4 results per query. The warning said "came back full (4 results)" of
+    # every query, and the artifact's hint named k=10 (the depth asked, which cannot reach it)
+    # while the message's fix named the k that fills 10 documents. And its lower bound counts
+    # results, which an ensemble's k is not.
+    answers = {
+        qid: [d.metadata["source"] for d in build_ensemble(3).invoke(text)]
+        for qid, (text, _r) in QUERIES.items()
+    }
+    collapsed = {q: a for q, a in answers.items() if len(set(a)) < min(10, len(a))}
+    lengths = {len(a) for a in collapsed.values()}
+    assert len(lengths) > 1  # the unions differ: "up to" the longest
+    # By hand (fill_bounds): ``most`` chunks of one document in one answer; (10 - 1) * most + 1
+    # results hold 10 documents if no document has more; R results in D documents need at
+    # least R + 10 - D.
+    most = max(max(Counter(a).values()) for a in answers.values())
+    at_least = max(len(a) + 10 - len(set(a)) for a in collapsed.values())
+    number = 9 * most + 1
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=ENSEMBLE.replace("BUILT_K", "3"),
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json")
+    (warning,) = short_warnings(retrieval_project.artifact())
+    message = warning["message"]
+    assert (
+        f"{len(collapsed)} of them came back full (up to {max(lengths)} results) but" in message
+    ), message
+    knob = (
+        f"EnsembleRetriever drops k=: build each retriever it combines with k={number}, e.g. "
+        f"BM25Retriever.from_documents(docs, k={number}) and "
+        f'as_retriever(search_kwargs={{"k": {number}}})'
+    )
+    assert f"Fix: {knob} ({number} results hold 10 documents" in message, message
+    assert f"fewer than {at_least} results cannot)" in message, message
+    assert warning["hint"] == knob
+    # Following it fills: each retriever built with that k, the union holds 10 documents.
+    for text, _relevant in QUERIES.values():
+        assert len({d.metadata["source"] for d in build_ensemble(number).invoke(text)}) >= 10
 
 
 K_LESS = """
@@ -810,7 +923,7 @@ def test_with_a_doc_map_the_number_is_enough_for_unevenly_chunked_documents(
     assert (
         "build it with k=11, e.g. BM25Retriever.from_documents(docs, k=11) (11 results hold 3 "
         "documents for every query seen here by the chunks per document in "
-        "retrieval_doc_id_map; fewer than 6 cannot)" in warning["message"]
+        "retrieval_doc_id_map; fewer than 6 results cannot)" in warning["message"]
     ), warning["message"]
     retrieval_project.write(
         golden=UNEVEN_GOLDEN, conftest=UNEVEN.replace("BUILT_K", "11"), ks="1,3", ini=ini
