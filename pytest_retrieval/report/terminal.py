@@ -432,8 +432,15 @@ def abstention_lines(session: RetrievalSession, *, verbose: bool = False) -> lis
     if session.duplicates is not None:
         import os
 
-        described = session.duplicates.describe().replace(os.getcwd() + os.sep, "")
-        lines.append(f"scores are deduplicated: {described}")
+        source = session.duplicates.source.replace(os.getcwd() + os.sep, "")
+        if len(session.duplicates):
+            described = session.duplicates.describe().replace(os.getcwd() + os.sep, "")
+            lines.append(f"scores are deduplicated: {described}")
+        else:  # a file whose every document has its own group, say: it changes nothing
+            lines.append(
+                f"scores are not deduplicated: no two documents are copies by {source} "
+                "(documents that share a group are copies)"
+            )
     specs = session.settings.metric_specs
     for stage in session.stages:
         evaluation = session.evaluation(stage, specs)
