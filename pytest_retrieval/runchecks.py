@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .session import RetrievalSession
 
 __all__ = [
+    "SPELLING_WORDS",
     "Call",
     "Coverage",
     "IdMatch",
@@ -109,21 +110,27 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
     no query matches, or when fewer than :data:`MISMATCH_SHARE` do among at least
     :data:`MIN_QUERIES_FOR_SHARE` non-empty rankings; with fewer rankings than that, only when
     the returned ids also have a recognisably wrong shape (chunk ids of judged documents,
-    generated UUIDs, page contents) or, when no query matches, equal known ids once case, white
-    space, a path or a file extension is ignored (:func:`spelling_pairs`): a retriever that is
-    merely bad on a small golden set looks the same as one with the wrong ids.
+    generated UUIDs, page contents): a retriever that is merely bad on a small golden set looks
+    the same as one with the wrong ids. Whatever the golden set's size, it also refuses the run
+    when more rankings hold a known id spelled otherwise (:func:`spelling_pairs`: case,
+    separators, a path, a file extension) than hold one as given: a doc map that writes
+    ``refund_policy`` for ``refund-policy`` leaves only the one-word ids matching, and the
+    metrics near 0 for a reason that is not retrieval quality.
     """
     ranked = {qid: r for qid, r in rankings.items() if r}
     if not ranked or not known:
         return None
     matching = sum(1 for r in ranked.values() if any(doc in known for doc in r))
     small = len(ranked) < MIN_QUERIES_FOR_SHARE
-    if matching and (small or matching / len(ranked) >= MISMATCH_SHARE):
+    spelling = spelling_pairs(ranked, known)
+    spelled = sum(1 for r in ranked.values() if any(doc in spelling for doc in r))
+    if spelled <= matching:  # a stray variant beside ids that match: not the explanation
+        spelling = {}
+    if matching and not spelling and (small or matching / len(ranked) >= MISMATCH_SHARE):
         return IdMatch(matching, len(ranked), [], [], None, refused=False)  # nothing to show
     returned = _examples(doc for r in ranked.values() for doc in r)
     expected = _examples(sorted(known))
     pattern = _pattern_fix(returned, known)
-    spelling = spelling_pairs(ranked, known) if not matching else {}
     if spelling and pattern is None:
         pattern = SPELLING_FIX
     refused = bool(matching) or pattern is not None or not small
@@ -136,25 +143,35 @@ _EXTENSIONS = re.compile(
 )
 
 SPELLING_FIX = (
-    "return ids spelled as the golden set spells them (the same case, no path or file "
-    "extension): fix the id the retriever returns, or retrieval_doc_id / retrieval_doc_id_map "
-    "/ retrieval_doc_id_separator, or write the golden set's ids as the index spells them"
+    "return ids spelled as the golden set spells them (the same case and separators, no path "
+    "or file extension): fix the id the retriever returns, or retrieval_doc_id / "
+    "retrieval_doc_id_map / retrieval_doc_id_separator, or write the golden set's ids as the "
+    "index spells them"
 )
 
 
+#: What the words of an id may be joined with: ``refund-policy``, ``refund_policy``, ``Refund
+#: Policy`` name one document.
+SPELLING_WORDS = "case, separators (-, _, white space), a path or a file extension"
+
+_WORD_JOINS = re.compile(r"[\s_-]+")
+
+
 def _spelling(doc: str) -> str:
-    """``doc`` with what does not name a document removed: surrounding white space, a path
-    (up to the last ``/`` or ``\\``), a file extension; case folded."""
+    """``doc`` with what does not name a document removed: a path (up to the last ``/`` or
+    ``\\``), a file extension; case folded, runs of ``-``, ``_`` and white space one ``-``,
+    none at either end."""
     text = doc.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return _EXTENSIONS.sub("", text).strip().casefold()
+    text = _EXTENSIONS.sub("", text).strip().casefold()
+    return _WORD_JOINS.sub("-", text).strip("-")
 
 
 def spelling_pairs(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> dict[str, str]:
-    """Returned ids that are no ``known`` id but equal one once case, white space, a path or a
-    file extension is ignored (``'REFUND-POLICY'``, ``'docs/refund-policy.md'`` against
-    ``'refund-policy'``), each with that id. Ids are compared as given everywhere else; this
-    only explains why they never match (:func:`id_match` refuses a run none of whose rankings
-    holds a known id when such pairs exist)."""
+    """Returned ids that are no ``known`` id but equal one once case, separators, a path or a
+    file extension is ignored (``'REFUND-POLICY'``, ``'refund_policy'``,
+    ``'docs/refund-policy.md'`` against ``'refund-policy'``; :data:`SPELLING_WORDS`), each with
+    that id. Ids are compared as given everywhere else; this only explains why they do not match
+    (:func:`id_match` refuses a run in which more rankings hold such an id than a known one)."""
     folded: dict[str, str] = {}
     for k in sorted(known):
         folded.setdefault(_spelling(k), k)
@@ -193,8 +210,8 @@ def id_mismatch(
         lines = [
             f"the returned ids do not match the golden set's: {found.matching} of "
             f"{found.ranked} rankings [{stage}] hold an id {which}, but {len(found.spelling)} "
-            f"returned id(s) equal {what} ids once case, white space, a path or a file "
-            f"extension is ignored, so {outcome} for a reason that is not retrieval quality:",
+            f"returned id(s) equal {what} ids once {SPELLING_WORDS} is ignored, so {outcome} "
+            "for a reason that is not retrieval quality:",
             *(f"  returned {doc!r}, {what} {match!r}" for doc, match in shown),
         ]
         fix = f"{found.pattern}\n(retrieval_id_check = off turns this check off.)"

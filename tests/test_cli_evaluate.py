@@ -247,9 +247,30 @@ def test_run_ids_that_match_judged_ids_but_for_their_spelling_are_refused(
     err = capsys.readouterr().err
     assert (
         "the run's ids do not match the qrels': 0 of 2 rankings of topics with a relevant "
-        "document hold a judged id, but 2 run id(s) equal judged ids once case, white space, a "
-        "path or a file extension is ignored (run 'docs/Refund.md', qrels 'refund'; run "
-        "'docs/SSO.md', qrels 'sso')" in err
+        "document hold a judged id, but 2 run id(s) equal judged ids once case, separators (-, "
+        "_, white space), a path or a file extension is ignored (run 'docs/Refund.md', qrels "
+        "'refund'; run 'docs/SSO.md', qrels 'sso'), so every metric would be 0" in err
     )
     assert main([*args, "-m", "recall@5", "--json", "--no-id-check"]) == 0
     assert json.loads(capsys.readouterr().out)["metrics"] == {"recall@5": 0.0}
+
+
+def test_a_run_whose_one_word_ids_alone_match_is_refused_for_the_spelling_of_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Underscores for hyphens: okta matches as given, two topics hold their document spelled
+    # otherwise. It was scored (recall@5 1/3) without a word.
+    args = _files(
+        tmp_path,
+        "q1 0 refund-policy 1\nq2 0 sso-setup 1\nq3 0 okta 1\n",
+        "q1 Q0 refund_policy 1 9 r\nq2 Q0 sso_setup 1 9 r\nq3 Q0 okta 1 9 r\n",
+    )
+    assert main([*args, "-m", "recall@5"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "the run's ids do not match the qrels': 1 of 3 rankings of topics with a relevant "
+        "document hold a judged id, but 2 run id(s) equal judged ids once case, separators (-, "
+        "_, white space), a path or a file extension is ignored (run 'refund_policy', qrels "
+        "'refund-policy'; run 'sso_setup', qrels 'sso-setup'), so the metrics would be near 0"
+        in err
+    ), err

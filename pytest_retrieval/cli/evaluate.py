@@ -184,7 +184,7 @@ def id_check(
     judged ids but for their spelling), with the fix for a run file; on a
     run too small for that refusal, a warning when no such ranking holds a judged id at all.
     Returns (refusal, warning)."""
-    from ..runchecks import id_match, normalisation_pairs
+    from ..runchecks import SPELLING_WORDS, id_match, normalisation_pairs
 
     rankings = {qid: ranking for qid, ranking in ranked.items() if qid in qrels and ranking}
     judged = {doc for judgments in qrels.values() for doc in judgments}
@@ -214,19 +214,18 @@ def id_check(
     returned = ", ".join(repr(d) for d in found.returned[:3])
     expected = ", ".join(repr(d) for d in found.expected[:3])
     examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
+    outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
     if found.spelling:
         shown = "; ".join(
             f"run {doc!r}, qrels {match!r}" for doc, match in list(found.spelling.items())[:3]
         )
         return (
             f"the run's ids do not match the qrels': {facts}, but {len(found.spelling)} run "
-            "id(s) equal judged ids once case, white space, a path or a file extension is "
-            f"ignored ({shown}), so every metric would be 0 for a reason that is not retrieval "
-            "quality: write the run with the ids spelled as the qrels spell them, or pass "
-            "--no-id-check"
+            f"id(s) equal judged ids once {SPELLING_WORDS} is ignored ({shown}), so {outcome} "
+            "for a reason that is not retrieval quality: write the run with the ids spelled as "
+            "the qrels spell them, or pass --no-id-check"
         ), None
     if found.refused:
-        outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
         return (
             f"the run's ids do not match the qrels': {facts}, so {outcome} for a reason that is "
             f"not retrieval quality {examples}. Write the run with the document ids the qrels "
