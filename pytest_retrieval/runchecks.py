@@ -549,13 +549,24 @@ def visible_rankings(
         yield stage, rankings, {qid: r for qid, r in rankings.items() if qid in answerable}
 
 
+def judged_ids(session: RetrievalSession) -> set[str]:
+    """The ids that count as judged: every judged id, and with duplicate groups every member
+    of a judged id's group (a copy stands for its group, so a ranking of copies is scored)."""
+    judged = {doc for q in session.golden for doc in q.judgments}
+    groups = session.duplicates
+    if groups is not None and len(groups):
+        keys = {groups.key(doc) for doc in judged}
+        judged |= {doc for key, members in groups.groups.items() if key in keys for doc in members}
+    return judged
+
+
 def without_judged_ids(session: RetrievalSession) -> str | None:
     """Why no baseline may be written from this run, when no ranking of an answerable query
     holds a judged id at some stage (every metric there is 0: a baseline of zeros would let
     every later run pass its budgets), whatever ``retrieval_id_check`` says; None otherwise."""
     if not session.outcomes:
         return None
-    judged = {doc for q in session.golden for doc in q.judgments}
+    judged = judged_ids(session)
     for stage, _rankings, with_answers in visible_rankings(session):
         ranked = [r for r in with_answers.values() if r]
         if ranked and judged and not any(doc in judged for r in ranked for doc in r):
@@ -574,7 +585,7 @@ def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = N
     ranking a corpus id); every stage is checked, the first finding is the error."""
     if not session.outcomes or session.settings.id_check == "off":
         return None
-    judged = {doc for q in session.golden for doc in q.judgments}
+    judged = judged_ids(session)
     for stage, rankings, with_answers in visible_rankings(session):
         # The normal-form check first: ids that only look alike are its case, not the generic one.
         problem = normalisation_mismatch(rankings, judged, what="judged", stage=stage)
