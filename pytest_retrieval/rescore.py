@@ -5,8 +5,16 @@ it was scored with and a hash of the query's text. When the golden set has chang
 judgments (labels added from a worksheet, say), the baseline's rankings are still the rankings
 of the same queries: scoring them, and this run's, against the *current* judgments compares
 the two runs on equal footing. Both sides are re-scored from their stored rankings with the one
-:func:`~pytest_retrieval.evaluate.evaluate`, so a query whose ranking did not move gets the same
-value on both sides, exactly what a fresh baseline would have given.
+:func:`~pytest_retrieval.evaluate.evaluate` and the run's one
+:class:`~pytest_retrieval.evaluate.Conventions` (its duplicate groups included), so a query
+whose ranking did not move gets the same value on both sides, exactly what a fresh baseline
+would have given. A ranking stored with repeated ids (kept as returned, a live retriever's) is
+scored by the repeated-id rule of a live run, each id at its first rank.
+
+What cannot be re-scored is refused by name (:func:`why_not_rescorable`): a version 1
+baseline, ``abstain_rate`` and ``answer_rate`` (they read the retriever's scores, which a
+baseline does not store), and a run scored per duplicate group when those groups are not the
+ones at hand (a snapshot records their fingerprint, not the groups).
 
 A query whose text, split or slices changed is not the same query any more: it is left out, as
 the intersect mode does. Added and removed queries are left out too.
@@ -15,10 +23,12 @@ the intersect mode does. Added and removed queries are left out too.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .baseline import QuerySnapshot, Snapshot
-from .evaluate import evaluate
+from .dedup import groups_fingerprint, recorded_groups
+from .evaluate import Conventions, evaluate
+from .metrics import MetricSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +43,11 @@ class Rescored:
     relabelled: tuple[str, ...]
 
 
-def why_not_rescorable(baseline: Snapshot, current: Snapshot) -> str | None:
-    """Why the two snapshots cannot be re-scored (a message), or None when they can."""
+def why_not_rescorable(
+    baseline: Snapshot, current: Snapshot, conventions: Conventions, *, metric: str | None = None
+) -> str | None:
+    """Why the two snapshots cannot be re-scored on ``metric`` with ``conventions`` (a
+    message), or None when they can."""
     for what, snapshot in (("the baseline", baseline), ("this run's snapshot", current)):
         if snapshot.schema_version < 2 or any(
             q.judgments is None or q.text is None for q in snapshot.queries.values()
@@ -45,6 +58,27 @@ def why_not_rescorable(baseline: Snapshot, current: Snapshot) -> str | None:
                 "the baseline once (--retrieval-update-baseline): later label changes can then "
                 "be re-scored"
             )
+    if metric is not None and MetricSpec.parse(metric).name in ("abstain_rate", "answer_rate"):
+        return (
+            f"{metric} is measured on the retriever's scores, which a baseline does not store, "
+            "so it cannot be re-scored; compare the unchanged queries with "
+            "--retrieval-baseline-mode=intersect, or refresh the baseline"
+        )
+    recorded = recorded_groups(current.settings.get("dedup"))
+    given = groups_fingerprint(conventions.duplicates)
+    if recorded != given:
+        named = current.settings.get("dedup")
+        if given is None:
+            return (
+                f"the run was scored per duplicate group (dedup {named!r}), and those groups "
+                "are not at hand (a snapshot records only their fingerprint), so its rankings "
+                "cannot be re-scored as it was scored; pass the groups (pytest-retrieval "
+                "compare/gate --duplicates FILE)"
+            )
+        return (
+            f"the duplicate groups at hand (fingerprint {given}) are not the ones the run was "
+            f"scored with (dedup {named!r}); pass the run's own groups"
+        )
     return None
 
 
@@ -80,7 +114,7 @@ def _values(
     ids: Sequence[str],
     judgments: Mapping[str, Mapping[str, int]],
     metrics: Sequence[str],
-    settings: Mapping[str, object],
+    conventions: Conventions,
 ) -> dict[str, dict[str, dict[str, float | None]]]:
     """qid -> stage -> metric -> value of ``snapshot``'s stored rankings on ``judgments``."""
     out: dict[str, dict[str, dict[str, float | None]]] = {qid: {} for qid in ids}
@@ -95,14 +129,7 @@ def _values(
             for qid in ids
         }
         evaluation = evaluate(
-            run,
-            {qid: judgments[qid] for qid in ids},
-            metrics,
-            gain=settings.get("gain", "exponential"),  # type: ignore[arg-type]
-            min_grade=settings.get("min_grade", 1),  # type: ignore[arg-type]
-            no_relevant=settings.get("no_relevant", "skip"),  # type: ignore[arg-type]
-            unjudged=settings.get("unjudged", "nonrelevant"),  # type: ignore[arg-type]
-            cutoff_unit=settings.get("cutoff_unit", "documents"),  # type: ignore[arg-type]
+            run, {qid: judgments[qid] for qid in ids}, metrics, conventions=conventions, stage=stage
         )
         per_query = evaluation.per_query
         for qid in ids:
@@ -110,11 +137,14 @@ def _values(
     return out
 
 
-def rescore(baseline: Snapshot, current: Snapshot, metrics: Sequence[str]) -> Rescored:
-    """Both snapshots' stored rankings scored on ``metrics`` against the current judgments.
+def rescore(
+    baseline: Snapshot, current: Snapshot, metrics: Sequence[str], conventions: Conventions
+) -> Rescored:
+    """Both snapshots' stored rankings scored on ``metrics`` against the current judgments,
+    with ``conventions``: the session's, or those the current snapshot recorded (the
+    comparison has already checked that the baseline recorded the same).
 
-    Call :func:`why_not_rescorable` first. The settings that change numbers are the current
-    snapshot's (the comparison has already checked they equal the baseline's).
+    Call :func:`why_not_rescorable` first.
     """
     shared = sorted(set(baseline.queries) & set(current.queries))
     changed: list[str] = []
@@ -130,11 +160,13 @@ def rescore(baseline: Snapshot, current: Snapshot, metrics: Sequence[str]) -> Re
             relabelled.append(qid)
     judgments = {qid: dict(current.queries[qid].judgments or {}) for qid in kept}
     names = list(dict.fromkeys(metrics))
-    settings = current.settings
-    min_grade = int(settings.get("min_grade", 1))
+    # Stored rankings with repeats are a live retriever's, scored by its rule (a session from
+    # run files refuses repeats in its own rankings, never in a baseline's stored ones).
+    conventions = replace(conventions, repeated_ids="best_rank")
+    min_grade = conventions.min_grade
     snapshots = []
     for snapshot in (baseline, current):
-        values = _values(snapshot, kept, judgments, names, settings)
+        values = _values(snapshot, kept, judgments, names, conventions)
         queries = {}
         for qid in kept:
             query = snapshot.queries[qid]

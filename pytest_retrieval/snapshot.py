@@ -305,7 +305,6 @@ def build_snapshot(
     ranking_of: Callable[[str, str], tuple[str, ...]],
     *,
     metric_names: Sequence[str],
-    min_grade: int,
     settings: Mapping[str, Any],
     heldout_ids: Sequence[str] = (),
     index_version: str | None = None,
@@ -313,6 +312,8 @@ def build_snapshot(
 ) -> Snapshot:
     """Per-query values, relevant ranks, judgments and rankings of every ``visible`` query.
 
+    What is relevant (for the ranks kept) is each evaluation's own ``min_grade``
+    (:attr:`.Evaluation.conventions`: the values and the ranks come from one convention).
     Each ranking is kept to ``settings["depth"]`` (the depth asked of the retriever) when the
     settings record one, else whole; ``returned_of(qid, stage)`` gives the ids as returned where
     they differ from the ranking (None elsewhere), kept as :func:`returned_prefix` says.
@@ -327,9 +328,9 @@ def build_snapshot(
     }
     names = list(metric_names)
     stage_columns = {stage: [e.columns[n] for n in names] for stage, e in per_stage.items()}
+    grades = {stage: e.conventions.min_grade for stage, e in per_stage.items()}
     queries: dict[str, QuerySnapshot] = {}
     for query in visible:
-        relevant = [d for d, g in query.judgments.items() if g >= min_grade]
         metrics: dict[str, dict[str, float | None]] = {}
         ranks: dict[str, dict[str, int | None]] = {}
         tops: dict[str, tuple[str, ...]] = {}
@@ -342,6 +343,7 @@ def build_snapshot(
                 else dict.fromkeys(names)
             )
             ranking = ranking_of(query.id, stage)
+            relevant = [d for d, g in query.judgments.items() if g >= grades[stage]]
             ranks[stage] = _first_ranks(ranking, relevant)
             tops[stage] = tuple(ranking[:depth]) if depth is not None else tuple(ranking)
             given = returned_of(query.id, stage) if returned_of is not None else None

@@ -17,7 +17,7 @@ from chunked_corpus import CHUNKS, GOLDEN, QUERIES, cosine_ranking, embed
 from plugin_helpers import RetrievalProject
 
 from pytest_retrieval.baseline import QuerySnapshot
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.evaluate import Conventions, evaluate
 from pytest_retrieval.report.payload import outcome_from_dict, outcome_to_dict
 from pytest_retrieval.retriever import (
     QueryOutcome,
@@ -399,7 +399,9 @@ def test_rescore_in_results_unit_uses_the_ids_as_returned() -> None:
             schema_version=2,
         )
 
-    done = rescore(snapshot(("a", "a", "c", "d")), snapshot(("a", "c", "d", "e")), ["recall@2"])
+    current = snapshot(("a", "c", "d", "e"))
+    conventions = Conventions.from_recorded(current.settings)
+    done = rescore(snapshot(("a", "a", "c", "d")), current, ["recall@2"], conventions)
     # Baseline: the top 2 results are a, a (no c): 0. Current: a, c: 1. As evaluate() says.
     assert done.baseline.queries["q"].metrics["retriever"]["recall@2"] == 0.0
     assert done.current.queries["q"].metrics["retriever"]["recall@2"] == 1.0

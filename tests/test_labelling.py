@@ -334,7 +334,6 @@ def test_pool_reads_a_baseline_s_stored_rankings(
         {"retriever": evaluate(run, visible.qrels(), ["mrr"])},
         lambda qid, stage: tuple(run[qid]),
         metric_names=["mrr"],
-        min_grade=1,
         settings={"gain": "exponential", "min_grade": 1, "no_relevant": "skip", "depth": 4},
     )
     path = tmp_path / "retrieval-baseline.json"

@@ -42,7 +42,6 @@ def snapshot(gold: GoldenSet, rankings: Mapping[str, Sequence[str]]) -> Snapshot
         {STAGE: evaluation},
         lambda qid, stage: tuple(run[qid]),
         metric_names=METRICS,
-        min_grade=1,
         settings=SETTINGS,
     )
 
@@ -184,3 +183,27 @@ def test_holes_count_only_unjudged_documents_that_entered_above_the_lost_one() -
     assert outcome.hole_delta == pytest.approx(-1 / 12, abs=1e-6)
     again = RegressionOutcome.from_dict(outcome.to_dict())
     assert (again.hole_queries, again.worse[0].holes, again.worse[0].lost) == (1, 3, "doc-01")
+
+
+def test_abstain_rate_is_refused_in_rescore_mode_with_the_reason() -> None:
+    # A baseline stores rankings, not the retriever's scores, which abstain_rate reads: it
+    # cannot be re-scored, and the check says so rather than "no query to compare".
+    def scored(gold: GoldenSet) -> Snapshot:
+        run = {q.id: base_rankings()[q.id] for q in gold}
+        scores: dict[str, list[float | None]] = {qid: [0.9, 0.5, 0.1] for qid in run}
+        metrics = (*METRICS, "abstain_rate")
+        evaluation = evaluate(run, gold.qrels(), metrics, scores=scores, score_floor=0.3)
+        return build_snapshot(
+            gold,
+            {STAGE: evaluation},
+            lambda qid, stage: tuple(run[qid]),
+            metric_names=metrics,
+            settings={**SETTINGS, "score_floor": {"*": 0.3}},
+        )
+
+    outcome = check(scored(golden()), scored(golden(MERGED)), "rescore", "abstain_rate 0.01")
+    assert outcome.status == "incomparable"
+    assert (
+        "incomparable in rescore mode: abstain_rate is measured on the retriever's scores, which "
+        "a baseline does not store, so it cannot be re-scored"
+    ) in outcome.message

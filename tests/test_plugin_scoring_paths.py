@@ -1,0 +1,95 @@
+"""One scoring path under pytest: the rescore mode, extra baseline runs and the artifact score a
+run with the session's conventions (duplicate groups, min_grade, repeated ids).
+
+Hand computation over the standard project (tests/plugin_helpers.py) with the duplicate group
+{shipping, refund-policy} and the invoice query relabelled (faq relevant, pricing not):
+
+=========  ============================  ====================================  =====
+query      ranking                       per group                             RR
+=========  ============================  ====================================  =====
+refund     shipping, refund-policy*,     the group (relevant through refund-   1
+           contact                       policy) at 1, its copy at 2 filler
+sso        okta*, mfa, sso-setup*        okta at 1                              1
+invoice    faq*, pricing, contact        faq at 1 (relabelled relevant)         1
+fax        invoices                      no relevant document: skipped          -
+=========  ============================  ====================================  =====
+
+MRR@3 per group = 3/3 = 1.0; without the groups refund's RR would be 1/2 and MRR@3 5/6.
+"""
+
+from __future__ import annotations
+
+import pytest
+from plugin_helpers import GOLDEN, RetrievalProject
+
+RELABELLED = GOLDEN.replace(
+    "relevant: [invoices, billing]", "relevant: {invoices: 1, billing: 1, faq: 1, pricing: 0}"
+)
+
+
+def overall(artifact: dict[str, object], metric: str) -> float:
+    (row,) = [
+        r
+        for r in artifact["results"]  # type: ignore[attr-defined]
+        if r["stage"] == "retriever" and r["column"] == "overall"
+    ]
+    value: float = row["metrics"][metric]
+    return value
+
+
+def test_rescore_scores_both_sides_per_duplicate_group_as_the_run_does(
+    retrieval_project: RetrievalProject,
+) -> None:
+    ini = {
+        "retrieval_duplicates": "dups.tsv",
+        "retrieval_baseline": "baseline.json",
+        "retrieval_regression": "mrr@3 0.01",
+        "retrieval_resamples": "200",
+        "retrieval_metrics": "recall, mrr",
+    }
+    p = retrieval_project.write(ini=ini, tests="def test_nothing():\n    pass\n")
+    (p.path / "dups.tsv").write_text("shipping\tR\nrefund-policy\tR\n", encoding="utf-8")
+    assert p.run("--retrieval-update-baseline").ret == 0
+    assert RELABELLED != GOLDEN
+    p.write(golden=RELABELLED, ini=ini)
+    result = p.run("--retrieval-baseline-mode=rescore", "--retrieval-json", "out.json")
+    assert result.ret == 0, result.stdout.str()
+    artifact = p.artifact()
+    (outcome,) = artifact["regressions"]
+    assert overall(artifact, "mrr@3") == pytest.approx(1.0)
+    assert (outcome["status"], outcome["n"]) == ("pass", 3)
+    assert outcome["current_mean"] == pytest.approx(1.0)
+    assert outcome["baseline_mean"] == pytest.approx(1.0)
+
+
+def test_compare_rescores_a_stored_run_per_duplicate_group_or_says_what_it_needs(
+    retrieval_project: RetrievalProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_retrieval.cli import main
+
+    ini = {"retrieval_duplicates": "dups.tsv", "retrieval_metrics": "recall, mrr"}
+    p = retrieval_project.write(ini=ini, tests="def test_run(retrieval_run):\n    pass\n")
+    (p.path / "dups.tsv").write_text("shipping\tR\nrefund-policy\tR\n", encoding="utf-8")
+    assert p.run("--retrieval-baseline", "baseline.json", "--retrieval-update-baseline").ret == 0
+    p.write(golden=RELABELLED, ini=ini)
+    assert p.run("--retrieval-json", "out.json").ret == 0
+    capsys.readouterr()  # the pytest runs' output
+    args = ["compare", "baseline.json", "out.json", "--mode", "rescore", "-b", "mrr@3 0.01"]
+    # The run's own groups file, read again from where the run read it: per group, 1.0 (the
+    # module docstring's hand values) on both sides.
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "PASS mrr@3[budget=0.01]: no regression: mrr@3 1.0000 → 1.0000" in out, out
+    # Moved away: never re-scored without them, and the fix is named.
+    (p.path / "dups.tsv").rename(p.path / "groups.tsv")
+    assert main(args) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "incomparable in rescore mode: the run was scored per duplicate group" in out
+    assert "pass the groups (pytest-retrieval compare/gate --duplicates FILE)" in out
+    assert main([*args, "--duplicates", "groups.tsv"]) == 0
+    assert "1.0000 → 1.0000" in capsys.readouterr().out
+    # Other groups are not the run's: refused, not scored with the wrong ones.
+    (p.path / "other.tsv").write_text("okta\tO\nmfa\tO\n", encoding="utf-8")
+    assert main([*args, "--duplicates", "other.tsv"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "are not the ones the run was scored with" in out
