@@ -7,11 +7,16 @@ evaluation decides which queries count:
 * The judged queries (the keys of ``qrels``) are the queries. A judged query missing from the run
   is scored as an empty ranking (never silently dropped) and counted in ``missing_from_run``.
 * A run query without judgments is ignored and counted in ``without_judgments``.
-* A query with no relevant document (none reaches ``min_grade``: an empty judgment mapping, or
-  only grades below it) follows the ``no_relevant`` convention for **every** metric: ``"skip"``
-  (default; the value is ``None`` and the query is left out of the means, counted in
-  ``skipped_no_relevant``), ``"zero"`` (every metric scores 0.0, trec_eval's behaviour) or
-  ``"one"`` (every metric scores 1.0: the no-answer query is treated as always right).
+* A query with no relevant document (an empty judgment mapping, or only grades <= 0) follows the
+  ``no_relevant`` convention for **every** metric: ``"skip"`` (default; the value is ``None``
+  and the query is left out of the means, counted in ``skipped_no_relevant``), ``"zero"``
+  (every metric scores 0.0, trec_eval's behaviour) or ``"one"`` (every metric scores 1.0: the
+  no-answer query is treated as always right).
+* ``min_grade`` decides relevance for the binary metrics only (docs/metrics.md, "min_grade"). A
+  query whose positive grades are all below it is scored like a zero-relevant query except for
+  NDCG, which comes from its grades: with ``"zero"`` its binary metrics are 0 and its NDCG is
+  scored (trec_eval's ``-lN`` with ``min_grade = N``), with ``"one"`` its binary metrics are 1
+  and its NDCG is scored, with ``"skip"`` it is skipped for every metric.
 * Unjudged documents (absent from a query's judgments) follow the ``unjudged`` convention:
   ``"nonrelevant"`` (default; they count as non-relevant and keep their rank) or ``"skip"``
   (trec_eval's ``-J``: each ranking is scored with its unjudged documents removed, so judged
@@ -489,9 +494,13 @@ def evaluate(
     score each id at its first (best) rank, later repeats removed, and ``cutoff_unit`` says
     whether K counts documents (default) or the results as returned; ``distinct@K`` counts a
     repeat as a copy (``Conventions(repeated_ids="refuse")`` makes a repeat an error instead,
-    as in a run file). With duplicate groups, every judged metric is scored per group
-    (:mod:`.dedup`). ``scores`` (per query, aligned with its ranking's documents) and the score
-    floor serve ``abstain_rate`` and ``answer_rate`` (:mod:`.abstention`).
+    as in a run file). ``min_grade`` decides relevance for the binary metrics only: a query
+    whose positive grades are all below it has no relevant document for them, and its NDCG
+    comes from its grades unless ``no_relevant="skip"`` skips it (the module docstring; with
+    ``no_relevant="zero"`` and ``gain="linear"`` this is trec_eval ``-lN``). With duplicate
+    groups, every judged metric is scored per group (:mod:`.dedup`). ``scores`` (per query,
+    aligned with its ranking's documents) and the score floor serve ``abstain_rate`` and
+    ``answer_rate`` (:mod:`.abstention`).
     """
     chosen = _conventions(
         conventions,
@@ -677,7 +686,10 @@ def _evaluate(
         positive = {doc: grade for doc, grade in judgments.items() if grade > 0}
         n_relevant = sum(1 for grade in positive.values() if grade >= min_grade)
         relevant_counts.append(n_relevant)
-        if n_relevant == 0:
+        # Graded, but every grade below min_grade: no relevant document for the binary metrics,
+        # while NDCG still has its grades (trec_eval -lN). Under "skip" it is skipped entirely.
+        below = n_relevant == 0 and bool(positive) and constant is not None and need_ndcg
+        if n_relevant == 0 and not below:
             if constant is None:
                 skipped.append(qid)
             for i, column in enumerate(columns):
@@ -734,6 +746,10 @@ def _evaluate(
             reached = k if limit is None or k is None else limit.get(k, k)
             if kind == _JUDGED:
                 column.append(coverage[i])
+            elif below and kind != _NDCG:  # the binary metrics of a query below min_grade
+                column.append(constant)
+                if kind in count_kinds:
+                    hit_columns[name].append(0)
             elif kind in count_kinds:
                 assert k is not None
                 assert reached is not None

@@ -1,13 +1,22 @@
-"""One ``Conventions`` value for every scoring path."""
+"""One ``Conventions`` value for every scoring path, and ``min_grade`` as trec_eval ``-lN``.
+
+The min_grade numbers are pytrec_eval's (an independent implementation of trec_eval) with
+``relevance_level = N``; the exponential gain is checked through the same library by giving it
+the grades ``2**g - 1`` (its gain is linear, so ``2**g - 1`` is our exponential gain, and
+``g >= N`` exactly when ``2**g - 1 >= 2**N - 1``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import pytest
 import pytrec_eval
 
+from pytest_retrieval.cli import main
 from pytest_retrieval.dedup import DuplicateGroups
 from pytest_retrieval.evaluate import Conventions, evaluate
 from pytest_retrieval.settings import resolve
@@ -57,6 +66,83 @@ def trec_eval(level: int, *, exponential: bool) -> dict[str, dict[str, float]]:
     )
     result: dict[str, dict[str, float]] = evaluator.evaluate(run)
     return result
+
+
+@pytest.mark.parametrize("gain", ["linear", "exponential"])
+@pytest.mark.parametrize("min_grade", [1, 2, 3])
+def test_min_grade_with_no_relevant_zero_is_trec_eval_with_its_relevance_level(
+    min_grade: int, gain: str
+) -> None:
+    expected = trec_eval(min_grade, exponential=gain == "exponential")
+    ev = evaluate(RUN, QRELS, list(MEASURES), gain=gain, min_grade=min_grade, no_relevant="zero")  # type: ignore[arg-type]
+    assert set(expected) == set(QRELS)  # trec_eval scores every query, the zero one too
+    for qid, values in expected.items():
+        for ours, theirs in MEASURES.items():
+            assert ev.per_query[qid][ours] == pytest.approx(values[theirs], abs=1e-12), (
+                qid,
+                ours,
+            )
+    for ours, theirs in MEASURES.items():
+        mean = sum(values[theirs] for values in expected.values()) / len(expected)
+        assert ev.means[ours] == pytest.approx(mean, abs=1e-12)
+
+
+def test_a_query_graded_below_min_grade_keeps_its_ndcg_by_hand() -> None:
+    # "ones" at min_grade 2, linear gain: x, b (1), a (1). DCG@3 = 1/log2(3) + 1/log2(4),
+    # IDCG@3 = 1 + 1/log2(3): 0.6934. It has no relevant document for the binary metrics.
+    ev = evaluate(RUN, QRELS, ["ndcg@3", "recall@3", "mrr"], gain="linear", min_grade=2)
+    zero = evaluate(
+        RUN, QRELS, ["ndcg@3", "recall@3", "mrr"], gain="linear", min_grade=2, no_relevant="zero"
+    )
+    one = evaluate(
+        RUN, QRELS, ["ndcg@3", "recall@3", "mrr"], gain="linear", min_grade=2, no_relevant="one"
+    )
+    ndcg = (1 / math.log2(3) + 1 / 2) / (1 + 1 / math.log2(3))
+    assert zero.per_query["ones"] == {"ndcg@3": pytest.approx(ndcg), "recall@3": 0.0, "mrr": 0.0}
+    assert one.per_query["ones"] == {"ndcg@3": pytest.approx(ndcg), "recall@3": 1.0, "mrr": 1.0}
+    # skip: skipped for every metric, NDCG too, and counted.
+    assert ev.per_query["ones"] == {"ndcg@3": None, "recall@3": None, "mrr": None}
+    assert ev.skipped_no_relevant == ("ones", "zero")
+    # The query without any positive grade has no NDCG to score: the convention's constant.
+    assert zero.per_query["zero"] == {"ndcg@3": 0.0, "recall@3": 0.0, "mrr": 0.0}
+    assert one.per_query["zero"] == {"ndcg@3": 1.0, "recall@3": 1.0, "mrr": 1.0}
+    assert zero.skipped_no_relevant == one.skipped_no_relevant == ()
+
+
+def write_trec(tmp_path: Path) -> tuple[Path, Path]:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, judged in QRELS.items() for d, g in judged.items()),
+        encoding="utf-8",
+    )
+    run = tmp_path / "run.txt"
+    run.write_text(
+        "".join(
+            f"{q} Q0 {d} {i + 1} {len(ranking) - i} t\n"
+            for q, ranking in RUN.items()
+            for i, d in enumerate(ranking)
+        ),
+        encoding="utf-8",
+    )
+    return qrels, run
+
+
+@pytest.mark.parametrize("min_grade", [1, 2, 3])
+def test_the_cli_reproduces_trec_eval_l_n(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], min_grade: int
+) -> None:
+    # The issue's command: evaluate --gain linear --min-grade 2 --no-relevant zero -m ndcg@3.
+    qrels, run = write_trec(tmp_path)
+    expected = trec_eval(min_grade, exponential=False)
+    args = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--json", "--per-query"]
+    args += ["--gain", "linear", "--min-grade", str(min_grade), "--no-relevant", "zero"]
+    assert main([*args, "-m", *MEASURES, "--no-id-check"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    for ours, theirs in MEASURES.items():
+        mean = sum(values[theirs] for values in expected.values()) / len(expected)
+        assert document["metrics"][ours] == pytest.approx(mean, abs=1e-12), ours
+        for qid, values in expected.items():
+            assert document["per_query"][qid][ours] == pytest.approx(values[theirs], abs=1e-12)
 
 
 # --- the Conventions value --------------------------------------------------------------------

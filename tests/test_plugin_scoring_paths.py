@@ -93,3 +93,18 @@ def test_compare_rescores_a_stored_run_per_duplicate_group_or_says_what_it_needs
     assert main([*args, "--duplicates", "other.tsv"]) == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "are not the ones the run was scored with" in out
+
+
+def test_slice_star_leaves_out_a_slice_whose_grades_are_all_below_min_grade(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # min_grade 2: refund and invoice (exact-lookup) have grade-1 documents only, so under
+    # no_relevant=skip they have no value (docs/metrics.md, min_grade) and their slice gets no
+    # gate; multi-hop (sso: sso-setup graded 2, at rank 3) has recall@3 = 1.
+    retrieval_project.write(
+        ini={"retrieval_thresholds": "recall@3 >= 0.5 slice=*", "retrieval_min_grade": "2"}
+    )
+    result = retrieval_project.run("-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["pytest.ini::recall_at_3_ge_0.5-slice_multi-hop PASSED*"])
+    result.stdout.no_fnmatch_line("*slice_exact-lookup*")
