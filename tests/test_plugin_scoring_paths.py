@@ -1,5 +1,6 @@
-"""One scoring path under pytest: the rescore mode, extra baseline runs and the artifact score a
-run with the session's conventions (duplicate groups, min_grade, repeated ids).
+"""One scoring path: the rescore mode (under pytest and in ``pytest-retrieval compare``) scores a
+run with its own conventions (duplicate groups included), as its artifact does; ``slice=*``
+knows what ``min_grade`` leaves without a value.
 
 Hand computation over the standard project (tests/plugin_helpers.py) with the duplicate group
 {shipping, refund-policy} and the invoice query relabelled (faq relevant, pricing not):
