@@ -1,10 +1,11 @@
 """Re-scoring stored rankings against new labels (``--retrieval-baseline-mode=rescore``).
 
-A baseline (schema version 2) keeps each query's ranking to the retrieval depth, the judgments
-it was scored with and a hash of the query's text. When the golden set has changed only in its
-judgments (labels added from a worksheet, say), the baseline's rankings are still the rankings
-of the same queries: scoring them, and this run's, against the *current* judgments compares
-the two runs on equal footing. Both sides are re-scored from their stored rankings with the one
+A baseline (schema version 3) keeps each query's whole document ranking as it was scored (and
+the ids as returned where they repeated), the judgments it was scored with and a hash of the
+query's text. When the golden set has changed only in its judgments (labels added from a
+worksheet, say), the baseline's rankings are still the rankings of the same queries: scoring
+them, and this run's, against the *current* judgments compares the two runs on equal footing.
+Both sides are re-scored from their stored rankings with the one
 :func:`~pytest_retrieval.evaluate.evaluate` and the run's one
 :class:`~pytest_retrieval.evaluate.Conventions` (its duplicate groups included), so a query
 whose ranking did not move gets the same value on both sides, exactly what a fresh baseline
@@ -12,9 +13,12 @@ would have given. A ranking stored with repeated ids (kept as returned, a live r
 scored by the repeated-id rule of a live run, each id at its first rank.
 
 What cannot be re-scored is refused by name (:func:`why_not_rescorable`): a version 1
-baseline, ``abstain_rate`` and ``answer_rate`` (they read the retriever's scores, which a
-baseline does not store), and a run scored per duplicate group when those groups are not the
-ones at hand (a snapshot records their fingerprint, not the groups).
+baseline; a baseline of several runs (it keeps one run's rankings beside the means of all); a
+metric that reads past the depth a version 2 baseline cut its rankings at (``map``, ``ndcg``,
+``mrr``, ``r_precision``) when a stored ranking reaches that cut; ``abstain_rate`` and
+``answer_rate`` (they read the retriever's scores, which a baseline does not store); a run
+scored per duplicate group when those groups are not the ones at hand (a snapshot records
+their fingerprint, not the groups).
 
 A query whose text, split or slices changed is not the same query any more: it is left out, as
 the intersect mode does. Added and removed queries are left out too.
@@ -29,6 +33,7 @@ from .baseline import QuerySnapshot, Snapshot
 from .dedup import groups_fingerprint, recorded_groups
 from .evaluate import Conventions, evaluate
 from .metrics import MetricSpec
+from .snapshot import stored_cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +53,16 @@ def why_not_rescorable(
 ) -> str | None:
     """Why the two snapshots cannot be re-scored on ``metric`` with ``conventions`` (a
     message), or None when they can."""
+    spec = MetricSpec.parse(metric) if metric is not None else None
     for what, snapshot in (("the baseline", baseline), ("this run's snapshot", current)):
+        if snapshot.n_runs > 1:
+            return (
+                f"{what} holds the means of {snapshot.n_runs} runs of the retriever "
+                "(retrieval_baseline_runs) and one run's rankings, so it cannot be re-scored "
+                "as its values were scored; compare the unchanged queries with "
+                "--retrieval-baseline-mode=intersect, or refresh the baseline now that the "
+                "labels changed (--retrieval-update-baseline)"
+            )
         if snapshot.schema_version < 2 or any(
             q.judgments is None or q.text is None for q in snapshot.queries.values()
         ):
@@ -58,7 +72,22 @@ def why_not_rescorable(
                 "the baseline once (--retrieval-update-baseline): later label changes can then "
                 "be re-scored"
             )
-    if metric is not None and MetricSpec.parse(metric).name in ("abstain_rate", "answer_rate"):
+        cut = stored_cut(snapshot)
+        if spec is not None and cut is not None and (spec.k is None or spec.k > cut):
+            reached = sum(
+                1 for q in snapshot.queries.values() if any(len(t) >= cut for t in q.top.values())
+            )
+            if reached:
+                return (
+                    f"{what} (schema version {snapshot.schema_version}) stores each ranking cut "
+                    f"at the retrieval depth ({cut}), and {metric} reads "
+                    + ("the whole ranking" if spec.k is None else f"the top {spec.k}")
+                    + f": {reached} of its rankings reach the cut, so they cannot be re-scored "
+                    "exactly; refresh the baseline once (--retrieval-update-baseline): a "
+                    "baseline written now keeps whole rankings, and later label changes "
+                    "re-score exactly"
+                )
+    if spec is not None and spec.name in ("abstain_rate", "answer_rate"):
         return (
             f"{metric} is measured on the retriever's scores, which a baseline does not store, "
             "so it cannot be re-scored; compare the unchanged queries with "

@@ -20,6 +20,8 @@ MRR@3 per group = 3/3 = 1.0; without the groups refund's RR would be 1/2 and MRR
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from plugin_helpers import GOLDEN, RetrievalProject
 
@@ -109,3 +111,75 @@ def test_slice_star_leaves_out_a_slice_whose_grades_are_all_below_min_grade(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["pytest.ini::recall_at_3_ge_0.5-slice_multi-hop PASSED*"])
     result.stdout.no_fnmatch_line("*slice_exact-lookup*")
+
+
+#: Eight queries, each with two relevant documents: a-i at rank 1 and b-i at rank 10 (version
+#: 1) or 11 (version 2) of twelve results; the retriever returns all twelve whatever k is.
+DEEP_GOLDEN = "version: 1\nqueries:\n" + "".join(
+    f"  - id: q{i}\n    text: question number {i}\n    relevant: [a{i}, b{i}]\n"
+    for i in range(1, 9)
+)
+DEEP_CONFTEST = """\
+import pathlib
+
+import math
+
+import pytest
+
+VERSION = pathlib.Path(__file__).with_name("version.txt")
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    version = VERSION.read_text(encoding="utf-8").strip()
+
+    def search(text, k):
+        i = text.rsplit(" ", 1)[1]
+        fillers = [f"x{i}-{n}" for n in range(1, 12)]
+        at = 9 if version == "1" else 10  # b-i at rank 10, or 11
+        return [f"a{i}", *fillers[:at - 1], f"b{i}", *fillers[at - 1 : 10]]
+
+    return search
+"""
+
+
+def test_rescore_scores_whole_ranking_metrics_on_the_whole_ranking_a_fresh_baseline_would(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # By hand. AP with a-i at 1 and b-i at 10: (1/1 + 2/10) / 2 = 0.6; at 11: (1 + 2/11) / 2 =
+    # 0.590909. NDCG (binary): (1 + 1/log2(11)) / (1 + 1/log2(3)) = 0.790382, and with b-i at
+    # 11, (1 + 1/log2(12)) / (1 + 1/log2(3)) = 0.784177. The depth is 10 (the largest K): a
+    # ranking cut there loses b-i at 11, which gave AP 0.5 and NDCG 0.6131 in the rescore mode.
+    ini = {
+        "retrieval_baseline": "baseline.json",
+        "retrieval_regression": "map 0.02\nndcg 0.02",
+        "retrieval_thresholds": "map >= 0.5\nndcg >= 0.5",
+        "retrieval_resamples": "200",
+    }
+    p = retrieval_project.write(
+        golden=DEEP_GOLDEN, conftest=DEEP_CONFTEST, ini=ini, ks="1,5,10", tests=None
+    )
+    (p.path / "version.txt").write_text("1", encoding="utf-8")
+    assert p.run("--retrieval-update-baseline").ret == 0
+    (p.path / "version.txt").write_text("2", encoding="utf-8")
+    p.write(
+        golden=DEEP_GOLDEN.replace("relevant: [a1, b1]", "relevant: {a1: 1, b1: 1, x1-1: 0}"),
+        conftest=DEEP_CONFTEST,
+        ini=ini,
+        ks="1,5,10",
+        tests=None,
+    )
+    result = p.run("--retrieval-baseline-mode=rescore", "--retrieval-json", "out.json")
+    assert result.ret == 0, result.stdout.str()
+    artifact = p.artifact()
+    gates = {g["metric"]: g["value"] for g in artifact["gates"]}
+    checks = {r["metric"]: r for r in artifact["regressions"]}
+    before, after = 0.6, (1 + 2 / 11) / 2
+    ideal = 1 + 1 / math.log2(3)
+    assert gates["map"] == pytest.approx(after)
+    assert checks["map"]["baseline_mean"] == pytest.approx(before, abs=1e-6)
+    assert checks["map"]["current_mean"] == pytest.approx(after, abs=1e-6)
+    assert gates["ndcg"] == pytest.approx((1 + 1 / math.log2(12)) / ideal)
+    assert checks["ndcg"]["baseline_mean"] == pytest.approx((1 + 1 / math.log2(11)) / ideal)
+    assert checks["ndcg"]["current_mean"] == pytest.approx(gates["ndcg"], abs=1e-6)
+    assert {r["status"] for r in artifact["regressions"]} == {"pass"}
