@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from .abstention import is_answerable
 from .errors import InputError, Problem
 from .gates import GateUsageError, Selection, _threshold_fix, check_threshold
 from .metrics import MetricSpec
@@ -407,11 +408,14 @@ def expand_slices(item: Declared, slices: Sequence[str]) -> list[Declared]:
 
 
 def _scorable_slices(settings: Any, golden: Any) -> list[str]:
-    # A slice of no-answer queries only has no value under no_relevant=skip: left out of "*".
+    # A slice whose queries have no relevant document (none graded min_grade or above) has no
+    # value under no_relevant=skip: left out of "*".
     names = []
     for name in golden.slices:
         members = [q for q in golden if name in q.slices]
-        if settings.no_relevant == "skip" and all(q.is_no_answer for q in members):
+        if settings.no_relevant == "skip" and not any(
+            is_answerable(q.judgments, settings.min_grade) for q in members
+        ):
             continue
         names.append(name)
     return names

@@ -122,6 +122,33 @@ class DuplicateGroups:
         return f"{len(self)} duplicate groups ({docs} documents){where}"
 
 
+#: The fingerprint of no duplicate groups at all.
+_NO_GROUPS = DuplicateGroups.from_groups(()).fingerprint
+
+
+def recorded_groups(value: object) -> object:
+    """The duplicate groups a recorded ``dedup`` setting stands for: its fingerprint.
+
+    :func:`pytest_retrieval.runbaseline.snapshot_settings` records ``SOURCE:FINGERPRINT``
+    (``file:…`` for ``retrieval_duplicates``, ``exact:…`` or ``near=0.9:…`` for
+    ``retrieval_dedup``). The same groups give the same numbers wherever they came from, so
+    only the fingerprint counts; no groups at all (an empty file, a corpus without copies)
+    score as no deduplication, so they compare as an absent setting (None).
+    """
+    if not isinstance(value, str) or ":" not in value:
+        return value
+    fingerprint = value.rpartition(":")[2]
+    return None if fingerprint == _NO_GROUPS else fingerprint
+
+
+def groups_fingerprint(groups: DuplicateGroups | None) -> str | None:
+    """What :func:`recorded_groups` gives for a run scored with ``groups``: their fingerprint,
+    None for no groups at all."""
+    if groups is None or groups.fingerprint == _NO_GROUPS:
+        return None
+    return groups.fingerprint
+
+
 def collapse(
     run: Mapping[str, Sequence[str]],
     qrels: Mapping[str, Mapping[str, int]],
@@ -265,7 +292,12 @@ def load_duplicates(path: str, *, setting: str = "retrieval_duplicates") -> Dupl
         raise InputError(
             Problem(
                 "duplicates file not found",
-                fix="check retrieval_duplicates (relative paths are from the ini file's folder)",
+                fix=f"check {setting}"
+                + (
+                    " (relative paths are from the ini file's folder)"
+                    if setting.startswith("retrieval_")
+                    else ""
+                ),
                 source=path,
             )
         ) from None

@@ -23,6 +23,7 @@ from .metrics import MetricSpec
 if TYPE_CHECKING:
     from .baseline import Snapshot
     from .declared import Budget
+    from .evaluate import Conventions
     from .regression import CompareOptions, Family
     from .retriever import QueryOutcome
     from .session import RetrievalSession
@@ -58,7 +59,6 @@ def run_snapshot(session: RetrievalSession, specs: Sequence[MetricSpec]) -> Snap
         {stage: session.evaluation(stage, specs) for stage in stages},
         session.ranking,
         metric_names=[str(s) for s in specs],
-        min_grade=settings.min_grade,
         settings=snapshot_settings(session),
         heldout_ids=held,
         index_version=settings.index_version,
@@ -106,7 +106,6 @@ def baseline_snapshot(session: RetrievalSession) -> Snapshot:
                 per_stage,
                 ranking,
                 metric_names=list(first.metrics),
-                min_grade=settings.min_grade,
                 settings=first.settings,
                 returned_of=partial(_returned, outcomes),
             )
@@ -119,8 +118,9 @@ def failed_in_extra_runs(extra_runs: Sequence[Mapping[str, QueryOutcome]]) -> li
     return sorted({o.query_id for run in extra_runs for o in run.values() if o.error is not None})
 
 
-def compare_options(settings: Settings) -> CompareOptions:
-    """The statistics options of every regression check of a session."""
+def compare_options(settings: Settings, conventions: Conventions | None = None) -> CompareOptions:
+    """The statistics options of every regression check of a session, with the session's
+    ``conventions`` (what the rescore mode scores the stored rankings with)."""
     from .regression import CompareOptions
 
     return CompareOptions(
@@ -133,6 +133,7 @@ def compare_options(settings: Settings) -> CompareOptions:
         shown=settings.worst,
         multiplicity=settings.multiplicity,
         budget_test=settings.budget_test,
+        conventions=conventions,
     )
 
 
@@ -148,6 +149,6 @@ def regression_family(session: RetrievalSession, *, baseline_path: str) -> Famil
         session.baseline,
         session.snapshot(),
         session.budgets,
-        options=compare_options(session.settings),
+        options=compare_options(session.settings, session.conventions),
         baseline_path=baseline_path,
     )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import runbaseline, summary
 from .determinism import DeterminismProbe
-from .evaluate import Evaluation, evaluate_documents
+from .evaluate import Conventions, Evaluation, evaluate_documents
 from .explain import explain_score
 from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, is_pytest_outcome
 from .golden import GoldenSet, Query
@@ -103,6 +103,7 @@ class RetrievalSession:
     #: Why the run has no numbers (refused or errored, :class:`~.verdict.Stop`); None: it has.
     stop: Stop | None = field(default=None, init=False)
     _family: Family | None = field(default=None, init=False)
+    _conventions: Conventions | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
     #: Snapshots by metric list: every budget and the artifact ask for one (a pass over every
@@ -317,6 +318,17 @@ class RetrievalSession:
             raise GateUsageError(f"unknown stage {stage!r}; this run has: {known}")
         return stage
 
+    @property
+    def conventions(self) -> Conventions:
+        """How every number of this session is scored: one value, built once from the settings
+        and the duplicate groups (:meth:`.evaluate.Conventions.from_settings`), passed by every
+        scoring path of the session (this run, extra baseline runs, the rescore mode)."""
+        found = self._conventions
+        if found is None:
+            found = Conventions.from_settings(self.settings, duplicates=self.duplicates)
+            self._conventions = found  # two threads at once build equal values: either stays
+        return found
+
     def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
         """Every scorable query scored at ``stage`` on ``specs`` (cached)."""
         outcomes = self._require_run()
@@ -333,8 +345,8 @@ class RetrievalSession:
         self, outcomes: Mapping[str, QueryOutcome], stage: str, specs: Sequence[MetricSpec]
     ) -> Evaluation:
         """``outcomes`` (this run, or an extra baseline run) scored at ``stage`` over the
-        scorable queries with every convention of the session: gain, grades, zero-relevant
-        queries, duplicate groups, the score floor, unjudged documents."""
+        scorable queries with the session's :attr:`conventions` (gain, grades, zero-relevant
+        queries, duplicate groups, the stage's score floor, unjudged documents, repeated ids)."""
         queries = self.scorable_queries()
         run = stage_run(outcomes, queries, stage)
         # The document rankings, and the ids as returned where they repeated: the one rule of
@@ -349,14 +361,9 @@ class RetrievalSession:
             {q.id: q.judgments for q in queries},
             specs,
             returned=returned,
-            gain=self.settings.gain,  # type: ignore[arg-type]
-            min_grade=self.settings.min_grade,
-            no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
-            duplicates=self.duplicates,
             scores=stage_scores(outcomes, stage),
-            score_floor=self.settings.floor_for(stage),
-            unjudged=self.settings.unjudged,  # type: ignore[arg-type]
-            cutoff_unit=self.settings.cutoff_unit,  # type: ignore[arg-type]
+            conventions=self.conventions,
+            stage=stage,
         )
 
     def abstention_sweep(self, stage: str) -> Sweep | None:
@@ -373,8 +380,8 @@ class RetrievalSession:
             run,
             {q.id: q.judgments for q in queries},
             stage_scores(outcomes, stage),
-            min_grade=self.settings.min_grade,
-            floor=self.settings.floor_for(stage),
+            min_grade=self.conventions.min_grade,
+            floor=self.conventions.floor_for(stage),
         )
 
     def _evaluation_for(self, stage: str, spec: MetricSpec) -> Evaluation:
@@ -454,10 +461,7 @@ class RetrievalSession:
             evaluation,
             outcomes,
             redacted=self.is_redacted,
-            duplicates=self.duplicates,
-            min_grade=self.settings.min_grade,
             limit=self.settings.worst,
-            floor=self.settings.floor_for(stage),
         )
         if ci is not None:
             explanation.insert(
@@ -611,7 +615,7 @@ class RetrievalSession:
             self.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            options=runbaseline.compare_options(self.settings),
+            options=runbaseline.compare_options(self.settings, self.conventions),
             baseline_path=baseline_path,
             family_result=self.regression_family(baseline_path=baseline_path),
         )

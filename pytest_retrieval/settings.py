@@ -119,12 +119,6 @@ class Settings:
         """True when metrics are scored per duplicate group (a file or ``dedup``)."""
         return self.duplicates is not None or self.dedup != "off"
 
-    def floor_for(self, stage: str) -> float | None:
-        """The score floor of ``stage`` (its own, else the default one); None when unset.
-        ``-inf`` is ``empty`` (any result answers)."""
-        floors = dict(self.score_floor)
-        return floors.get(stage, floors.get(""))
-
     def floors_dict(self) -> dict[str, float | str]:
         """The floors as builtins (``"*"`` for every stage, ``"empty"`` for -inf)."""
         return {

@@ -6,11 +6,14 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..text import for_terminal, guard_lines
 from .args import positive_int
+
+if TYPE_CHECKING:
+    from ..evaluate import Conventions
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
 
@@ -74,6 +77,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument(
+        "--duplicates",
+        metavar="FILE",
+        help=(
+            "duplicate groups (doc<TAB>group per line, or JSON), as retrieval_duplicates: every "
+            "metric is scored per group, and distinct@K counts copies"
+        ),
+    )
+    parser.add_argument(
         "--no-id-check",
         action="store_true",
         help=(
@@ -111,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from ..formats.trec import read_qrels, read_run
 
     metrics = _metric_list(args.metrics)
+    conventions = _conventions(args)
     qrels = read_qrels(args.qrels)
     ranked = read_run(args.run, keep_file_order=args.keep_file_order)
     if not args.no_id_check:
@@ -120,17 +132,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if warning is not None:
             print(guard_lines(f"pytest-retrieval evaluate: {warning}"), file=sys.stderr)
-    # A run file refuses a doc listed twice for one query (trec_eval's rule): its rankings are
-    # document rankings already, so the repeated-id rule has nothing to collapse.
-    evaluation = evaluate_documents(
-        ranked,
-        qrels,
-        metrics,
-        gain=args.gain,
-        min_grade=args.min_grade,
-        no_relevant=args.no_relevant,
-        unjudged=args.unjudged,
-    )
+    # A run file refuses a doc listed twice for one query (trec_eval's rule, the conventions'
+    # repeated_ids="refuse"): its rankings are document rankings already.
+    evaluation = evaluate_documents(ranked, qrels, metrics, conventions=conventions)
     queries = {
         "evaluated": evaluation.evaluated,
         "skipped_no_relevant": len(evaluation.skipped_no_relevant),
@@ -172,6 +176,25 @@ def run(args: argparse.Namespace) -> int:
         f"{queries['without_judgments']} in the run without judgments (ignored)"
     )
     return 0
+
+
+def _conventions(args: argparse.Namespace) -> Conventions:
+    """The one :class:`~pytest_retrieval.evaluate.Conventions` of this command, from its flags."""
+    from ..evaluate import Conventions
+
+    duplicates = None
+    if args.duplicates is not None:
+        from ..dedup import load_duplicates
+
+        duplicates = load_duplicates(args.duplicates, setting="--duplicates")
+    return Conventions(
+        gain=args.gain,
+        min_grade=args.min_grade,
+        no_relevant=args.no_relevant,
+        unjudged=args.unjudged,
+        duplicates=duplicates,
+        repeated_ids="refuse",
+    )
 
 
 def id_check(

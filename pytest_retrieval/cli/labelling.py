@@ -119,11 +119,14 @@ def _error(args: argparse.Namespace, message: str) -> int:
 
 def _pool_input(
     path: str, stage: str | None
-) -> tuple[dict[str, tuple[str, ...]], str | None, bool]:
-    """(rankings, golden path recorded, cut short) of an artifact, a baseline or a run file.
+) -> tuple[dict[str, tuple[str, ...]], str | None, str | None]:
+    """(rankings, golden path recorded, how to keep deeper rankings) of an artifact, a
+    baseline or a run file.
 
-    ``cut short``: the file keeps only the top of each ranking (artifacts keep the largest K of
-    ``retrieval_ks``, version-1 baselines 10).
+    The last is None when the file keeps whole rankings, else the fix for a file that keeps
+    only the top of each ranking (artifacts keep the largest K of ``retrieval_ks``, version-2
+    baselines the retrieval depth, version-1 baselines 10; version 3 keeps whole rankings:
+    :func:`~pytest_retrieval.snapshot.stored_cut`).
     """
     if path.lower().endswith(".json"):
         from ..files import read_text_file
@@ -143,17 +146,21 @@ def _pool_input(
                 str(row["id"]): tuple(str(d) for d in (row.get("rankings") or {}).get(chosen, ()))
                 for row in data.get("queries") or ()
             }
-            return rankings, (data.get("golden") or {}).get("path"), True
+            deeper = "add {depth} to retrieval_ks for deeper artifacts"
+            return rankings, (data.get("golden") or {}).get("path"), deeper
         if schema == "pytest-retrieval/baseline":
             from ..baseline import load_baseline
+            from ..snapshot import stored_cut
 
             baseline = load_baseline(path)
             chosen = stage or final_stage(baseline.stages) or RETRIEVER_STAGE
             rankings = {qid: q.top.get(chosen, ()) for qid, q in baseline.queries.items()}
-            return rankings, None, baseline.schema_version < 2
+            cut = stored_cut(baseline) is not None
+            refresh = "refresh the baseline: one written now keeps whole rankings"
+            return rankings, None, refresh if cut else None
     from ..formats.runs import load_run_file
 
-    return dict(load_run_file(path).rankings), None, False
+    return dict(load_run_file(path).rankings), None, None
 
 
 def run_pool(args: argparse.Namespace) -> int:
@@ -170,17 +177,16 @@ def run_pool(args: argparse.Namespace) -> int:
     names: set[str] = set()
     try:
         for path in args.runs:
-            rankings, recorded, cut = _pool_input(path, args.stage)
+            rankings, recorded, deeper = _pool_input(path, args.stage)
             golden_path = golden_path or recorded
             name = os.path.splitext(os.path.basename(path))[0]
             name = path if name in names else name
             names.add(name)
             longest = max((len(r) for r in rankings.values()), default=0)
-            if cut and longest < args.depth:
+            if deeper is not None and longest < args.depth:
                 notes.append(
                     f"note: {path} keeps rankings to depth {longest} only, so it is pooled to "
-                    f"{longest}, not {args.depth} (add {args.depth} to retrieval_ks for deeper "
-                    "artifacts)"
+                    f"{longest}, not {args.depth} ({deeper.format(depth=args.depth)})"
                 )
             runs.append((name, rankings))
     except (InputError, RunFileError) as exc:
