@@ -133,7 +133,8 @@ class Score:
     ``score``, so ``assert recall_at(50) >= 0.9`` appears in every report as
     ``assert_recall_at(50) >= 0.9`` does. ``float(score)``, ``score.value``, ``format`` and
     ``repr`` record nothing. Two Scores compare by their values (False when either has none) and
-    record nothing: that comparison has no threshold to report. Not a truth value.
+    record nothing: that comparison has no threshold to report. Not a truth value, and not
+    compared with ``==`` or ``!=`` (a TypeError that says what to write instead).
     """
 
     spec: MetricSpec
@@ -173,6 +174,14 @@ class Score:
     def __lt__(self, other: object) -> bool:
         return self._compare("<", other)
 
+    def __eq__(self, other: object) -> bool:
+        raise TypeError(_no_equality(self, "=="))
+
+    def __ne__(self, other: object) -> bool:
+        raise TypeError(_no_equality(self, "!="))
+
+    __hash__ = object.__hash__  # by identity, as before: a Score is a value of one run
+
     def __float__(self) -> float:
         if self.value is None:
             raise ValueError(f"{self.spec} has no value: no query could be scored")
@@ -193,6 +202,15 @@ class Score:
         shown = "n/a" if self.value is None else f"{self.value:.4f}"
         where = Selection(self.stage, self.split, self.slice).label()
         return f"Score({self.spec}={shown}{' ' + where if where else ''}, n={self.n})"
+
+
+def _no_equality(score: Score, op: str) -> str:
+    # ``assert recall_at(10) != 0`` compared identities and always held: a silent green.
+    return (
+        f"a Score is not compared with {op}: a mean of floats is rarely exactly a number, and "
+        f"{op} is no gate; compare with a threshold (assert {score.spec.name}_at(...) >= 0.9) "
+        "or use its value (float(score), score.value)"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,14 @@ import haystack_hybrid
 import pytest
 from haystack import Document, Pipeline, component
 from haystack.components.builders import PromptBuilder
+from haystack.components.joiners import DocumentJoiner
 from haystack.components.retrievers.in_memory import (
     InMemoryBM25Retriever,
     InMemoryEmbeddingRetriever,
 )
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from pytest_retrieval.cachekey import retriever_identity
 from pytest_retrieval.retriever import (
     HaystackPipeline,
     QueryRequest,
@@ -286,3 +288,41 @@ def test_sockets_that_reach_nothing_are_refused_when_built() -> None:
     )
     with pytest.raises(ValueError, match=r"named both as an input .* and as a top_k socket"):
         HaystackPipeline(object(), input=["bm25.query"], top_k="bm25.query")
+
+
+def test_a_hybrid_is_never_asked_for_fewer_than_its_deepest_built_top_k() -> None:
+    # Built with bm25 top_k=40 and dense top_k=25 (the joiner: Haystack's default, none): the
+    # run must not hand either retriever fewer than 40, the deepest it was built to return.
+    store = haystack_hybrid.indexed_store()
+    pipeline = Pipeline()
+    pipeline.add_component("bm25", InMemoryBM25Retriever(store, top_k=40))
+    pipeline.add_component("embedder", haystack_hybrid.ConceptEmbedder())
+    pipeline.add_component("dense", InMemoryEmbeddingRetriever(store, top_k=25))
+    pipeline.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
+    pipeline.connect("embedder.embedding", "dense.query_embedding")
+    pipeline.connect("bm25.documents", "joiner.documents")
+    pipeline.connect("dense.documents", "joiner.documents")
+    shape = describe_retriever(HaystackPipeline(pipeline, input=HYBRID_INPUTS), 10)
+    assert (shape.depth_passed, shape.built_depth) == (True, 40)
+
+
+def test_the_cache_tells_two_pipelines_apart_and_knows_one_built_twice(hybrid: Pipeline) -> None:
+    # The wrapper is our class: keyed by it alone, every pipeline would share cached rankings.
+    store = haystack_hybrid.indexed_store()
+    same = retriever_identity(
+        HaystackPipeline(haystack_hybrid.hybrid_pipeline(store), input=HYBRID_INPUTS)
+    )
+    assert retriever_identity(HaystackPipeline(hybrid, input=HYBRID_INPUTS)) == same
+    bm25_only = Pipeline()
+    bm25_only.add_component("bm25", InMemoryBM25Retriever(store))
+    deeper = Pipeline()
+    deeper.add_component("bm25", InMemoryBM25Retriever(store, top_k=50))
+    others = {
+        retriever_identity(HaystackPipeline(bm25_only, input="bm25.query")),
+        retriever_identity(HaystackPipeline(deeper, input="bm25.query")),
+        retriever_identity(
+            HaystackPipeline(hybrid, input=HYBRID_INPUTS, top_k=["bm25.top_k", "dense.top_k"])
+        ),
+        same,
+    }
+    assert len(others) == 4

@@ -361,6 +361,13 @@ def test_score_twins_compare_to_plain_bools_and_explain_a_failed_assert(
             )
             with pytest.raises(TypeError, match="a Score is not a truth value"):
                 bool(recall_at(3))
+            # == and != compared identities: "assert recall_at(3) != 0" always held.
+            with pytest.raises(TypeError, match="a Score is not compared with !=: "):
+                recall_at(3) != 0
+            with pytest.raises(TypeError, match="a Score is not compared with ==: "):
+                recall_at(3) == pytest.approx(2 / 3)
+            with pytest.raises(TypeError, match="compare with a threshold"):
+                0 != recall_at(3)
 
         def test_score_fails():
             assert ndcg_at(3) >= 0.5

@@ -248,6 +248,30 @@ class HaystackPipeline:
             return None
         return (self.top_k,) if isinstance(self.top_k, str) else tuple(self.top_k)
 
+    def retrieval_identity(self) -> str:
+        """What the retriever-output cache keys this pipeline by
+        (:func:`~pytest_retrieval.cachekey.retriever_identity`): every component's name, class
+        and readable ``top_k``, every connection, and the sockets named here. The wrapper's own
+        class alone would let two different pipelines share cached rankings."""
+        pipeline = self.pipeline
+        walk = getattr(pipeline, "walk", None)
+        components = []
+        for name, component in walk() if callable(walk) else ():
+            kind = f"{type(component).__module__}.{type(component).__qualname__}"
+            top_k = getattr(component, "top_k", None)
+            components.append(f"{name}={kind}" + (f"(top_k={top_k})" if type(top_k) is int else ""))
+        graph = getattr(pipeline, "graph", None)
+        edges = getattr(graph, "edges", None)
+        connections = (
+            [f"{u}->{v}:{key}" for u, v, key in edges(keys=True)] if callable(edges) else []
+        )
+        kind = f"{type(pipeline).__module__}.{type(pipeline).__qualname__}"
+        return (
+            f"HaystackPipeline[{kind}; components {', '.join(sorted(components))}; "
+            f"connections {', '.join(sorted(connections))}; input {self.input!r}; "
+            f"top_k {self.top_k!r}; output {self.output!r}]"
+        )
+
 
 def _describe(value: Any) -> str:
     text = repr(value)
