@@ -311,6 +311,10 @@ def test_a_hybrid_haystack_pipeline_is_scored_on_what_the_pipeline_returns(
         golden=HYBRID_GOLDEN,
         conftest=hybrid_conftest('["bm25.query", "embedder.text"]'),
         ks="1,3",
+        # Its retrievers are built with Haystack's default top_k=10, and a run never asks a
+        # retriever for fewer than it was built with, unless retrieval_depth says so: the rankings
+        # derived by hand in haystack_hybrid are at depth 3.
+        ini={"retrieval_depth": "3"},
         tests="""
         from hybrid import direct_ids
 
@@ -318,7 +322,7 @@ def test_a_hybrid_haystack_pipeline_is_scored_on_what_the_pipeline_returns(
 
         def test_run(retrieval_run, retriever_under_test):
             pipeline = retriever_under_test.pipeline
-            # The depth (3, the largest K) reached bm25, dense and the joiner.
+            # The depth (3, retrieval_depth) reached bm25, dense and the joiner.
             assert retrieval_run == {q: direct_ids(pipeline, t, 3) for q, t in TEXTS.items()}
         """,
     )
@@ -347,10 +351,37 @@ def test_a_hybrid_given_only_its_bm25_input_is_refused_before_any_query_runs(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*pytest-retrieval: HaystackPipeline(input='bm25.query'): the pipeline's mandatory "
-            "input embedder.text would get nothing, so Haystack would refuse every query; name "
+            "*pytest-retrieval refused the run: HaystackPipeline(input='bm25.query'): the "
+            "pipeline's mandatory input embedder.text would get nothing, so Haystack would "
+            "refuse every query; name "
             "every socket that takes the query text, e.g. HaystackPipeline(pipeline, "
             'input=?"bm25.query", "embedder.text"?)',
         ]
     )
     assert "Missing mandatory input" not in result.stdout.str()
+
+
+def test_a_hybrid_is_asked_for_the_top_k_its_retrievers_were_built_with(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # No retrieval_depth: the largest K is 3, but InMemoryBM25Retriever and
+    # InMemoryEmbeddingRetriever are built with Haystack's default top_k=10, so every open top_k
+    # gets 10 (the six-document corpus runs out first): never fewer than it was built with.
+    retrieval_project.pytester.makepyfile(hybrid=Path(haystack_hybrid.__file__).read_text())
+    retrieval_project.write(
+        golden=HYBRID_GOLDEN,
+        conftest=hybrid_conftest('["bm25.query", "embedder.text"]'),
+        ks="1,3",
+        tests="""
+        from hybrid import direct_ids
+
+        TEXTS = {"q-refund": "refund window", "q-sso": "okta sso", "q-parcel": "parcel"}
+
+        def test_run(retrieval_run, retriever_under_test):
+            pipeline = retriever_under_test.pipeline
+            assert retrieval_run == {q: direct_ids(pipeline, t, 10) for q, t in TEXTS.items()}
+            assert all(len(ranking) == 6 for ranking in retrieval_run.values())
+        """,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=1)

@@ -141,7 +141,7 @@ def test_n2_calls_the_retriever_once_per_query_and_writes_the_n0_artifact(
                 "1 queries failed (they score 0 and fail the session):",
                 "  fax [retriever] RuntimeError: shard 3 offline",
                 # 4 scorable queries (the held-out one is sealed), fax failed: never "all passed".
-                "*= retrieval gates: 5 passed; 1 of 4 queries failed to run =*",
+                "*= retrieval gates: 7 passed; 1 of 4 queries failed to run =*",
             ]
         )
     )
