@@ -384,9 +384,12 @@ def gates_file_entries(
 
 
 def gates_file_path(settings: Any, rootdir: Any) -> str | None:
-    """The gates file in use: the configured one, else retrieval-gates.yaml in the rootdir."""
+    """The gates file in use: the configured one, else retrieval-gates.yaml in the rootdir;
+    None when there is none, or it is turned off (``retrieval_gates_file`` set empty)."""
     import os
 
+    if settings.gates_file == "":
+        return None
     if settings.gates_file is not None:
         return str(settings.gates_file)
     candidate = os.path.join(str(rootdir), GATES_FILE_NAME)
@@ -450,12 +453,21 @@ def _unknown_names(
     return None
 
 
+#: Said under a gates-file line whose names the golden set lacks: the file is found in the
+#: rootdir whatever golden set the run is given (``--retrieval-golden=other.yaml``).
+GATES_FILE_OFF = (
+    "; if the gates file is for another golden set, give this one its own "
+    "(--retrieval-gates-file=PATH) or none (--retrieval-gates-file=)"
+)
+
+
 def _expand(
     entries: Sequence[tuple[str, str | None, int | None]],
     parse: Callable[..., Declared],
     settings: Any,
     golden: Any,
     what: str,
+    gates_file: str | None = None,
 ) -> list[Declared]:
     """Parse every line, check its split and slice names, expand ``slice=*``."""
     items: list[Declared] = []
@@ -469,6 +481,8 @@ def _expand(
         selection: Selection = item.selection
         problem = _unknown_names(line, selection, golden, source, number)
         if problem is not None:
+            if source is not None and source == gates_file:
+                problem = dataclasses.replace(problem, fix=f"{problem.fix}{GATES_FILE_OFF}")
             problems.append(problem)
             continue
         item = dataclasses.replace(item, origin=source, line_number=number)
@@ -492,7 +506,7 @@ def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Thr
     path = gates_file_path(settings, rootdir)
     if path is not None:
         entries += [(line, path, number) for line, number in gates_file_entries(path)[0]]
-    return _expand(entries, parse_threshold, settings, golden, "gate(s)")
+    return _expand(entries, parse_threshold, settings, golden, "gate(s)", path)
 
 
 def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Budget]:
@@ -520,4 +534,4 @@ def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Budget]:
         return []
     if not entries:
         return list(default_budgets(settings.ks))
-    return _expand(entries, parse_budget, settings, golden, "budget(s)")
+    return _expand(entries, parse_budget, settings, golden, "budget(s)", path)

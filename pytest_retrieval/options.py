@@ -52,6 +52,10 @@ class Option:
     #: The flag may be given several times (``action="append"``); the values are joined
     #: one per line, like the ini's line list.
     repeatable: bool = False
+    #: An empty value (``--retrieval-gates-file=``, or the ini key written with nothing after
+    #: ``=``) turns the setting off instead of being refused: the setting is then ``""``, not
+    #: its default (which may be a file found by itself).
+    empty_is_off: bool = False
 
     @property
     def ini(self) -> str:
@@ -357,11 +361,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "gates_file",
-        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists)",
+        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists; "
+        "empty: no gates file)",
         None,
         parse_text,
         metavar="PATH",
         is_path=True,
+        empty_is_off=True,
     ),
     Option(
         "summary",

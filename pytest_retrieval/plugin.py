@@ -177,19 +177,23 @@ class RetrievalPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
-        """Name the running test for gate records; warn about gates never compared."""
+        """Name the running test for gate records; settle its Scores; warn of uncompared gates."""
         self.session.enter_test(item.nodeid)
         before = len(self.session.gate_outcomes)
+        failed = False
         try:
             return (yield)
+        except BaseException as exc:
+            failed = not isinstance(exc, pytest.skip.Exception)
+            raise
         finally:
-            from .gateitems import recorded_properties, uncompared
+            from .gateitems import end_of_call
 
+            properties, messages = end_of_call(self.session, item.nodeid, before, failed=failed)
             if not isinstance(item, _GateItem):  # a declared gate sets its own
-                outcomes = self.session.gate_outcomes[before:]
-                item.user_properties.extend(recorded_properties(outcomes, item.nodeid))
-            for gate in self.session.leave_test():
-                item.warn(pytest.PytestWarning(uncompared(item.nodeid, gate)))
+                item.user_properties.extend(properties)
+            for message in messages:
+                item.warn(pytest.PytestWarning(message))
 
     def pytest_assertrepr_compare(
         self, config: pytest.Config, op: str, left: object, right: object

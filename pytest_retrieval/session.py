@@ -26,7 +26,15 @@ from . import runbaseline, summary
 from .determinism import DeterminismProbe
 from .evaluate import Conventions, Evaluation, evaluate_documents
 from .explain import explain_score
-from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, is_pytest_outcome
+from .gates import (
+    TEST_KINDS,
+    Gate,
+    GateOutcome,
+    GateUsageError,
+    Score,
+    Selection,
+    is_pytest_outcome,
+)
 from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
@@ -63,6 +71,19 @@ class SealedSplit(Exception):
 
 def _raise_sealed(reason: str) -> NoReturn:
     raise SealedSplit(reason)
+
+
+def _gate_key(outcome: GateOutcome) -> tuple[object, ...]:
+    """What makes two gates of one test the same gate."""
+    return (
+        outcome.nodeid,
+        outcome.metric,
+        outcome.op,
+        outcome.threshold,
+        outcome.stage,
+        outcome.split,
+        outcome.slice,
+    )
 
 
 @dataclass
@@ -105,6 +126,8 @@ class RetrievalSession:
     _family: Family | None = field(default=None, init=False)
     _conventions: Conventions | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
+    #: Failed Score comparisons of the running test, kept only if it fails (:meth:`settle_test`).
+    _unsettled: list[GateOutcome] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
     #: Snapshots by metric list: every budget and the artifact ask for one (a pass over every
     #: query each); the run does not change between them.
@@ -470,6 +493,7 @@ class RetrievalSession:
                 f"[{ci[0]:.4f}, {ci[1]:.4f}]",
             )
         return Score(
+            recorder=self.record_score,
             ci=ci,
             spec=spec,
             value=value,
@@ -495,9 +519,50 @@ class RetrievalSession:
         )
         return (ci.low, ci.high)
 
-    def _record(self, outcome: GateOutcome) -> None:
+    def _record(self, outcome: GateOutcome) -> bool:
+        """Append ``outcome``; False (nothing appended) when its test already recorded the same
+        gate: a Score compared twice, or a Score twin and its ``assert_*`` gate, is one gate."""
+        key = _gate_key(outcome) if outcome.nodeid is not None else None
         with self._lock:
+            if outcome.kind in TEST_KINDS and any(
+                o.kind in TEST_KINDS and _gate_key(o) == key for o in self.gate_outcomes
+            ):
+                return False
             self.gate_outcomes.append(outcome)
+            return True
+
+    def record_score(self, score: Score, op: str, threshold: float) -> None:
+        """Record a Score twin compared with a number (``assert recall_at(50) >= 0.9``) as a
+        gate of kind ``score`` (:func:`.judge.judge`, the message an ``assert_*`` gate has).
+
+        It raises nothing (the user's ``assert`` does). Compared in a test, a comparison that does
+        not hold stays only if the test fails (:meth:`settle_test`): one side of an ``or`` that
+        held, an ``if`` or ``assert not (...)`` is not a failed gate.
+        """
+        outcome = judge(
+            score,
+            score.spec,
+            Selection(score.stage, score.split, score.slice),
+            op,
+            threshold,
+            confidence=self.settings.confidence,
+            kind="score",
+            name=None,
+            nodeid=self.current_test,
+        )
+        if self._record(outcome) and not outcome.passed and outcome.nodeid is not None:
+            with self._lock:
+                self._unsettled.append(outcome)
+
+    def settle_test(self, *, failed: bool) -> None:
+        """The test that is ending ``failed`` or not: keep its failed Score comparisons only if
+        it failed (the comparison then was its failing assertion, or beside it)."""
+        with self._lock:
+            unsettled, self._unsettled = self._unsettled, []
+            if failed or not unsettled:
+                return
+            drop = {id(o) for o in unsettled}
+            self.gate_outcomes = [o for o in self.gate_outcomes if id(o) not in drop]
 
     def check(
         self,

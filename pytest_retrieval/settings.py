@@ -70,6 +70,7 @@ class Settings:
     heldout: bool = False
     heldout_details: bool = False
     thresholds: tuple[str, ...] = ()
+    #: The gates file: None finds retrieval-gates.yaml in the rootdir, "" is none at all.
     gates_file: str | None = None
     summary: str = "compact"
     worst: int = 5
@@ -207,11 +208,15 @@ def resolve(
             base = cli_base
         else:
             ini_value = ini.get(option.name)
-            if ini_value not in (None, "", [], ()):
+            # pytest gives None for a key the ini file lacks, "" for one written empty.
+            if ini_value not in (None, "", [], ()) or (option.empty_is_off and ini_value == ""):
                 raw = ini_value
                 source = f"{option.ini} in {ini_source}"
                 base = ini_base
         if raw is None:
+            continue
+        if option.empty_is_off and isinstance(raw, str) and not raw.strip():
+            values[option.name] = ""  # off: not the default, which may find a file by itself
             continue
         if isinstance(raw, bool):
             values[option.name] = raw
