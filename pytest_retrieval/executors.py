@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,35 @@ RAY_MISSING = "--executor ray needs Ray, which is not installed in this environm
 RAY_FIX = (
     "pip install 'pytest-retrieval[ray]' (or pip install 'ray[data]'), or use --executor local"
 )
+
+
+#: What ``--ray-address`` takes (checked before Ray sees it: Ray answers a port out of range by
+#: retrying for minutes and then exiting the process).
+RAY_ADDRESS_FORMS = "auto, local, HOST:PORT or ray://HOST[:PORT]"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a host name, IPv4, or [IPv6]
+_RAY_ADDRESS = re.compile(
+    rf"(?:ray://{_HOST}(?::(?P<client_port>[0-9]{{1,5}}))?|{_HOST}:(?P<port>[0-9]{{1,5}}))\Z",
+    re.ASCII,
+)
+
+
+def ray_address_problem(address: str) -> Problem | None:
+    """Why ``address`` is not a Ray address (:data:`RAY_ADDRESS_FORMS`), or None."""
+    if address in ("auto", "local"):
+        return None
+    match = _RAY_ADDRESS.match(address)
+    port = None if match is None else (match.group("port") or match.group("client_port"))
+    if match is not None and (port is None or 1 <= int(port) <= 65535):
+        return None
+    shown = repr(address) if len(address) <= 80 else repr(address[:80]) + "..."
+    why = f"port {port} is not in 1..65535" if match is not None else "not a Ray address"
+    return Problem(
+        f"{shown}: {why}",
+        fix=f"give {RAY_ADDRESS_FORMS}, e.g. ray://head-node:10001; or drop it to start a "
+        "local Ray instance",
+        source="--ray-address",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +169,27 @@ def _import_ray() -> Any:
     return ray
 
 
+def _init_ray(ray: Any, kwargs: dict[str, Any]) -> None:
+    """``ray.init``; a cluster it cannot reach (or an address it refuses) is a usage error naming
+    the address. Ray ends a connection it gave up on with ``sys.exit``: that is caught too, here
+    only."""
+    address = kwargs.get("address")
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, TimeoutError, ValueError, RuntimeError, SystemExit) as exc:
+        if address is None:
+            raise
+        detail = str(exc).split("\n", 1)[0][:300] or type(exc).__name__
+        raise InputError(
+            Problem(
+                f"cannot connect to the Ray cluster at {address!r}: {detail}",
+                fix="check that the cluster is up and the address is its head node's "
+                "(ray status), or drop --ray-address to start a local Ray instance",
+                source="--ray-address",
+            )
+        ) from None
+
+
 def run_ray(
     requests: Sequence[QueryRequest],
     *,
@@ -157,6 +208,10 @@ def run_ray(
     """
     from .specs import import_object
 
+    if address:
+        problem = ray_address_problem(address)
+        if problem is not None:
+            raise InputError(problem)
     import_object(retriever, "--retriever")
     if reranker:
         import_object(reranker, "--reranker")
@@ -172,7 +227,7 @@ def run_ray(
             # same folders as this process (the current folder first, as `python -m` does).
             path = os.pathsep.join([os.getcwd(), *[p for p in sys.path if p]])
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
-        ray.init(**kwargs)
+        _init_ray(ray, kwargs)
         started = True
     try:
         dataset = ray.data.from_items(
