@@ -131,11 +131,27 @@ class RayRunner:
     """
 
     def __init__(self, retriever: str, reranker: str | None, options: dict[str, Any]) -> None:
-        self.retriever = _build(retriever, "--retriever")
-        self.reranker = _build(reranker, "--reranker")
+        from .specs import UserCodeError
+
         self.options = RunOptions(**options)
+        #: A factory that failed here: an actor whose constructor raises dies, and reaches the
+        #: driver as Ray's own traceback; kept, it is sent back with the first batch instead.
+        self.failure: UserCodeError | None = None
+        try:
+            self.retriever = _build(retriever, "--retriever")
+            self.reranker = _build(reranker, "--reranker")
+        except UserCodeError as exc:
+            self.failure = exc
+            self.retriever = self.reranker = None
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self.failure is not None:
+            problem = self.failure.problems[0]
+            failed = json.dumps({_USER_CODE: [problem.message, problem.fix, self.failure.trace]})
+            return {
+                "position": list(batch["position"]),
+                "outcome": [failed] * len(batch["query_id"]),
+            }
         requests = [
             QueryRequest(str(qid), str(text)) for qid, text in zip(batch["query_id"], batch["text"])
         ]
@@ -146,6 +162,21 @@ class RayRunner:
             "position": list(batch["position"]),
             "outcome": [json.dumps(encode_outcome(o), separators=(",", ":")) for o in outcomes],
         }
+
+
+#: The key of an actor's "the factory failed" answer (an outcome is a JSON array, never this).
+_USER_CODE = "user_code_error"
+
+
+def _decoded(text: str) -> QueryOutcome:
+    """An actor's outcome; its factory's failure raised as the usage error it is."""
+    data = json.loads(text)
+    if isinstance(data, dict) and _USER_CODE in data:
+        from .specs import UserCodeError
+
+        message, fix, trace = data[_USER_CODE]
+        raise UserCodeError(Problem(message, fix=fix), trace)
+    return decode_outcome(data)
 
 
 def _cause(exc: BaseException) -> BaseException | None:
@@ -260,7 +291,7 @@ def run_ray(
     finally:
         if started:
             ray.shutdown()
-    by_position = {int(row["position"]): decode_outcome(json.loads(row["outcome"])) for row in rows}
+    by_position = {int(row["position"]): _decoded(row["outcome"]) for row in rows}
     if sorted(by_position) != list(range(len(requests))):  # pragma: no cover - Ray's contract
         raise RuntimeError(f"Ray returned {len(by_position)} outcomes for {len(requests)} queries")
     return [by_position[i] for i in range(len(requests))]

@@ -830,63 +830,55 @@ def test_a_graded_worksheet_of_formula_like_ids_merges_them_byte_for_byte(
 # --- every printed line goes through the one escaping --------------------------------------------
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_retrieval"
-#: The one function of each side that writes to a terminal: the console script's echo, the
-#: plugin's line writer (its hooks and errors call :func:`_safe`).
-WRITERS = {("cli/output.py", "echo")}
+#: Calls that write to a terminal: print, the streams' write, the terminal reporter's writes.
+_WRITES = ("write", "write_line", "write_sep", "line")
+_STREAMS = ("sys.stdout", "sys.stderr", "stream", "writer")
 
 
-def _writes(path: Path) -> list[str]:
-    """Every ``print(...)``, ``sys.stdout/stderr.write(...)`` and terminal-reporter write of a
-    module, outside the allowed writers, as ``file:line``."""
+def _writes(path: Path) -> list[tuple[str, str, str]]:
+    """``(module, enclosing function, first argument)`` of every call of a module that writes to
+    a terminal: ``print(...)``, ``sys.stdout/stderr.write(...)``, a terminal reporter's
+    ``write_line``/``write_sep``."""
     import ast
 
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     name = path.relative_to(PACKAGE).as_posix()
-    found = []
-    for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.Module)):
-            continue
-        if isinstance(function, ast.FunctionDef) and (name, function.name) in WRITERS:
-            continue
-        for node in (
-            ast.iter_child_nodes(function)
-            if isinstance(function, ast.Module)
-            else ast.walk(function)
-        ):
-            for call in ast.walk(node):
-                if not isinstance(call, ast.Call):
-                    continue
-                func = call.func
-                if isinstance(func, ast.Name) and func.id == "print":
-                    found.append(f"{name}:{call.lineno}")
-                elif isinstance(func, ast.Attribute) and func.attr in (
-                    "write",
-                    "write_line",
-                    "write_sep",
-                    "line",
-                ):
+    found: list[tuple[str, str, str]] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = (
+                child.name
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+                else function
+            )
+            if isinstance(child, ast.Call):
+                func = child.func
+                writes = isinstance(func, ast.Name) and func.id == "print"
+                if isinstance(func, ast.Attribute) and func.attr in _WRITES:
                     owner = ast.unparse(func.value)
-                    if (
-                        owner in ("sys.stdout", "sys.stderr", "stream", "writer")
-                        or "terminal" in owner
-                    ):
-                        found.append(f"{name}:{call.lineno}")
-    return sorted(set(found))
+                    writes = owner in _STREAMS or "terminal" in owner
+                if writes:
+                    first = child.args[-1] if child.args else None
+                    found.append((name, function, "" if first is None else ast.unparse(first)))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "<module>")
+    return found
 
 
 def test_every_line_the_package_prints_goes_through_the_one_escaping() -> None:
-    found = {str(p.relative_to(PACKAGE)): _writes(p) for p in sorted(PACKAGE.rglob("*.py"))}
-    found = {k: v for k, v in found.items() if v}
-    # The plugin's terminal summary writes each line through _safe (terminal_text); the run
-    # phase's progress line is digits and our words only.
-    assert found == {
-        "cli/output.py": ["cli/output.py:24"],
-        "plugin.py": ["plugin.py:272", "plugin.py:274"],
-        "runphase.py": ["runphase.py:70", "runphase.py:73"],
-    }
-    source = (PACKAGE / "plugin.py").read_text(encoding="utf-8")
-    assert 'write_sep("=", _safe(text)' in source
-    assert "write_line(_safe(text)" in source
+    found = [w for p in sorted(PACKAGE.rglob("*.py")) for w in _writes(p)]
+    # The console script's one print helper; the plugin's terminal summary, every line through
+    # _safe (terminal_text); the run phase's progress line (digits and our words only).
+    assert sorted({(module, function) for module, function, _arg in found}) == [
+        ("cli/output.py", "echo"),
+        ("plugin.py", "pytest_terminal_summary"),
+        ("runphase.py", "write"),
+    ]
+    summary = [arg for module, function, arg in found if function == "pytest_terminal_summary"]
+    assert summary == ["_safe(text)", "_safe(text)"]
+    echo = [arg for module, function, arg in found if function == "echo"]
+    assert echo == ["terminal_text(text) + '\\n'"]
 
 
 HOSTILE = st.text(
@@ -1410,4 +1402,37 @@ def test_an_address_ray_refuses_is_a_usage_error_naming_it(
         "drop --ray-address to start a local Ray instance)"
     )
     assert len(err.splitlines()) == 1
+    assert not (tmp_path / "run.jsonl").exists()
+
+
+def test_a_factory_that_raises_in_a_ray_actor_is_the_same_usage_error(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    (tmp_path / "golden.jsonl").write_text(GOLDEN_JSONL, encoding="utf-8")
+    (tmp_path / "uc_actor.py").write_text(
+        "def build():\n    raise ValueError('no index on this node')\n", encoding="utf-8"
+    )
+    # Ray in a child process (its start-up and threads stay out of the suite), no network.
+    driver = (
+        "import sys\nimport ray\nray.init(num_cpus=1, include_dashboard=False)\n"
+        "from pytest_retrieval.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
+    (tmp_path / "driver.py").write_text(driver, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+           "RAY_USAGE_STATS_ENABLED": "0"}  # fmt: skip
+    child = subprocess.run(
+        [sys.executable, "driver.py", *RUN, "uc_actor:build", "--output", "run.jsonl",
+         "--executor", "ray", "--concurrency", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert child.returncode == USAGE, child.stderr[-3000:]
+    ours = child.stderr[child.stderr.index("pytest-retrieval run: error:") :]
+    assert ours.splitlines() == [
+        "pytest-retrieval run: error: --retriever = 'uc_actor:build': build() raised "
+        "ValueError: no index on this node (fix it: its traceback follows)",
+        "Traceback of your code (most recent call last):",
+        f'  File "{tmp_path / "uc_actor.py"}", line 2, in build',
+        "    raise ValueError('no index on this node')",
+        "ValueError: no index on this node",
+    ]
+    assert "ActorDiedError" not in child.stderr
     assert not (tmp_path / "run.jsonl").exists()
