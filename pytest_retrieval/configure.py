@@ -61,7 +61,9 @@ def start(
         ini_base=inipath.parent if inipath else rootpath,
         cli_base=cli_base,
     )
-    return build_session(settings, rootdir=rootpath, on_skip=on_skip, on_sealed=on_sealed)
+    return build_session(
+        settings, rootdir=rootpath, on_skip=on_skip, on_sealed=on_sealed, config_file=inipath
+    )
 
 
 def header(session: RetrievalSession) -> str:
@@ -84,12 +86,14 @@ def build_session(
     rootdir: Path,
     on_skip: Callable[[str], NoReturn],
     on_sealed: Callable[[str], NoReturn],
+    config_file: Path | None = None,
 ) -> RetrievalSession:
-    """Load and check everything the settings name; the session that will gate the run."""
+    """Load and check everything the settings name; the session that will gate the run.
+    ``config_file`` (the ini file) is one more input no report may be written over."""
     from .declared import load_budgets, load_declared_gates
     from .formats.golden_io import load_golden_files
 
-    check_outputs(settings)
+    check_outputs(settings, config_file=config_file)
     golden = load_golden_files(
         settings.golden,
         format=settings.golden_format,
@@ -138,11 +142,12 @@ def load_duplicate_groups(settings: Settings) -> DuplicateGroups | None:
     )
 
 
-def check_outputs(settings: Settings) -> None:
+def check_outputs(settings: Settings, *, config_file: Path | None = None) -> None:
     """Refuse a report path that can never be written (a directory, or a path through a file),
     or that is one of the run's inputs (the golden set, the gates file, a run file, the
     baseline, ...: by resolved path and by inode, :func:`~pytest_retrieval.files.
-    clobbered_inputs`), before the retriever runs, not after a long run. (Whether a baseline
+    clobbered_inputs`; ``config_file``, the ini file, too), before the retriever runs, not
+    after a long run. (Whether a baseline
     to update can be written is checked when it is written: the run's verdict is shown first.)"""
     from .files import path_problem, refuse_clobbering
 
@@ -166,6 +171,7 @@ def check_outputs(settings: Settings) -> None:
             ("retrieval_gates_file", settings.gates_file),
             *((f"the {stage} run file", path) for stage, path in settings.run),
             ("the baseline", None if settings.update_baseline else settings.baseline),
+            ("the pytest configuration file", config_file),
         ],
     )
 

@@ -40,7 +40,8 @@ RAY_FIX = (
 #: What ``--ray-address`` takes (checked before Ray sees it: Ray answers a port out of range by
 #: retrying for minutes and then exiting the process).
 RAY_ADDRESS_FORMS = "auto, local, HOST:PORT or ray://HOST[:PORT]"
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# Host-name labels, underscores allowed (Docker Compose service names have them).
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a host name, IPv4, or [IPv6]
 _RAY_ADDRESS = re.compile(
     rf"(?:ray://{_HOST}(?::(?P<client_port>[0-9]{{1,5}}))?|{_HOST}:(?P<port>[0-9]{{1,5}}))\Z",
@@ -48,8 +49,9 @@ _RAY_ADDRESS = re.compile(
 )
 
 
-def ray_address_problem(address: str) -> Problem | None:
-    """Why ``address`` is not a Ray address (:data:`RAY_ADDRESS_FORMS`), or None."""
+def ray_address_problem(address: str, source: str = "--ray-address") -> Problem | None:
+    """Why ``address`` is not a Ray address (:data:`RAY_ADDRESS_FORMS`), or None; ``source``
+    names where it was given (``--ray-address``, or Ray's own ``RAY_ADDRESS``)."""
     if address in ("auto", "local"):
         return None
     match = _RAY_ADDRESS.match(address)
@@ -62,7 +64,7 @@ def ray_address_problem(address: str) -> Problem | None:
         f"{shown}: {why}",
         fix=f"give {RAY_ADDRESS_FORMS}, e.g. ray://head-node:10001; or drop it to start a "
         "local Ray instance",
-        source="--ray-address",
+        source=source,
     )
 
 
@@ -205,6 +207,9 @@ def _init_ray(ray: Any, kwargs: dict[str, Any]) -> None:
     the address. Ray ends a connection it gave up on with ``sys.exit``: that is caught too, here
     only."""
     address = kwargs.get("address")
+    source = "--ray-address"
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address, source = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
     try:
         ray.init(**kwargs)
     except (ConnectionError, TimeoutError, ValueError, RuntimeError, SystemExit) as exc:
@@ -215,8 +220,8 @@ def _init_ray(ray: Any, kwargs: dict[str, Any]) -> None:
             Problem(
                 f"cannot connect to the Ray cluster at {address!r}: {detail}",
                 fix="check that the cluster is up and the address is its head node's "
-                "(ray status), or drop --ray-address to start a local Ray instance",
-                source="--ray-address",
+                f"(ray status), or drop {source} to start a local Ray instance",
+                source=source,
             )
         ) from None
 
@@ -239,8 +244,10 @@ def run_ray(
     """
     from .specs import import_object
 
-    if address:
-        problem = ray_address_problem(address)
+    # Without --ray-address, ray.init() connects to RAY_ADDRESS when it is set.
+    given = address or os.environ.get("RAY_ADDRESS") or None
+    if given:
+        problem = ray_address_problem(given, "--ray-address" if address else "RAY_ADDRESS")
         if problem is not None:
             raise InputError(problem)
     import_object(retriever, "--retriever")

@@ -116,7 +116,13 @@ def _failed(what: str, spec: str, summary: str, exc: BaseException, fix: str) ->
 
 
 def _raised(exc: BaseException) -> str:
-    text = str(exc).split("\n", 1)[0]
+    """``Type: first line of the message`` (at most 300 characters of it)."""
+    try:
+        text = str(exc).split("\n", 1)[0]
+    except Exception:  # the user's __str__ raised: the traceback shows what it can
+        text = "<its message could not be shown>"
+    if len(text) > 300:
+        text = text[:300] + "..."
     return type(exc).__name__ + (f": {text}" if text else "")
 
 

@@ -49,6 +49,7 @@ import errno
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -143,14 +144,24 @@ def is_our_cache(path: str | os.PathLike[str]) -> bool:
     (bytes 68..71, big-endian): a cache pytest-retrieval created, whatever state it is in now
     (truncated, damaged rows, another schema version). An SQLite file cut inside its header,
     before the application id, counts too: nothing any program wrote survives in it."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-    except OSError:
-        return False
+    header = _header(path)
     if not header.startswith(_SQLITE_MAGIC):
         return False
     return len(header) < 72 or int.from_bytes(header[68:72], "big") == APPLICATION_ID
+
+
+def _header(path: str | os.PathLike[str]) -> bytes:
+    """The first 100 bytes of a regular file (b"" for anything else: a FIFO would block)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 100) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _writable(path: Path) -> bool:
@@ -248,6 +259,12 @@ class RunCache:
             ) from None
         if self.path.is_dir():
             raise CacheCorrupt(self.path, "is a directory, not a cache file", kind="unusable")
+        if self.path.exists() and not self.path.is_file():  # SQLite would block on a FIFO
+            raise CacheCorrupt(
+                self.path,
+                "is not a regular file (a device, a pipe or a socket), not a cache file",
+                kind="unusable",
+            )
         #: True when the folder or the file cannot be written: hits are read, nothing is stored.
         self.read_only = not _writable(self.path)
         if self.read_only and not self.path.exists():
@@ -597,10 +614,16 @@ def remove_cache_file(path: str | os.PathLike[str], *, keep_as: Path | None = No
     and it and its companions are left as they are."""
     target = Path(path)
     existed = target.exists()
+    if keep_as is not None and keep_as.exists() and not is_our_cache(keep_as):
+        raise CacheCorrupt(
+            keep_as,
+            "is in the way of the damaged cache it would keep, and it is not a file "
+            "pytest-retrieval wrote",
+            kind="unusable",
+            fix="move it away, then run again",
+        )
     if existed and not is_our_cache(target):
-        sqlite = False
-        with contextlib.suppress(OSError), open(target, "rb") as handle:
-            sqlite = handle.read(16) == _SQLITE_MAGIC
+        sqlite = _header(target).startswith(_SQLITE_MAGIC)
         raise CacheCorrupt(
             target,
             "is an SQLite database of another program, not a pytest-retrieval cache"

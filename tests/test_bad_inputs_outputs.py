@@ -115,6 +115,12 @@ FACTORIES = {
     "uc_import_raises.py": "INDEX = 1 / 0\n\n\ndef build():\n    return None\n",
     "uc_deps.py": "import a_module_nobody_installed\n\n\ndef build():\n    return None\n",
     "uc_ok.py": "def build():\n    return lambda text, k: ['x', 'y'][:k]\n",
+    "uc_bad_str.py": (
+        "class Unprintable(Exception):\n    def __str__(self):\n"
+        "        raise RuntimeError('no')\n\n\n"
+        "def build():\n    raise Unprintable()\n"
+    ),
+    "uc_big_grade.py": "def grade(qid, text, doc, title, body):\n    return 10**30\n",
     "uc_judge.py": (
         "def grade(qid, text, doc, title, body):\n"
         "    raise RuntimeError(f'judge model timed out on {doc}')\n"
@@ -193,6 +199,11 @@ def _merged_into(
         )
 
     return check
+
+
+def _foreign_rows(path: Path) -> None:
+    rows = sqlite3.connect(path).execute("SELECT body FROM notes").fetchall()
+    assert rows == [("my own data",)]
 
 
 def _cache_kept(name: str = "runs.sqlite3") -> Callable[[Path], None]:
@@ -653,6 +664,40 @@ CASES = [
         files={"golden.jsonl": GOLDEN_JSONL, **FACTORIES},
         not_created=("run.jsonl",),
     ),
+    Case(
+        "run-factory-whose-exception-cannot-be-printed",
+        (*RUN, "uc_bad_str:build", "--output", "run.jsonl"),
+        USAGE,
+        (
+            "--retriever = 'uc_bad_str:build': build() raised Unprintable: <its message could "
+            "not be shown>",
+        ),
+        files={"golden.jsonl": GOLDEN_JSONL, **FACTORIES},
+        not_created=("run.jsonl",),
+        trace=('uc_bad_str.py", line 7, in build',),
+    ),
+    Case(
+        "pool-prefill-judge-returning-a-grade-beyond-the-maximum",
+        (*POOL, "--prefill", "uc_big_grade:grade", "--output", "ws.csv"),
+        FAILED,
+        ("expected an integer grade from 0 to 1000, or None",),
+        files={"golden.yaml": GOLDEN, "run.jsonl": RUN_JSONL, **FACTORIES},
+        not_created=("ws.csv",),
+    ),
+    Case(
+        "merge-refuses-a-yaml-boolean-as-a-query-id",
+        ("golden", "merge", "golden.yaml", "ws.yaml", "--output", "new.yaml"),
+        FAILED,
+        (
+            "ws.yaml:1: query_id must be a string, got the boolean True (quote it: YAML reads "
+            "unquoted yes/no/on/off/true/false as booleans)",
+        ),
+        files={
+            "golden.yaml": "version: 1\nqueries:\n  - {id: 'True', text: t, relevant: [d]}\n",
+            "ws.yaml": "- {query_id: yes, doc_id: e, grade: 1}\n",
+        },
+        not_created=("new.yaml",),
+    ),
     # --- the cache never deletes what it did not create --------------------------------------
     Case(
         "cache-clear-leaves-another-programs-sqlite-file",
@@ -690,7 +735,33 @@ CASES = [
         ),
         files={"cache/runs.sqlite3": "my notes, not a database\n" * 200},
     ),
+    Case(
+        "cache-clear-leaves-a-fifo-in-the-cache-files-place",
+        ("cache", "clear", "--cache-dir", "cache"),
+        USAGE,
+        (
+            "cache/runs.sqlite3: is not a regular file (a device, a pipe or a socket), not a "
+            "cache file; nothing was cleared",
+        ),
+        setup=lambda root: (root / "cache").mkdir() or os.mkfifo(root / "cache" / "runs.sqlite3"),
+        check=lambda root: _assert_fifo(root / "cache" / "runs.sqlite3"),
+    ),
 ]
+
+
+def _assert_fifo(path: Path) -> None:
+    import stat
+
+    assert stat.S_ISFIFO(path.lstat().st_mode)
+
+
+def _damaged_cache_and_a_foreign_corrupt(folder: Path) -> None:
+    folder.mkdir()
+    path = cache_file(folder)
+    with RunCache(path) as cache:
+        cache.put(CacheKey("retriever", "q", 10, "m.f"), CacheEntry(tuple("a" * 3000)))
+    path.write_bytes(path.read_bytes()[:-100])  # ours (its header), cut mid-page
+    _sqlite_of_another_program(folder / "runs.sqlite3.corrupt")
 
 
 def _hostile_artifact(path: Path) -> None:
@@ -1124,6 +1195,15 @@ PLUGIN_CASES = [
         hardlinks={"report.html": "run.jsonl"},
     ),
     PluginCase(
+        "json-artifact-over-the-ini-file",
+        ("--retrieval-json", "pytest.ini"),
+        PYTEST_USAGE,
+        (
+            "the JSON artifact (retrieval_json) */pytest.ini is the pytest configuration file "
+            "*/pytest.ini (the same file)",
+        ),
+    ),
+    PluginCase(
         "baseline-to-update-is-the-golden-set",
         ("--retrieval-baseline", "golden.yaml", "--retrieval-update-baseline"),
         PYTEST_USAGE,
@@ -1141,6 +1221,21 @@ PLUGIN_CASES = [
             (root / "cache").mkdir() or _sqlite_of_another_program(root / "cache" / "runs.sqlite3")
         ),
         check=_cache_kept(),
+    ),
+    PluginCase(
+        # A damaged cache of ours would be moved aside over runs.sqlite3.corrupt: that name is
+        # taken by a file that is not ours, so nothing is moved and nothing replaced.
+        "refresh-never-replaces-a-foreign-file-in-the-way-of-the-damaged-one",
+        (),
+        OK,
+        (
+            "*refresh could not move it aside (retrieval cache */runs.sqlite3.corrupt: is in the "
+            "way of the damaged cache it would keep*",
+        ),
+        ini={"retrieval_cache": "refresh", "retrieval_cache_dir": "cache"},
+        absent=("moved it aside to",),
+        setup=lambda root: _damaged_cache_and_a_foreign_corrupt(root / "cache"),
+        check=lambda root: _foreign_rows(root / "cache" / "runs.sqlite3.corrupt"),
     ),
     PluginCase(
         "use-never-advises-clearing-another-programs-file",
@@ -1435,4 +1530,43 @@ def test_a_factory_that_raises_in_a_ray_actor_is_the_same_usage_error(tmp_path: 
         "ValueError: no index on this node",
     ]
     assert "ActorDiedError" not in child.stderr
+    assert not (tmp_path / "run.jsonl").exists()
+
+
+def test_ray_addresses_are_checked_by_their_form() -> None:
+    from pytest_retrieval.executors import ray_address_problem
+
+    good = ["auto", "local", "ray://head:10001", "ray://ray_head", "10.0.0.1:6379", "[::1]:6379"]
+    assert [a for a in good if ray_address_problem(a) is not None] == []
+    bad = {
+        "::::": "not a Ray address",
+        "localhost:99999": "port 99999 is not in 1..65535",
+        "head:0": "port 0 is not in 1..65535",
+        "ray://": "not a Ray address",
+        "http://head:8265": "not a Ray address",
+        "head": "not a Ray address",
+        "head:6379\n::error::x": "not a Ray address",
+    }
+    found = {a: ray_address_problem(a) for a in bad}
+    assert {a: p.message.split(": ", 1)[1] for a, p in found.items() if p} == bad
+
+
+def test_a_malformed_ray_address_environment_variable_is_refused_before_ray(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fresh_modules: None,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAY_ADDRESS", "not an address")
+    (tmp_path / "golden.jsonl").write_text(GOLDEN_JSONL, encoding="utf-8")
+    (tmp_path / "uc_ok.py").write_text(FACTORIES["uc_ok.py"], encoding="utf-8")
+    status = main([*RUN, "uc_ok:build", "--output", "run.jsonl", "--executor", "ray"])
+    err = capsys.readouterr().err
+    assert status == USAGE, err
+    assert err == (
+        "pytest-retrieval run: error: RAY_ADDRESS: 'not an address': not a Ray address (give "
+        "auto, local, HOST:PORT or ray://HOST[:PORT], e.g. ray://head-node:10001; or drop it "
+        "to start a local Ray instance)\n"
+    )
     assert not (tmp_path / "run.jsonl").exists()

@@ -161,12 +161,16 @@ def _cell(value: object) -> str | None:
     return text or None
 
 
-def _id(value: object) -> str | None:
-    """An id cell exactly as written (no white space removed); None when empty or blank."""
-    if value is None or isinstance(value, (Mapping, list)):
-        return None
-    text = str(value)
-    return text if text.strip() else None
+def _id(value: object, what: str) -> tuple[str | None, tuple[str, str] | None]:
+    """``(id, None)``: an id cell exactly as written (no white space removed; None when empty or
+    blank); ``(None, (message, fix))``: the golden set's words for a value that is no id (a
+    YAML boolean, a float, a list)."""
+    from .golden_values import as_id, id_problem
+
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, None
+    problem = id_problem(value, what)
+    return (None, problem) if problem is not None else (as_id(value), None)
 
 
 def _grade(value: object) -> int | str | None:
@@ -260,7 +264,14 @@ def read_worksheet(path: str | os.PathLike[str]) -> tuple[list[WorksheetRow], li
                 )
             )
             continue
-        qid, doc = _id(raw.get("query_id")), _id(raw.get("doc_id"))
+        (qid, bad_qid), (doc, bad_doc) = (
+            _id(raw.get("query_id"), "query_id"),
+            _id(raw.get("doc_id"), "doc_id"),
+        )
+        bad = bad_qid or bad_doc
+        if bad is not None:
+            problems.append(Problem(bad[0], fix=bad[1], source=name, line=number))
+            continue
         if qid is None or doc is None:
             problems.append(
                 Problem(
