@@ -122,7 +122,7 @@ def test_prefill_grades_rows_and_marks_them_machine_made() -> None:
     def bad(qid: str, text: str | None, doc: str, title: str | None, body: str | None) -> int:
         return -1
 
-    with pytest.raises(InputError, match="expected an integer grade >= 0 or None"):
+    with pytest.raises(InputError, match="expected an integer grade from 0 to 1000, or None"):
         pool(golden, [("other", OTHER)], depth=1, prefill=bad, prefill_name="m:bad")  # type: ignore[arg-type]
 
 

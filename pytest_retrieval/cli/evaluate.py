@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..text import for_terminal, guard_lines
+from ..text import for_terminal
 from .args import positive_int
+from .output import echo, echo_json
 
 if TYPE_CHECKING:
     from ..evaluate import Conventions
@@ -128,10 +127,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_id_check:
         refusal, warning = id_check(ranked, qrels)
         if refusal is not None:
-            print(guard_lines(f"pytest-retrieval evaluate: error: {refusal}"), file=sys.stderr)
+            echo(f"pytest-retrieval evaluate: error: {refusal}", err=True)
             return 2
         if warning is not None:
-            print(guard_lines(f"pytest-retrieval evaluate: {warning}"), file=sys.stderr)
+            echo(f"pytest-retrieval evaluate: {warning}", err=True)
     # A run file refuses a doc listed twice for one query (trec_eval's rule, the conventions'
     # repeated_ids="refuse"): its rankings are document rankings already.
     evaluation = evaluate_documents(ranked, qrels, metrics, conventions=conventions)
@@ -146,8 +145,7 @@ def run(args: argparse.Namespace) -> int:
         if args.per_query:
             document["per_query"] = evaluation.per_query
         document["queries"] = queries
-        json.dump(document, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        echo_json(document, ensure_ascii=True)
         return 0
 
     from tabulate import tabulate
@@ -164,12 +162,12 @@ def run(args: argparse.Namespace) -> int:
             for qid, values in evaluation.per_query.items()
         ]
         rows.append(["mean", *(cell(means[m]) for m in metrics)])
-        print(tabulate(rows, headers=["query", *metrics], disable_numparse=True))
+        echo(tabulate(rows, headers=["query", *metrics], disable_numparse=True))
     else:
         rows = [[m, cell(means[m]), counts[m]] for m in metrics]
-        print(tabulate(rows, headers=["metric", "mean", "queries"], disable_numparse=True))
-    print()
-    print(
+        echo(tabulate(rows, headers=["metric", "mean", "queries"], disable_numparse=True))
+    echo()
+    echo(
         f"queries: {queries['evaluated']} evaluated, "
         f"{queries['skipped_no_relevant']} skipped (no relevant document), "
         f"{queries['missing_from_run']} missing from the run (scored as empty), "

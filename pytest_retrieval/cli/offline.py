@@ -13,9 +13,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..text import guard_line
 from ..verdict import Stop
 from .args import probability, tampered
+from .output import echo
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -278,15 +278,15 @@ def _check_regressions(
         baseline_path=baseline_path,
     )
     if family.size:
-        print(family.describe())
+        echo(family.describe())
     for outcome in outcomes:
         verdict = {"pass": "PASS", "improvement": "PASS", "skipped": "SKIP"}.get(
             outcome.status, "FAIL"
         )
         lines = outcome.message.splitlines()
-        print(guard_line(f"{verdict} {outcome.name}: {lines[0]}"))
+        echo(f"{verdict} {outcome.name}: {lines[0]}")
         for line in lines[1:]:
-            print(guard_line(f"    {line}"))
+            echo(f"    {line}")
         ok = ok and outcome.passed
     return ok
 
@@ -354,7 +354,7 @@ def _run_gate(args: argparse.Namespace) -> int:
             passed = value is not None and OPS[threshold.op](value, threshold.value)
             shown = "n/a" if value is None else f"{value:.4f}"
             where = Selection(stage, selection.split or "overall", selection.slice).label()
-            print(
+            echo(
                 f"{'PASS' if passed else 'FAIL'} {threshold.spec} {threshold.op} "
                 f"{threshold.value:g}: {shown} [{where}] (n={n})"
             )
