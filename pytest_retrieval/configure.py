@@ -121,10 +121,13 @@ def build_session(
         duplicates=duplicates,
         commit=commit_of(settings, rootdir),
     )
-    if settings.merge_base:
-        from .runledger import merge_base_baseline
+    if settings.merge_base or any(b.since is not None for b in session.budgets):
+        from .runledger import anchor_baselines, merge_base_baseline
 
-        session.ledger_baselines = {None: merge_base_baseline(session, str(rootdir))}
+        found = anchor_baselines(session, str(rootdir))
+        if settings.merge_base:
+            found[None] = merge_base_baseline(session, str(rootdir))
+        session.ledger_baselines = found
     return session
 
 

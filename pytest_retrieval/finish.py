@@ -303,8 +303,9 @@ def _ledger_notes(session: RetrievalSession, plugin_version: str) -> tuple[list[
     ]
     failed = False
     if session.settings.ledger:
-        from .runledger import record
+        from .runledger import headroom, record
 
+        notes.extend(Line(f"retrieval: {text}") for text in headroom(session))
         text, failed = record(session, plugin_version=plugin_version)
         notes.append(
             Line(f"pytest-retrieval: {text}", "red") if failed else Line(f"retrieval: {text}")

@@ -34,7 +34,7 @@ from .errors import InputError, Problem
 if TYPE_CHECKING:
     from .commitinfo import CommitInfo
     from .declared import Budget
-    from .ledger import LedgerEntry
+    from .ledger import Ledger, LedgerEntry
     from .regression import RegressionOutcome
     from .session import RetrievalSession
     from .snapshot import Snapshot
@@ -210,10 +210,21 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
             )
         chain = commitinfo.first_parent_chain(rootdir, base, ANCESTOR_SEARCH)
         recorded = ledger.recorded_commits(chain)
+        head = session.commit.commit if session.commit is not None else None
         for distance, commit in enumerate(chain):
             if commit in recorded:
                 found = ledger.latest_usable(commit)
                 assert found is not None
+                if base == head:  # the target branch itself: this run records the merge-base
+                    return _chosen(
+                        session,
+                        found,
+                        f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of HEAD",
+                        f"baseline: HEAD is on {target} (its own merge-base), so it is "
+                        f"compared with its nearest recorded ancestor {commit[:12]}, {distance} "
+                        f"commit{'s' if distance != 1 else ''} before it on {target}'s "
+                        f"first-parent history (recorded {found.created})",
+                    )
                 return _chosen(
                     session,
                     found,
@@ -241,6 +252,138 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
     )
 
 
+# --- anchored budgets (since=) ---------------------------------------------------------------
+
+
+def resolve_anchor(ledger: Ledger, rootdir: str, anchor: str) -> str:
+    """The commit ``since=ANCHOR`` names: a ledger label first, else a tag, branch or commit;
+    a usage error naming both ways to name one otherwise."""
+    from .commitinfo import GitError, resolve
+
+    labelled = ledger.labels().get(anchor)
+    if labelled is not None:
+        return labelled
+    found = resolve(rootdir, anchor)
+    if found is None:
+        raise GitError(
+            Problem(
+                f"since={anchor}: no ledger label, tag, branch or commit is called {anchor!r}",
+                fix=f"tag the release (git tag {anchor} REV) or label it in the ledger "
+                f"(pytest-retrieval ledger label {anchor} REV)",
+                source="since=",
+            )
+        )
+    return found
+
+
+def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None, LedgerBaseline]:
+    """The baseline of every ``since=`` anchor the budgets name: the anchor commit's usable
+    entry, re-scored under today's labels; skipped with the fix when it has none."""
+    from .ledger import Ledger
+
+    anchors = list(dict.fromkeys(b.since for b in session.budgets if b.since is not None))
+    if not anchors:
+        return {}
+    path = _ledger_path(session)
+    shown = ledger_note_path(path, rootdir)
+    found: dict[str | None, LedgerBaseline] = {}
+    with Ledger(path) as ledger:
+        for anchor in anchors:
+            commit = resolve_anchor(ledger, rootdir, anchor)
+            entry = ledger.latest_usable(commit)
+            label = f"the ledger entry of since={anchor} ({commit[:12]})"
+            if entry is None:
+                found[anchor] = LedgerBaseline(
+                    None,
+                    label=label,
+                    skip=(
+                        f"no anchor: since={anchor} is {commit[:12]}, which has no usable run in "
+                        f"{shown} (runs that were refused, errored, failed or made on a dirty "
+                        f"work tree never count); record it: `{RECORD_COMMAND} {anchor}`"
+                    ),
+                )
+                continue
+            found[anchor] = _chosen(
+                session,
+                entry,
+                label,
+                f"anchor: since={anchor} is {commit[:12]}, recorded {entry.created} in {shown}: "
+                "the total drift since then is judged",
+            )
+    return found
+
+
+# --- the headroom warning --------------------------------------------------------------------
+
+#: How many recorded runs in a row (this one included) significantly above the baseline make
+#: the headroom warning.
+HEADROOM_RUNS = 3
+
+
+def _committed_id(baseline: Snapshot | None) -> str | None:
+    """Which committed baseline file a check was judged against (its stamp)."""
+    return None if baseline is None else f"{baseline.created}:{baseline.fingerprint[:12]}"
+
+
+def headroom(session: RetrievalSession) -> list[str]:
+    """The warning for each budget this run and the :data:`HEADROOM_RUNS` - 1 runs recorded
+    before it (ancestors of HEAD) all passed as a significant improvement over the same
+    committed baseline: a stale baseline leaves headroom through which a real drop passes
+    unseen. Only for the baseline file (a merge-base or an anchor moves by design)."""
+    from .commitinfo import is_ancestor
+    from .ledger import Ledger
+
+    settings = session.settings
+    commit = session.commit
+    if not settings.ledger or settings.merge_base or commit is None or session.baseline is None:
+        return []
+    anchored = {b.name for b in session.budgets if b.since is not None}
+    improved = [
+        o
+        for o in session.regression_outcomes
+        if o.status == "improvement" and o.name not in anchored
+    ]
+    path = _ledger_path(session)
+    if not improved or not os.path.exists(path):
+        return []
+    committed = _committed_id(session.baseline)
+    cwd = os.path.dirname(settings.golden[0]) if settings.golden else os.getcwd()
+    try:
+        with Ledger(path) as ledger:
+            recent = ledger.entries(usable=True, last=20)
+    except InputError:  # a damaged ledger: recording says so, in red
+        return []
+    previous = []
+    for entry in reversed(recent):
+        if entry.commit.commit == commit.commit:
+            continue  # a re-run of this commit is not an earlier run
+        if is_ancestor(cwd, entry.commit.commit, commit.commit):
+            previous.append(entry)
+        if len(previous) == HEADROOM_RUNS - 1:
+            break
+    if len(previous) < HEADROOM_RUNS - 1:
+        return []
+    lines = []
+    for outcome in improved:
+        if all(
+            any(
+                c.get("name") == outcome.name
+                and c.get("status") == "improvement"
+                and c.get("baseline") == committed
+                for c in entry.checks
+            )
+            for entry in previous
+        ):
+            shown = ", ".join(e.short for e in previous)
+            lines.append(
+                f"headroom: {outcome.name} has been significantly above the baseline in the "
+                f"last {HEADROOM_RUNS} recorded runs (this one, {shown}): a baseline left below "
+                "the pipeline lets a real drop pass unseen; refresh it from several runs "
+                f"(pytest --retrieval-update-baseline --retrieval-baseline-runs 5)"
+            )
+    return lines
+
+
 def skipped(budget: Budget, message: str) -> RegressionOutcome:
     """The outcome of a budget that has no baseline to compare with (a ledger without the
     entry): skipped, never red, with the fix in its message."""
@@ -255,6 +398,7 @@ def skipped(budget: Budget, message: str) -> RegressionOutcome:
         status="skipped",
         message=message,
         budget=budget.amount,
+        since=budget.since,
     )
 
 
@@ -275,24 +419,20 @@ def _scores(session: RetrievalSession, snapshot: Snapshot) -> dict[str, dict[str
 
 
 def _checks(session: RetrievalSession) -> list[dict[str, Any]]:
-    baseline = session.baseline
-    committed = (
-        f"{baseline.created}:{baseline.fingerprint[:12]}"
-        if baseline is not None and not session.settings.merge_base
-        else None
-    )
-    out = []
-    for outcome in session.regression_outcomes:
-        out.append(
-            {
-                "name": outcome.name,
-                "status": outcome.status,
-                "delta": outcome.delta,
-                "p_value": outcome.p_value,
-                "baseline": committed,
-            }
-        )
-    return out
+    """The run's regression checks as an entry keeps them; ``baseline`` names the committed
+    baseline a check was judged against (None: a ledger entry's)."""
+    committed = None if session.settings.merge_base else _committed_id(session.baseline)
+    anchored = {b.name for b in session.budgets if b.since is not None}
+    return [
+        {
+            "name": outcome.name,
+            "status": outcome.status,
+            "delta": outcome.delta,
+            "p_value": outcome.p_value,
+            "baseline": None if outcome.name in anchored else committed,
+        }
+        for outcome in session.regression_outcomes
+    ]
 
 
 def entry_of(

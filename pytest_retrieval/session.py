@@ -675,8 +675,10 @@ class RetrievalSession:
             return self._family
 
     def ledger_baseline_for(self, budget: Budget) -> LedgerBaseline | None:
-        """The baseline ``budget`` takes from the run ledger (the merge-base's entry), or None
-        when it is compared with the baseline file."""
+        """The baseline ``budget`` takes from the run ledger (its ``since=`` anchor's entry, or
+        the merge-base's), or None when it is compared with the baseline file."""
+        if budget.since is not None:
+            return self.ledger_baselines.get(budget.since)
         if self.settings.merge_base:
             return self.ledger_baselines.get(None)
         return None

@@ -138,7 +138,8 @@ class GitProject:
         (code / "retriever.py").write_text(RETRIEVER, encoding="utf-8")
         (path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
         (path / ".gitignore").write_text(
-            ".retrieval-ledger.sqlite3*\n__pycache__/\n*.json.tmp\nout.json\n", encoding="utf-8"
+            ".retrieval-ledger.sqlite3*\n__pycache__/\n*.json.tmp\nout.json\nfirst.json\n",
+            encoding="utf-8",
         )
         project.write_ini(
             {
@@ -201,7 +202,7 @@ class GitProject:
     ) -> subprocess.CompletedProcess[str]:
         """pytest in a subprocess in the project; output in ``stdout`` (stderr merged)."""
         return subprocess.run(
-            [sys.executable, "-m", "pytest", *PLUGINS, "-rs", *args],
+            [sys.executable, "-m", "pytest", *PLUGINS, "-rfEs", *args],
             cwd=self.path,
             env=git_environment(self.home, {**self.env, **(env or {})}),
             stdout=subprocess.PIPE,

@@ -35,7 +35,7 @@ def test_a_branch_is_judged_against_the_entry_of_its_merge_base_with_no_baseline
 ) -> None:
     project = make(tmp_path)
     a = project.head()
-    first = project.pytest()
+    first = project.pytest("--retrieval-json=first.json")
     assert first.returncode == 0, first.stdout
     # A new ledger: the budget is skipped with the command that records the merge-base.
     assert f"`pytest-retrieval ledger record --at {a[:12]}`" in first.stdout
@@ -44,13 +44,19 @@ def test_a_branch_is_judged_against_the_entry_of_its_merge_base_with_no_baseline
     )
     project.git("checkout", "-q", "-b", "feature")
     project.commit("B: the reranker is off", rankings=BAD)
-    run = project.pytest()
+    run = project.pytest("--retrieval-json=out.json")
     assert run.returncode == 1, run.stdout
     assert REGRESSION in run.stdout
     assert f"retrieval: baseline: the merge-base {a[:12]} of HEAD and main, recorded " in (
         run.stdout
     )
     assert not (project.path / "retrieval-baseline.json").exists()
+    # Compared with an entry, the determinism probe runs as against a baseline file (the
+    # first run, with nothing to compare with, called the retriever once per query).
+    first_probe = json.loads((project.path / "first.json").read_text())["determinism"]
+    probe = json.loads((project.path / "out.json").read_text())["determinism"]
+    assert first_probe is None
+    assert (len(probe["queries"]), probe["noisy"]) == (5, False)
     # An unchanged branch passes against the same entry.
     project.git("checkout", "-q", "-b", "unchanged", "main")
     project.commit("C: docs only")
@@ -124,7 +130,10 @@ def test_a_rebase_moves_the_merge_base_and_with_it_the_entry_compared_with(
     on_main = project.pytest()
     assert on_main.returncode == 1
     assert REGRESSION in on_main.stdout
-    assert f"its nearest recorded ancestor is {a[:12]}, 1 commit before it" in on_main.stdout
+    assert (
+        f"baseline: HEAD is on main (its own merge-base), so it is compared with its nearest "
+        f"recorded ancestor {a[:12]}, 1 commit before it on main's first-parent history"
+    ) in on_main.stdout
     assert f"retrieval: recorded {c[:12]} (main) in the ledger" in on_main.stdout
     project.git("checkout", "-q", "feature")
     before = project.pytest()

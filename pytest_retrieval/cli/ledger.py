@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InputError, Problem
+from .args import positive_int
 
 #: The ledger file when --ledger is not given (the name the docs suggest for retrieval_ledger).
 DEFAULT_LEDGER = ".retrieval-ledger.sqlite3"
@@ -75,6 +76,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     label.add_argument("name", metavar="NAME")
     label.add_argument("rev", metavar="REV", nargs="?", default="HEAD")
     label.set_defaults(func=label_commit)
+    show = add("show", "list the recorded runs, newest last, with their headline means")
+    show.add_argument("--last", type=positive_int, default=20, metavar="N", help="default 20")
+    show.add_argument("--branch", metavar="BRANCH", help="only the runs of this branch")
+    show.add_argument(
+        "--metric", action="append", metavar="METRIC", help="a metric to show (repeatable)"
+    )
+    show.set_defaults(func=show_entries)
+    trend = add("trend", "per metric and slice: a sparkline, the values and an advisory trend test")
+    trend.add_argument("--last", type=positive_int, default=30, metavar="N", help="default 30")
+    trend.add_argument("--branch", metavar="BRANCH", help="only the runs of this branch")
+    trend.add_argument(
+        "--metric",
+        action="append",
+        metavar="METRIC",
+        help="a metric (repeatable; default: the budgeted ones)",
+    )
+    trend.add_argument("--stage", metavar="STAGE", help="default: each run's final stage")
+    trend.add_argument(
+        "--slice",
+        action="append",
+        metavar="NAME",
+        help="a slice (repeatable; default: overall and every slice; 'overall' for it alone)",
+    )
+    trend.add_argument("--format", choices=("terminal", "markdown", "html"), default="terminal")
+    trend.add_argument("--output", metavar="PATH", help="write to this file (default: stdout)")
+    trend.set_defaults(func=trend_entries)
+    prune = add("prune", "keep the newest N entries (and every labelled or tagged anchor)")
+    prune.add_argument("--keep", type=positive_int, required=True, metavar="N")
+    prune.set_defaults(func=prune_entries)
     parser.set_defaults(func=_no_action)
 
 
@@ -82,7 +112,7 @@ def _no_action(args: argparse.Namespace) -> int:
     raise InputError(
         Problem(
             "no action given",
-            fix="use `pytest-retrieval ledger record|merge|label` (see --help)",
+            fix="use `pytest-retrieval ledger record|merge|label|show|trend|prune` (see --help)",
         )
     )
 
@@ -235,4 +265,81 @@ def label_commit(args: argparse.Namespace) -> int:
         f"{commit[:12]})"
     )
     print(f"labelled {commit[:12]} {args.name}{hint}")
+    return EXIT_OK
+
+
+def _existing(args: argparse.Namespace) -> str:
+    path = _ledger_path(args)
+    if not os.path.exists(path):
+        raise InputError(
+            Problem(
+                "no ledger here",
+                fix="pass --ledger PATH (the file retrieval_ledger names), or record a run first",
+                source=path,
+            )
+        )
+    return path
+
+
+def show_entries(args: argparse.Namespace) -> int:
+    """Print the last entries, oldest first."""
+    from tabulate import tabulate
+
+    from ..history import default_metrics, show_rows
+    from ..ledger import Ledger
+
+    with Ledger(_existing(args), create=False) as ledger:
+        entries = ledger.entries(branch=args.branch, last=args.last)
+        labels = ledger.labels()
+    if not entries:
+        print(f"the ledger {args.ledger} has no entries")
+        return EXIT_OK
+    metrics = args.metric or default_metrics([e for e in entries if e.usable]) or []
+    headers = ["#", "recorded", "commit", "branch", "status", "label", *metrics]
+    print(tabulate(show_rows(entries, metrics), headers=headers, disable_numparse=True))
+    if labels:
+        print("labels: " + ", ".join(f"{n} = {c[:12]}" for n, c in labels.items()))
+    return EXIT_OK
+
+
+def trend_entries(args: argparse.Namespace) -> int:
+    """Print (or write) the history of each metric and column."""
+    from ..files import atomic_write_text
+    from ..history import columns_of, default_metrics, render, series
+    from ..ledger import Ledger
+
+    with Ledger(_existing(args), create=False) as ledger:
+        entries = [e for e in ledger.entries(usable=True, branch=args.branch, last=args.last)]
+    metrics = args.metric or default_metrics(entries)
+    columns = columns_of(entries, args.stage)
+    if args.slice:
+        wanted = {s if s == "overall" else f"slice:{s}" for s in args.slice}
+        columns = [c for c in columns if c in wanted]
+    found = [series(entries, m, c, args.stage) for m in metrics for c in columns]
+    text = render(found, args.format)
+    if args.output:
+        atomic_write_text(args.output, text, what="trend")
+        print(f"wrote {args.output} ({sum(1 for s in found if s.values)} series)")
+    else:
+        sys.stdout.write(text or "no usable entries to show\n")
+    return EXIT_OK
+
+
+def prune_entries(args: argparse.Namespace) -> int:
+    """Delete all but the newest entries; labelled and tagged commits keep their entry."""
+    from ..commitinfo import git, toplevel
+    from ..ledger import Ledger
+
+    protect: list[str] = []
+    cwd = os.getcwd()
+    if toplevel(cwd) is not None:
+        listed = git(cwd, "for-each-ref", "--format=%(objectname) %(*objectname)", "refs/tags")
+        for line in (listed or "").splitlines():
+            parts = line.split()
+            if parts:
+                protect.append(parts[-1])  # the commit a tag points to (peeled when annotated)
+    with Ledger(_existing(args), create=False) as ledger:
+        removed = ledger.prune(args.keep, protect=protect)
+        left = len(ledger)
+    print(f"pruned {removed} entries from {args.ledger}; {left} left")
     return EXIT_OK
