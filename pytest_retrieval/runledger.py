@@ -34,7 +34,7 @@ from .errors import InputError, Problem
 if TYPE_CHECKING:
     from .commitinfo import CommitInfo
     from .declared import Budget
-    from .ledger import Ledger, LedgerEntry
+    from .ledger import LedgerEntry
     from .regression import RegressionOutcome
     from .session import RetrievalSession
     from .snapshot import Snapshot
@@ -255,12 +255,12 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
 # --- anchored budgets (since=) ---------------------------------------------------------------
 
 
-def resolve_anchor(ledger: Ledger, rootdir: str, anchor: str) -> str:
-    """The commit ``since=ANCHOR`` names: a ledger label first, else a tag, branch or commit;
-    a usage error naming both ways to name one otherwise."""
+def resolve_anchor(labels: Mapping[str, str], rootdir: str, anchor: str) -> str:
+    """The commit ``since=ANCHOR`` names: a ledger label (``labels``) first, else a tag,
+    branch or commit; a usage error naming both ways to name one otherwise."""
     from .commitinfo import GitError, resolve
 
-    labelled = ledger.labels().get(anchor)
+    labelled = labels.get(anchor)
     if labelled is not None:
         return labelled
     found = resolve(rootdir, anchor)
@@ -278,7 +278,8 @@ def resolve_anchor(ledger: Ledger, rootdir: str, anchor: str) -> str:
 
 def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None, LedgerBaseline]:
     """The baseline of every ``since=`` anchor the budgets name: the anchor commit's usable
-    entry, re-scored under today's labels; skipped with the fix when it has none."""
+    entry, re-scored under today's labels; skipped with the fix when it has none (a ledger
+    that does not exist yet has none)."""
     from .ledger import Ledger
 
     anchors = list(dict.fromkeys(b.since for b in session.budgets if b.since is not None))
@@ -287,10 +288,12 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
     path = _ledger_path(session)
     shown = ledger_note_path(path, rootdir)
     found: dict[str | None, LedgerBaseline] = {}
-    with Ledger(path) as ledger:
+    ledger = Ledger(path) if os.path.exists(path) else None
+    try:
+        labels = ledger.labels() if ledger is not None else {}
         for anchor in anchors:
-            commit = resolve_anchor(ledger, rootdir, anchor)
-            entry = ledger.latest_usable(commit)
+            commit = resolve_anchor(labels, rootdir, anchor)
+            entry = ledger.latest_usable(commit) if ledger is not None else None
             label = f"the ledger entry of since={anchor} ({commit[:12]})"
             if entry is None:
                 found[anchor] = LedgerBaseline(
@@ -310,6 +313,9 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
                 f"anchor: since={anchor} is {commit[:12]}, recorded {entry.created} in {shown}: "
                 "the total drift since then is judged",
             )
+    finally:
+        if ledger is not None:
+            ledger.close()
     return found
 
 

@@ -39,6 +39,14 @@ def test_the_example_runs_through_the_ledger_without_a_baseline_file(tmp_path: P
     shutil.copytree(EXAMPLE / "golden", project / "golden")
     shutil.copytree(EXAMPLE / "tests", project / "tests")
     (project / ".gitignore").write_text(".retrieval-ledger.sqlite3*\n__pycache__/\n")
+    # One more budget, on a metric the score floor decides (the entry keeps the scores).
+    gates = project / "retrieval-gates.yaml"
+    gates.write_text(
+        gates.read_text(encoding="utf-8").replace(
+            "regressions:\n", "regressions:\n  - answer_rate 0.02 stage=retriever\n"
+        ),
+        encoding="utf-8",
+    )
     git(project, home, "init", "-q", "-b", "main")
     git(project, home, "add", "-A")
     git(project, home, "commit", "-q", "-m", "the example, without a baseline file")
@@ -53,7 +61,23 @@ def test_the_example_runs_through_the_ledger_without_a_baseline_file(tmp_path: P
     )
     assert document["commit"]["commit"] == main
 
-    git(project, home, "switch", "-q", "-c", "no-reranker")
+    # A branch that changes nothing: its merge-base's entry, re-scored with the run's own
+    # conventions (duplicate groups, score floors from the stored scores), gives every check
+    # exactly this run's values.
+    git(project, home, "switch", "-q", "-c", "docs-only")
+    (project / "NOTES.md").write_text("Docs only.\n")
+    git(project, home, "add", "-A")
+    git(project, home, "commit", "-q", "-m", "docs only")
+    same = tmp_path / "same"
+    same.mkdir()
+    status, output, document = run_example(same, *LEDGER_FLAGS, cwd=project)
+    assert status == 0, output[-3000:]
+    assert len(document["regressions"]) == 8  # 3 budgets, ndcg@5 over 4 slices, answer_rate
+    for check in document["regressions"]:
+        assert (check["status"], check["delta"]) == ("pass", 0.0), check["message"]
+        assert check["baseline_mean"] == check["current_mean"]
+
+    git(project, home, "switch", "-q", "-c", "no-reranker", "main")
     (project / "NOTES.md").write_text("Try the pipeline without its reranker.\n")
     git(project, home, "add", "-A")
     git(project, home, "commit", "-q", "-m", "no reranker")
