@@ -129,14 +129,18 @@ def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
         outcome = outcomes.get(qid)
         return outcome.rankings.get(stage, ()) if outcome else ()
 
+    def returned(qid: str, stage: str) -> tuple[str, ...] | None:
+        outcome = outcomes.get(qid)
+        return outcome.returned.get(stage) if outcome else None
+
     snapshot = build_snapshot(
         visible.where(lambda q: q.id in wanted),
         per_stage,
         ranking,
         metric_names=[str(s) for s in specs],
         settings=settings,
-        returned_of=lambda qid, stage: outcomes[qid].returned.get(stage) if qid in outcomes else None,
         index_version=stored.index_version,
+        returned_of=returned,
     )
     queries = {**snapshot.queries, **changed}
     whole = not changed and len(kept) == len(visible)

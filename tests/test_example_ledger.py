@@ -39,11 +39,13 @@ def test_the_example_runs_through_the_ledger_without_a_baseline_file(tmp_path: P
     shutil.copytree(EXAMPLE / "golden", project / "golden")
     shutil.copytree(EXAMPLE / "tests", project / "tests")
     (project / ".gitignore").write_text(".retrieval-ledger.sqlite3*\n__pycache__/\n")
-    # One more budget, on a metric the score floor decides (the entry keeps the scores).
+    # Two more budgets: on a metric the score floor decides (the entry keeps the scores) and
+    # on one the ids as returned decide (chunks of one document: the entry keeps them too).
     gates = project / "retrieval-gates.yaml"
     gates.write_text(
         gates.read_text(encoding="utf-8").replace(
-            "regressions:\n", "regressions:\n  - answer_rate 0.02 stage=retriever\n"
+            "regressions:\n",
+            "regressions:\n  - answer_rate 0.02 stage=retriever\n  - distinct@5 0.02\n",
         ),
         encoding="utf-8",
     )
@@ -72,7 +74,8 @@ def test_the_example_runs_through_the_ledger_without_a_baseline_file(tmp_path: P
     same.mkdir()
     status, output, document = run_example(same, *LEDGER_FLAGS, cwd=project)
     assert status == 0, output[-3000:]
-    assert len(document["regressions"]) == 8  # 3 budgets, ndcg@5 over 4 slices, answer_rate
+    # 3 budgets, ndcg@5 over 4 slices, answer_rate, distinct@5.
+    assert len(document["regressions"]) == 9
     for check in document["regressions"]:
         assert (check["status"], check["delta"]) == ("pass", 0.0), check["message"]
         assert check["baseline_mean"] == check["current_mean"]
