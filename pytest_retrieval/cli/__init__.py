@@ -47,6 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from . import cache as cache_command
+    from . import comment as comment_command
     from . import evaluate as evaluate_command
     from . import golden as golden_command
     from . import ledger as ledger_command
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     cache_command.register(subparsers)
     run_command.register(subparsers)
     ledger_command.register(subparsers)
+    comment_command.register(subparsers)
     return parser
 
 
