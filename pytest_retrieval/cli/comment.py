@@ -71,10 +71,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(
-        "--github", dest="provider", action="store_const", const="github", help="GitHub Actions"
+        "--github",
+        dest="provider",
+        action="store_const",
+        const="github",
+        help="post on the pull request of this GitHub Actions job",
     )
     where.add_argument(
-        "--gitlab", dest="provider", action="store_const", const="gitlab", help="GitLab CI"
+        "--gitlab",
+        dest="provider",
+        action="store_const",
+        const="gitlab",
+        help="post on the merge request of this GitLab CI job",
     )
     parser.add_argument(
         "report", metavar="REPORT.md", help="the Markdown report (pytest --retrieval-markdown)"
