@@ -31,15 +31,15 @@ import argparse
 import json
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..files import read_text_file
-from ..text import for_terminal, guard_line
+from ..text import for_terminal
 from .args import positive_int
+from .output import echo
 
 if TYPE_CHECKING:
     from .forges import Forge
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         said = f"the comment on {forge.where} is up to date: {posted.url}"
     else:
         said = f"{posted.action} the comment on {forge.where}: {posted.url}"
-    _say(said, token, sys.stdout)
+    _say(said, token, err=False)
     return 0
 
 
@@ -225,18 +225,18 @@ def _read_report(path: str) -> str:
     return text
 
 
-def _say(line: str, token: str, stream: Any) -> None:
+def _say(line: str, token: str, *, err: bool) -> None:
     """One line, user text escaped, the token (should any answer echo it) masked."""
     text = for_terminal(line)
     if len(token) >= _MASKED:  # a real token; a few letters would mask ordinary words
         text = text.replace(token, "***")
-    print(guard_line(f"{_PREFIX}: {text}"), file=stream)
+    echo(f"{_PREFIX}: {text}", err=err)
 
 
 def _cannot(strict: bool, cause: str, fix: str, token: str) -> int:
     label = "error" if strict else "warning"
     fix = fix[0].lower() + fix[1:] if fix else fix
-    _say(f"{label}: could not post the comment: {cause}. Fix: {fix}", token, sys.stderr)
+    _say(f"{label}: could not post the comment: {cause}. Fix: {fix}", token, err=True)
     return 1 if strict else 0
 
 

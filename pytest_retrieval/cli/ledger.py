@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..errors import InputError, Problem
 from .args import positive_int
+from .output import echo
 
 #: The ledger file when --ledger is not given (the name the docs suggest for retrieval_ledger).
 DEFAULT_LEDGER = ".retrieval-ledger.sqlite3"
@@ -190,7 +191,7 @@ def record_at(args: argparse.Namespace) -> int:
             "--retrieval-cache=off",
             *pytest_args,
         ]
-        print(f"pytest-retrieval ledger: running pytest at {commit[:12]} ({args.at}) in {tree}")
+        echo(f"pytest-retrieval ledger: running pytest at {commit[:12]} ({args.at}) in {tree}")
         sys.stdout.flush()
         done = subprocess.run(command, cwd=project, env=env, check=False)
     finally:
@@ -202,24 +203,24 @@ def record_at(args: argparse.Namespace) -> int:
         if new and new[-1].usable and args.label:
             ledger.set_label(args.label, commit)
     if not new:
-        print(
+        echo(
             f"pytest-retrieval ledger: nothing was recorded for {commit[:12]} (pytest exited "
             f"{done.returncode}): check that the commit configures the golden set and that a "
             "test runs the retriever",
-            file=sys.stderr,
+            err=True,
         )
         return EXIT_FAILED
     entry = new[-1]
     if not entry.usable:
-        print(
+        echo(
             f"pytest-retrieval ledger: {commit[:12]} recorded as {entry.status}"
             + (f" ({entry.reason})" if entry.reason else "")
             + ": not usable as a baseline",
-            file=sys.stderr,
+            err=True,
         )
         return EXIT_FAILED
     labelled = f", labelled {args.label}" if args.label else ""
-    print(f"pytest-retrieval ledger: recorded {commit[:12]} ({args.at}) in {path}{labelled}")
+    echo(f"pytest-retrieval ledger: recorded {commit[:12]} ({args.at}) in {path}{labelled}")
     return EXIT_OK
 
 
@@ -235,7 +236,7 @@ def merge_ledgers(args: argparse.Namespace) -> int:
         other.check()
         with Ledger(path) as ledger:
             added, present, conflicts = ledger.merge_from(other)
-    print(
+    echo(
         f"merged {other_path} into {path}: {added} entries added, {present} already there"
         + (
             f"; labels kept as they were here (they name another commit there): "
@@ -264,7 +265,7 @@ def label_commit(args: argparse.Namespace) -> int:
         else f" (no usable run of it is recorded yet: pytest-retrieval ledger record --at "
         f"{commit[:12]})"
     )
-    print(f"labelled {commit[:12]} {args.name}{hint}")
+    echo(f"labelled {commit[:12]} {args.name}{hint}")
     return EXIT_OK
 
 
@@ -292,13 +293,13 @@ def show_entries(args: argparse.Namespace) -> int:
         entries = ledger.entries(branch=args.branch, last=args.last)
         labels = ledger.labels()
     if not entries:
-        print(f"the ledger {args.ledger} has no entries")
+        echo(f"the ledger {args.ledger} has no entries")
         return EXIT_OK
     metrics = args.metric or default_metrics([e for e in entries if e.usable]) or []
     headers = ["#", "recorded", "commit", "branch", "status", "label", *metrics]
-    print(tabulate(show_rows(entries, metrics), headers=headers, disable_numparse=True))
+    echo(tabulate(show_rows(entries, metrics), headers=headers, disable_numparse=True))
     if labels:
-        print("labels: " + ", ".join(f"{n} = {c[:12]}" for n, c in labels.items()))
+        echo("labels: " + ", ".join(f"{n} = {c[:12]}" for n, c in labels.items()))
     return EXIT_OK
 
 
@@ -319,9 +320,9 @@ def trend_entries(args: argparse.Namespace) -> int:
     text = render(found, args.format)
     if args.output:
         atomic_write_text(args.output, text, what="trend")
-        print(f"wrote {args.output} ({sum(1 for s in found if s.values)} series)")
+        echo(f"wrote {args.output} ({sum(1 for s in found if s.values)} series)")
     else:
-        sys.stdout.write(text or "no usable entries to show\n")
+        echo((text or "no usable entries to show\n").removesuffix("\n"))
     return EXIT_OK
 
 
@@ -341,5 +342,5 @@ def prune_entries(args: argparse.Namespace) -> int:
     with Ledger(_existing(args), create=False) as ledger:
         removed = ledger.prune(args.keep, protect=protect)
         left = len(ledger)
-    print(f"pruned {removed} entries from {args.ledger}; {left} left")
+    echo(f"pruned {removed} entries from {args.ledger}; {left} left")
     return EXIT_OK
