@@ -20,6 +20,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from .baseline import Snapshot
+    from .commitinfo import CommitInfo
     from .dedup import DuplicateGroups
     from .golden import GoldenSet
 
@@ -108,7 +109,7 @@ def build_session(
 
     runs = load_runs(settings)
     duplicates = load_duplicate_groups(settings)
-    return RetrievalSession(
+    session = RetrievalSession(
         settings=settings,
         golden=golden,
         baseline=baseline,
@@ -118,7 +119,37 @@ def build_session(
         on_sealed=on_sealed,
         run_files=runs,
         duplicates=duplicates,
+        commit=commit_of(settings, rootdir),
     )
+    if settings.merge_base or any(b.since is not None for b in session.budgets):
+        from .runledger import anchor_baselines, merge_base_baseline
+
+        found = anchor_baselines(session, str(rootdir))
+        if settings.merge_base:
+            found[None] = merge_base_baseline(session, str(rootdir))
+        session.ledger_baselines = found
+    return session
+
+
+def commit_of(settings: Settings, rootdir: Path) -> CommitInfo | None:
+    """The commit the run measures (None outside a git work tree); with a ledger, a work
+    tree with a commit is required (an entry is keyed by it), and the merge-base with the
+    target branch is recorded when it can be found."""
+    from . import commitinfo
+
+    if not settings.ledger:
+        return commitinfo.describe(rootdir)
+    commitinfo.require_repository(rootdir, needed_by="retrieval_ledger")
+    found = commitinfo.describe(rootdir, target=commitinfo.target_branch(settings.target_branch))
+    if found is None:
+        raise commitinfo.GitError(
+            Problem(
+                "retrieval_ledger keys each run by its commit, and HEAD names no commit",
+                fix="commit first (git commit)",
+                source=str(rootdir),
+            )
+        )
+    return found
 
 
 def load_duplicate_groups(settings: Settings) -> DuplicateGroups | None:
@@ -182,7 +213,11 @@ def load_baseline_setting(settings: Settings) -> Snapshot | None:
     A corrupt or foreign file is an InputError. Updating needs a path to write to.
     """
     from .baseline import load_baseline
+    from .runledger import check_usage
 
+    check_usage(settings)
+    if settings.merge_base:
+        return None  # the baseline is the merge-base's ledger entry (build_session)
     if settings.update_baseline and not settings.baseline:
         raise InputError(
             Problem(

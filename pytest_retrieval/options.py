@@ -447,11 +447,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "baseline",
-        "the committed baseline file to check regressions against",
+        "the committed baseline file to check regressions against, or merge-base: the "
+        "merge-base's run in retrieval_ledger (a file of that name: ./merge-base)",
+        None,
+        parse_text,
+        metavar="PATH|merge-base",
+        is_path=True,
+    ),
+    Option(
+        "ledger",
+        "record every run in this ledger file (SQLite; default off), the history "
+        "retrieval_baseline = merge-base and since= budgets read",
         None,
         parse_text,
         metavar="PATH",
         is_path=True,
+    ),
+    Option(
+        "target_branch",
+        "the branch a merge-base baseline is taken with (default: the CI's base-ref variable, "
+        "GITHUB_BASE_REF or CI_MERGE_REQUEST_TARGET_BRANCH_NAME, then main)",
+        None,
+        parse_text,
+        metavar="BRANCH",
     ),
     Option(
         "update_baseline",

@@ -91,6 +91,7 @@ def _incomparable(
         message=message,
         budget=budget.amount,
         baseline_stage=baseline_stage,
+        since=budget.since,
     )
 
 

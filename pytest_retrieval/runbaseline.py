@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .declared import Budget
     from .evaluate import Conventions
     from .regression import CompareOptions, Family
+    from .regression_family import Against
     from .retriever import QueryOutcome
     from .session import RetrievalSession
     from .settings import Settings
@@ -137,18 +138,37 @@ def compare_options(settings: Settings, conventions: Conventions | None = None) 
     )
 
 
+def against(session: RetrievalSession, budget: Budget) -> Against | None:
+    """What ``budget`` is compared with when its baseline comes from the run ledger (the
+    merge-base's entry), or None for the session's baseline. A ledger baseline is re-scored
+    under today's labels (:func:`.runledger.rescored`), so the queries both runs have are
+    compared (intersect) whatever ``retrieval_baseline_mode`` says."""
+    import dataclasses
+
+    from .regression_family import Against
+
+    source = session.ledger_baseline_for(budget)
+    if source is None:
+        return None
+    options = compare_options(session.settings, session.conventions)
+    return Against(source.snapshot, dataclasses.replace(options, mode="intersect"), source.label)
+
+
 def regression_family(session: RetrievalSession, *, baseline_path: str) -> Family:
-    """Every declared budget of the session adjusted together (the session keeps the first).
+    """Every declared budget of the session adjusted together (the session keeps the first),
+    those compared with a ledger entry included (:func:`against`).
 
     Deterministic (same run, baseline, budgets and seed), so every xdist worker computes
     the same family and reads its own check from it.
     """
     from .regression import family
 
+    others = {b.name: a for b in session.budgets if (a := against(session, b)) is not None}
     return family(
         session.baseline,
         session.snapshot(),
         session.budgets,
         options=compare_options(session.settings, session.conventions),
         baseline_path=baseline_path,
+        against=others,
     )

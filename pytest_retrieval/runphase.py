@@ -345,7 +345,8 @@ class RunPhase:
                     session.scorable_queries(),
                     outcomes,
                     rerun,
-                    compared=session.baseline is not None,
+                    compared=session.baseline is not None
+                    or any(b.snapshot is not None for b in session.ledger_baselines.values()),
                 )
         except TypeError as exc:  # the retriever object has no usable method
             self.stop(

@@ -16,13 +16,14 @@ can never raise a number; the session also fails with the list of such queries.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import runbaseline, summary
+from . import runbaseline, runledger, summary
 from .determinism import DeterminismProbe
 from .evaluate import Conventions, Evaluation, evaluate_documents
 from .explain import explain_score
@@ -47,11 +48,13 @@ from .verdict import Stop, Verdict
 if TYPE_CHECKING:
     from .abstention import Sweep
     from .baseline import Snapshot
+    from .commitinfo import CommitInfo
     from .declared import Budget, Threshold
     from .dedup import DuplicateGroups
     from .depthplan import DepthPlan
     from .formats.runs import RunFile
     from .regression import Family, RegressionOutcome
+    from .runledger import LedgerBaseline
     from .runsource import RunInfo
 
 
@@ -104,6 +107,11 @@ class RetrievalSession:
     run_files: Mapping[str, RunFile] = field(default_factory=dict)
     #: Duplicate groups: every metric is scored per group (:mod:`.dedup`); None: no groups.
     duplicates: DuplicateGroups | None = None
+    #: The commit this run measures (:mod:`.commitinfo`; None outside a git work tree).
+    commit: CommitInfo | None = None
+    #: Baselines taken from the run ledger (:mod:`.runledger`): ``None`` keys the merge-base's
+    #: (``retrieval_baseline = merge-base``).
+    ledger_baselines: Mapping[str | None, LedgerBaseline] = field(default_factory=dict)
     # What the session learns as it goes; changed only through its methods.
     outcomes: dict[str, QueryOutcome] | None = field(default=None, init=False)
     gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
@@ -666,24 +674,45 @@ class RetrievalSession:
                 self._family = computed
             return self._family
 
+    def ledger_baseline_for(self, budget: Budget) -> LedgerBaseline | None:
+        """The baseline ``budget`` takes from the run ledger (its ``since=`` anchor's entry, or
+        the merge-base's), or None when it is compared with the baseline file."""
+        if budget.since is not None:
+            return self.ledger_baselines.get(budget.since)
+        if self.settings.merge_base:
+            return self.ledger_baselines.get(None)
+        return None
+
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
-        """Check one budget against the loaded baseline; record and return the outcome."""
+        """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
+        record and return the outcome."""
         from .regression import compare
 
         if self.settings.update_baseline:
             reason = "this run updates the baseline; regressions are checked on the next run"
             self.on_skip(reason)
         self._require_run()
+        source = self.ledger_baseline_for(budget)
+        if source is not None and source.skip is not None:
+            # No entry to compare with (a new ledger): skipped with the fix, never red.
+            with self._lock:
+                self.regression_outcomes.append(runledger.skipped(budget, source.skip))
+            self.on_skip(source.skip)
+        against = runbaseline.against(self, budget)
         # The stages compared (stage=S with S; else the final stage of each side, whatever
         # their names) are the regression rule's: regression_pairs.compared_stages.
         outcome = compare(
-            self.baseline,
+            self.baseline if against is None else against.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            options=runbaseline.compare_options(self.settings, self.conventions),
-            baseline_path=baseline_path,
+            options=runbaseline.compare_options(self.settings, self.conventions)
+            if against is None
+            else against.options,
+            baseline_path=baseline_path if against is None else against.path,
             family_result=self.regression_family(baseline_path=baseline_path),
         )
+        if source is not None and source.note:
+            outcome = dataclasses.replace(outcome, message=f"{outcome.message}\n{source.note}")
         with self._lock:
             self.regression_outcomes.append(outcome)
         if outcome.status == "skipped":

@@ -31,6 +31,9 @@ from .optionvalues import InvalidValue
 
 #: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
 DEFAULT_CACHE_DIR = ".retrieval-cache"
+#: The keyword of ``retrieval_baseline`` that takes the baseline from the run ledger; read
+#: before paths are resolved (a file of that name is written ``./merge-base``).
+MERGE_BASE = "merge-base"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,14 @@ class Settings:
     budget_test: str = "drop"
     determinism_probe: int = 5
     baseline_runs: int = 1
+    ledger: str | None = None
+    target_branch: str | None = None
+
+    @property
+    def merge_base(self) -> bool:
+        """True when the baseline is the merge-base's run in the ledger
+        (``retrieval_baseline = merge-base``), not a file."""
+        return self.baseline == MERGE_BASE
 
     @property
     def active(self) -> bool:
@@ -231,7 +242,9 @@ def resolve(
             named = option.flag_name if option.flag else option.ini
             problems.append(Problem(str(exc), fix=f"see `pytest --help` for {named}", source=where))
             continue
-        if option.is_path and base is not None:
+        if option.name == "baseline" and value == MERGE_BASE:
+            pass  # the keyword, never a path
+        elif option.is_path and base is not None:
             value = _resolve_paths(value, base)
         values[option.name] = value
     depth, ks = values.get("depth"), values.get("ks", DEFAULT_KS)

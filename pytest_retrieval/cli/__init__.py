@@ -47,8 +47,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from . import cache as cache_command
+    from . import comment as comment_command
     from . import evaluate as evaluate_command
     from . import golden as golden_command
+    from . import ledger as ledger_command
     from . import offline as offline_command
     from . import report as report_command
     from . import run as run_command
@@ -67,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     report_command.register(subparsers)
     cache_command.register(subparsers)
     run_command.register(subparsers)
+    ledger_command.register(subparsers)
+    comment_command.register(subparsers)
     return parser
 
 

@@ -140,6 +140,9 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
     budget = outcome.get("budget")
     target = f"drop ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
+    since = _text(outcome.get("since"))
+    if since is not None:  # an anchored budget: the drop since its anchor
+        target += f" since {since}"
     p_value = outcome.get("p_value")
     significance = ""
     note = ""
