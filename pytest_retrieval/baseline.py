@@ -3,10 +3,11 @@
 What a snapshot holds (per query and stage: every metric's value, the relevant documents' ranks,
 the ranking; the golden-set fingerprint, the labels and the settings that change numbers) and how
 one is built from a run is :mod:`pytest_retrieval.snapshot`; its names are importable from here
-too. Schema version 2 adds each query's judgments and a hash of its text (what lets
-``--retrieval-baseline-mode=rescore`` re-score the stored rankings against new labels, see
-:mod:`pytest_retrieval.rescore`). Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no
-judgments) are still read.
+too. Schema version 3 keeps each query's whole document ranking as scored, its judgments and
+a hash of its text (what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings
+against new labels, see :mod:`pytest_retrieval.rescore`). Version 2 baselines (rankings cut at
+the retrieval depth) and version 1 (rankings cut at :data:`TOP_KEPT`, no judgments) are still
+read.
 
 The **baseline file** is a snapshot written as deterministic JSON (sorted keys, indent 2,
 rounded floats, trailing newline), only on an explicit update, atomically (:func:`dump_baseline`,
@@ -29,6 +30,7 @@ from .files import read_text_file
 from .snapshot import BASELINE_SCHEMA as BASELINE_SCHEMA
 from .snapshot import BASELINE_SCHEMA_VERSION as BASELINE_SCHEMA_VERSION
 from .snapshot import DECIMALS as DECIMALS
+from .snapshot import TOP_KEPT as TOP_KEPT
 from .snapshot import QuerySnapshot as QuerySnapshot
 from .snapshot import Snapshot as Snapshot
 from .snapshot import average_snapshots as average_snapshots
@@ -38,11 +40,9 @@ from .snapshot import round_value as round_value
 from .snapshot import snapshot_mean as snapshot_mean
 from .snapshot import text_hash as text_hash
 
-#: Every baseline schema version this release reads (1: no judgments, top 10 ids only).
-READABLE_VERSIONS = (1, 2)
-#: How many ids of each ranking a version-1 snapshot kept; version 2 keeps the ranking to the
-#: retrieval depth (the ``depth`` setting it records).
-TOP_KEPT = 10
+#: Every baseline schema version this release reads (1: no judgments, top 10 ids only; 2:
+#: rankings cut at the retrieval depth; 3: whole rankings).
+READABLE_VERSIONS = (1, 2, 3)
 
 
 def dump_baseline(snapshot: Snapshot) -> str:

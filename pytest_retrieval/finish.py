@@ -132,6 +132,10 @@ def finish(
         notes.extend(Line(f"retrieval: {line}") for line in written)
     if write_error is not None:
         notes.append(write_error)
+    ledger_lines, ledger_failed = _ledger_notes(session, plugin_version)
+    notes.extend(ledger_lines)
+    if ledger_failed:
+        status = EXIT_USAGE_ERROR
     if stop is not None:  # the reason first, in one block: no table of meaningless numbers
         return Finish(
             exit_status=status,
@@ -293,6 +297,26 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
         "review the diff and commit it"
     )
     return Line(f"retrieval: {note}", "green"), None
+
+
+def _ledger_notes(session: RetrievalSession, plugin_version: str) -> tuple[list[Line], bool]:
+    """The baseline taken from the ledger (said once), and this run recorded in it; whether
+    recording failed (red, and a usage error: the history would silently lose the run)."""
+    notes = [
+        Line(f"retrieval: {source.note}")
+        for source in session.ledger_baselines.values()
+        if source.note is not None and source.snapshot is not None
+    ]
+    failed = False
+    if session.settings.ledger:
+        from .runledger import headroom, record
+
+        notes.extend(Line(f"retrieval: {text}") for text in headroom(session))
+        text, failed = record(session, plugin_version=plugin_version)
+        notes.append(
+            Line(f"pytest-retrieval: {text}", "red") if failed else Line(f"retrieval: {text}")
+        )
+    return notes, failed
 
 
 def _write_reports(

@@ -52,6 +52,10 @@ class Option:
     #: The flag may be given several times (``action="append"``); the values are joined
     #: one per line, like the ini's line list.
     repeatable: bool = False
+    #: An empty value (``--retrieval-gates-file=``, or the ini key written with nothing after
+    #: ``=``) turns the setting off instead of being refused: the setting is then ``""``, not
+    #: its default (which may be a file found by itself).
+    empty_is_off: bool = False
 
     @property
     def ini(self) -> str:
@@ -357,11 +361,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "gates_file",
-        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists)",
+        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists; "
+        "empty: no gates file)",
         None,
         parse_text,
         metavar="PATH",
         is_path=True,
+        empty_is_off=True,
     ),
     Option(
         "summary",
@@ -441,11 +447,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "baseline",
-        "the committed baseline file to check regressions against",
+        "the committed baseline file to check regressions against, or merge-base: the "
+        "merge-base's run in retrieval_ledger (a file of that name: ./merge-base)",
+        None,
+        parse_text,
+        metavar="PATH|merge-base",
+        is_path=True,
+    ),
+    Option(
+        "ledger",
+        "record every run in this ledger file (SQLite; default off), the history "
+        "retrieval_baseline = merge-base and since= budgets read",
         None,
         parse_text,
         metavar="PATH",
         is_path=True,
+    ),
+    Option(
+        "target_branch",
+        "the branch a merge-base baseline is taken with (default: the CI's base-ref variable, "
+        "GITHUB_BASE_REF or CI_MERGE_REQUEST_TARGET_BRANCH_NAME, then main)",
+        None,
+        parse_text,
+        metavar="BRANCH",
     ),
     Option(
         "update_baseline",

@@ -554,10 +554,7 @@ def judged_ids(session: RetrievalSession) -> set[str]:
     of a judged id's group (a copy stands for its group, so a ranking of copies is scored)."""
     judged = {doc for q in session.golden for doc in q.judgments}
     groups = session.duplicates
-    if groups is not None and len(groups):
-        keys = {groups.key(doc) for doc in judged}
-        judged |= {doc for key, members in groups.groups.items() if key in keys for doc in members}
-    return judged
+    return groups.with_copies(judged) if groups is not None else judged
 
 
 def without_judged_ids(session: RetrievalSession) -> str | None:

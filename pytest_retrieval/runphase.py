@@ -345,7 +345,8 @@ class RunPhase:
                     session.scorable_queries(),
                     outcomes,
                     rerun,
-                    compared=session.baseline is not None,
+                    compared=session.baseline is not None
+                    or any(b.snapshot is not None for b in session.ledger_baselines.values()),
                 )
         except TypeError as exc:  # the retriever object has no usable method
             self.stop(
@@ -360,10 +361,10 @@ class RunPhase:
 
 def _stop_text(session: RetrievalSession, found: Stop) -> str:
     """Record ``found`` in the session (the first stop is kept) and return the text every test
-    that needs the run fails with (guarded for CI logs: no line starts a workflow command)."""
-    from .text import guard_lines
+    that needs the run fails with (escaped for terminals and CI logs, line by line)."""
+    from .text import terminal_text
 
     session.set_stop(found)
     stop = session.stop
     assert stop is not None
-    return guard_lines(stop.text)
+    return terminal_text(stop.text)

@@ -25,8 +25,10 @@ its call came back full leads to the entry of the next depth; the first depth wi
 is where the live call starts.
 
 A damaged or foreign cache file (:class:`~pytest_retrieval.store.CacheCorrupt`) is never read as
-results: ``use`` warns and runs without the cache, ``refresh`` warns, moves the file aside
-(``runs.sqlite3.corrupt``) and starts a new one, ``replay`` stops.
+results: ``use`` warns and runs without the cache, ``refresh`` warns, moves a damaged file of
+ours aside (``runs.sqlite3.corrupt``) and starts a new one (another program's file is left as
+it is, and the run goes on without the cache), ``replay`` stops. A read-only cache serves its
+hits and stores nothing, with one warning saying so.
 
 Running with run files *and* a cache is refused (:func:`load_runs`): a stored run is not the
 retriever's output, and caching it would only hide which of the two was gated.
@@ -564,14 +566,23 @@ def through_cache(
     except CacheCorrupt as exc:
         if mode == "replay":
             raise refused(exc) from None
-        if mode == "refresh":
-            note(f"{exc}; refresh moved it aside to {path.name}.corrupt and starts a new cache")
+        if mode == "refresh" and exc.ours:
             try:
                 cache = RunCache.rebuild(path)
             except (CacheCorrupt, OSError) as again:
-                note(str(again))
+                note(
+                    f"{exc}; refresh could not move it aside ({again}), so this run stores nothing"
+                )
+            else:
+                note(f"{exc}; refresh moved it aside to {path.name}.corrupt and starts a new cache")
         else:
             note(f"{exc}; this run calls the retriever for every query")
+    if cache is not None and cache.read_only and mode_writes(mode):
+        note(
+            f"retrieval cache {path}: read-only (its folder or the file cannot be written): "
+            + ("hits are served from it, " if mode_reads(mode) else "")
+            + "this run's answers are not stored"
+        )
     try:
         hits: dict[int, QueryOutcome] = {}
         start: dict[int, int] = {}
@@ -603,7 +614,7 @@ def through_cache(
         if len(fresh) != len(todo):  # pragma: no cover - the runner's contract
             raise RuntimeError(f"{len(fresh)} outcomes for {len(todo)} queries")
         stored = 0
-        if cache is not None and mode_writes(mode) and fresh:
+        if cache is not None and not cache.read_only and mode_writes(mode) and fresh:
             try:
                 stored = cache.put_many(_entries(todo, fresh, keys, calls))
             except CacheCorrupt as exc:

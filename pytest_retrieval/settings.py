@@ -31,6 +31,9 @@ from .optionvalues import InvalidValue
 
 #: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
 DEFAULT_CACHE_DIR = ".retrieval-cache"
+#: The keyword of ``retrieval_baseline`` that takes the baseline from the run ledger; read
+#: before paths are resolved (a file of that name is written ``./merge-base``).
+MERGE_BASE = "merge-base"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class Settings:
     heldout: bool = False
     heldout_details: bool = False
     thresholds: tuple[str, ...] = ()
+    #: The gates file: None finds retrieval-gates.yaml in the rootdir, "" is none at all.
     gates_file: str | None = None
     summary: str = "compact"
     worst: int = 5
@@ -89,6 +93,14 @@ class Settings:
     budget_test: str = "drop"
     determinism_probe: int = 5
     baseline_runs: int = 1
+    ledger: str | None = None
+    target_branch: str | None = None
+
+    @property
+    def merge_base(self) -> bool:
+        """True when the baseline is the merge-base's run in the ledger
+        (``retrieval_baseline = merge-base``), not a file."""
+        return self.baseline == MERGE_BASE
 
     @property
     def active(self) -> bool:
@@ -118,12 +130,6 @@ class Settings:
     def deduplicating(self) -> bool:
         """True when metrics are scored per duplicate group (a file or ``dedup``)."""
         return self.duplicates is not None or self.dedup != "off"
-
-    def floor_for(self, stage: str) -> float | None:
-        """The score floor of ``stage`` (its own, else the default one); None when unset.
-        ``-inf`` is ``empty`` (any result answers)."""
-        floors = dict(self.score_floor)
-        return floors.get(stage, floors.get(""))
 
     def floors_dict(self) -> dict[str, float | str]:
         """The floors as builtins (``"*"`` for every stage, ``"empty"`` for -inf)."""
@@ -213,11 +219,15 @@ def resolve(
             base = cli_base
         else:
             ini_value = ini.get(option.name)
-            if ini_value not in (None, "", [], ()):
+            # pytest gives None for a key the ini file lacks, "" for one written empty.
+            if ini_value not in (None, "", [], ()) or (option.empty_is_off and ini_value == ""):
                 raw = ini_value
                 source = f"{option.ini} in {ini_source}"
                 base = ini_base
         if raw is None:
+            continue
+        if option.empty_is_off and isinstance(raw, str) and not raw.strip():
+            values[option.name] = ""  # off: not the default, which may find a file by itself
             continue
         if isinstance(raw, bool):
             values[option.name] = raw
@@ -232,7 +242,9 @@ def resolve(
             named = option.flag_name if option.flag else option.ini
             problems.append(Problem(str(exc), fix=f"see `pytest --help` for {named}", source=where))
             continue
-        if option.is_path and base is not None:
+        if option.name == "baseline" and value == MERGE_BASE:
+            pass  # the keyword, never a path
+        elif option.is_path and base is not None:
             value = _resolve_paths(value, base)
         values[option.name] = value
     depth, ks = values.get("depth"), values.get("ks", DEFAULT_KS)

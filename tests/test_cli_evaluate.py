@@ -274,3 +274,61 @@ def test_a_run_whose_one_word_ids_alone_match_is_refused_for_the_spelling_of_the
         "'refund-policy'; run 'sso_setup', qrels 'sso-setup'), so the metrics would be near 0"
         in err
     ), err
+
+
+def test_duplicates_score_every_metric_per_group_as_a_pytest_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q 0 a 1\n", encoding="utf-8")
+    run = tmp_path / "run.txt"
+    run.write_text("q Q0 b 1 3 t\nq Q0 a 2 2 t\nq Q0 c 3 1 t\n", encoding="utf-8")
+    groups = tmp_path / "dups.tsv"
+    groups.write_text("a\tG\nb\tG\n", encoding="utf-8")
+    args = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--json"]
+    args += ["-m", "mrr", "precision@3", "recall@3", "distinct@3"]
+    assert main(args) == 0
+    # Without groups: b, a, c with a relevant: RR 1/2, P@3 1/3, every result distinct.
+    plain = json.loads(capsys.readouterr().out)["metrics"]
+    assert plain == {"mrr": 0.5, "precision@3": 1 / 3, "recall@3": 1.0, "distinct@3": 1.0}
+    assert main([*args, "--duplicates", str(groups)]) == 0
+    # Per group: b stands for {a, b}, relevant through a, at rank 1 (RR 1); a at rank 2 is its
+    # copy, filler (P@3 still 1/3); 2 groups among 3 results: distinct@3 = 2/3.
+    grouped = json.loads(capsys.readouterr().out)["metrics"]
+    assert grouped == {
+        "mrr": 1.0,
+        "precision@3": pytest.approx(1 / 3),
+        "recall@3": 1.0,
+        "distinct@3": pytest.approx(2 / 3),
+    }
+
+
+def test_a_run_of_copies_of_the_judged_documents_is_scored_with_duplicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 25 topics, each judged on d<n>; the run ranks only their copies c<n> (and a filler).
+    # Without groups no ranking holds a judged id: refused. With the groups a copy stands for
+    # its group, as in a pytest run: scored, every topic's group at rank 1 (recall@2 = 1).
+    qrels = "".join(f"q{n} 0 d{n} 1\n" for n in range(25))
+    run = "".join(f"q{n} Q0 c{n} 1 2 t\nq{n} Q0 x{n} 2 1 t\n" for n in range(25))
+    args = _files(tmp_path, qrels, run)
+    groups = tmp_path / "copies.tsv"
+    groups.write_text("".join(f"d{n}\tG{n}\nc{n}\tG{n}\n" for n in range(25)), encoding="utf-8")
+    assert main([*args, "-m", "recall@2"]) == 2
+    assert "hold a judged id" in capsys.readouterr().err
+    assert main([*args, "-m", "recall@2", "--json", "--duplicates", str(groups)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["metrics"] == {"recall@2": 1.0}
+    assert captured.err == ""
+
+
+def test_a_missing_duplicates_file_is_one_line_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "dups.tsv"
+    args = ["evaluate", "--qrels", str(QRELS), "--run", str(RUN), "--duplicates", str(missing)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{missing}: duplicates file not found" in err
+    assert "check --duplicates" in err
+    assert "ini file" not in err

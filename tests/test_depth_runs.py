@@ -18,7 +18,8 @@ from chunked_corpus import CHUNKS, GOLDEN, QUERIES, cosine_ranking, embed
 from plugin_helpers import RetrievalProject
 
 from pytest_retrieval.baseline import QuerySnapshot
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.evaluate import Conventions, evaluate
+from pytest_retrieval.golden import GoldenSet, Query
 from pytest_retrieval.report.payload import outcome_from_dict, outcome_to_dict
 from pytest_retrieval.retriever import (
     QueryOutcome,
@@ -28,7 +29,7 @@ from pytest_retrieval.retriever import (
     run_pipeline,
 )
 from pytest_retrieval.shards import decode_outcome, encode_outcome
-from pytest_retrieval.snapshot import returned_prefix
+from pytest_retrieval.snapshot import build_snapshot
 from pytest_retrieval.store import RunCache
 
 
@@ -260,12 +261,15 @@ def test_the_probe_re_runs_a_query_at_the_depth_its_ranking_came_from(
     assert sorted(probe) == sorted(depth_of.items())
     determinism = retrieval_project.artifact()["determinism"]
     assert determinism["changed"] == []
-    # The baseline records the configured depth (the largest cutoff), not the deepest call, and
-    # keeps the chunks' document ids as returned beside each ranking.
+    # The baseline records the configured depth (the largest cutoff), not the deepest call; it
+    # keeps the whole document ranking that was scored (all the documents of the deeper call,
+    # what a metric without a cutoff reads) and the chunks' document ids as returned beside it.
     baseline = json.loads((retrieval_project.path / "baseline.json").read_text(encoding="utf-8"))
     assert baseline["settings"]["depth"] == 10
     audit = baseline["queries"]["q-audit"]
-    assert len(audit["top"]["retriever"]) == 10
+    (row,) = [r for r in retrieval_project.artifact()["queries"] if r["id"] == "q-audit"]
+    assert len(audit["top"]["retriever"]) == row["depth"]["retriever"]["documents"] > 10
+    assert audit["top"]["retriever"][:10] == row["rankings"]["retriever"]
     assert audit["returned"]["retriever"][:3] == ["audit"] * 3  # its chunks, as returned
 
 
@@ -368,10 +372,20 @@ def test_a_query_asked_to_the_cap_names_retrieval_max_depth(
 
 
 def test_the_baseline_keeps_the_ids_as_returned_and_rescores_them_by_the_same_rule() -> None:
-    # a, a, c, d kept to depth 2: its first 2 results and up to its second distinct id.
-    assert returned_prefix(("a", "a", "c", "d"), 2) == ("a", "a", "c")
-    assert returned_prefix(("a", "b", "c"), 2) == ("a", "b")
-    assert returned_prefix(("a", "a"), 3) == ("a", "a")
+    # a, a, c, d at depth 2: kept whole, as scored (a metric without a cutoff reads all of it).
+    gold = GoldenSet((Query("q", "t", {"c": 1}),))
+    evaluation = evaluate({"q": ["a", "a", "c", "d"]}, gold.qrels(), ["recall@2", "map"])
+    built = build_snapshot(
+        gold,
+        {"retriever": evaluation},
+        lambda qid, stage: ("a", "c", "d"),
+        metric_names=["recall@2", "map"],
+        settings={"depth": 2},
+        returned_of=lambda qid, stage: ("a", "a", "c", "d"),
+    )
+    assert built.schema_version == 3
+    assert built.queries["q"].top == {"retriever": ("a", "c", "d")}
+    assert built.queries["q"].returned == {"retriever": ("a", "a", "c", "d")}
     query = QuerySnapshot(
         split="tune",
         slices=(),
@@ -416,7 +430,9 @@ def test_rescore_in_results_unit_uses_the_ids_as_returned() -> None:
             schema_version=2,
         )
 
-    done = rescore(snapshot(("a", "a", "c", "d")), snapshot(("a", "c", "d", "e")), ["recall@2"])
+    current = snapshot(("a", "c", "d", "e"))
+    conventions = Conventions.from_recorded(current.settings)
+    done = rescore(snapshot(("a", "a", "c", "d")), current, ["recall@2"], conventions)
     # Baseline: the top 2 results are a, a (no c): 0. Current: a, c: 1. As evaluate() says.
     assert done.baseline.queries["q"].metrics["retriever"]["recall@2"] == 0.0
     assert done.current.queries["q"].metrics["retriever"]["recall@2"] == 1.0

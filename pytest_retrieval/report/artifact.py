@@ -125,6 +125,7 @@ def build_artifact(
         },
         "retriever": _retriever_block(session),
         "run": session.run_info.to_dict() if session.run_info is not None else None,
+        "commit": session.commit.to_dict() if session.commit is not None else None,
         "stages": list(session.stages),
         "results": results,
         "gates": gates,

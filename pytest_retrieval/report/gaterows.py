@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..determinism import stale_warning
+from ..gates import gate_source
 from ..verdict import Status, Stop, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
@@ -25,7 +26,7 @@ class GateRow:
     """One gate (threshold, assert or regression check) as the reports show it."""
 
     status: str  # "pass", "fail" or "skip"
-    kind: str  # "threshold", "assert" or "regression"
+    kind: str  # "threshold", "assert", "score" or "regression"
     metric: str
     stage: str | None
     split: str | None
@@ -78,9 +79,9 @@ class GateRow:
 
     @property
     def source(self) -> str:
-        """Where the gate came from: ``test`` (asserted in a test) or ``declared`` (an ini or
-        gates-file line, or a default regression check)."""
-        return "test" if self.kind == "assert" else "declared"
+        """Where the gate came from: ``test`` (asserted in a test, or a Score compared there) or
+        ``declared`` (an ini or gates-file line, or a default regression check)."""
+        return gate_source(self.kind)
 
     @property
     def worst(self) -> list[str]:
@@ -142,6 +143,9 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
     budget = outcome.get("budget")
     target = f"drop ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
+    since = _text(outcome.get("since"))
+    if since is not None:  # an anchored budget: the drop since its anchor
+        target += f" since {since}"
     p_value = outcome.get("p_value")
     significance = ""
     note = ""

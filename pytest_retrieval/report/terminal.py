@@ -573,6 +573,10 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 )
                 if v
             )
+            if regression.since:  # an anchored budget: judged since its anchor
+                where = (
+                    f"{where}, since={regression.since}" if where else f"since={regression.since}"
+                )
             if change:  # a stage was added or removed: say which two were compared
                 where = f"{change}; {where}" if where else change
             p_value = "n/a" if regression.p_value is None else f"{regression.p_value:.3g}"

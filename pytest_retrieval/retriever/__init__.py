@@ -5,11 +5,13 @@ Shapes
 A *retriever* is what the user's ``retriever_under_test`` fixture returns. Recognised, in this
 order (:func:`describe_retriever` says which one an object is and whether the depth reaches it):
 
-* a :class:`HaystackPipeline`: a Haystack ``Pipeline`` with the socket that takes the query text
-  named, ``HaystackPipeline(pipeline, input="retriever.query")``. The depth goes to the only open
-  ``top_k`` socket (or the one named with ``top_k="retriever.top_k"``); the ranking is read from
-  the only open ``documents`` output (or ``output="retriever.documents"``, which may be an inner
-  component's). A bare ``Pipeline`` is refused: it cannot tell which input is the query.
+* a :class:`HaystackPipeline`: a Haystack ``Pipeline`` with the sockets that take the query text
+  named, ``HaystackPipeline(pipeline, input="retriever.query")``, or several for a hybrid
+  (``input=["bm25.query", "embedder.text"]``: each gets the text). The depth goes to every open
+  ``top_k`` socket (or the ones named with ``top_k="retriever.top_k"`` or a list); the ranking is
+  read from the only open ``documents`` output (or ``output="retriever.documents"``, which may be
+  an inner component's). A bare ``Pipeline`` is refused: it cannot tell which input is the query;
+  so is a wrapped one leaving a mandatory input empty (Haystack would refuse every query).
 * a Haystack component: ``run(query=text, top_k=depth)`` returning ``{"documents": [...]}``.
 * a LangChain retriever (``langchain_core`` ``BaseRetriever``): ``batch(texts, k=depth)``. Its
   keyword arguments reach ``_get_relevant_documents`` only when that method takes extra

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any, TypeGuard
@@ -150,32 +150,127 @@ class RetrieverShape:
     hint_builds: bool = False
 
 
+Sockets = str | Collection[str] | Mapping[str, str]
+"""Sockets of a Haystack pipeline: ``"component.socket"``, several of them (a list, a tuple, a
+set) or a mapping ``{"component": "socket"}``."""
+
+
+def _is_socket(name: object) -> bool:
+    return isinstance(name, str) and name.count(".") == 1 and "" not in name.split(".")
+
+
+def _socket_names(option: str, value: Any) -> str | tuple[str, ...]:
+    """``value`` as ``"component.socket"`` (one) or a tuple of them (several; a repeated name is
+    kept once, where it first appears).
+
+    ValueError naming the option for anything else: a string without exactly one dot, an empty
+    collection for ``input``, a member that is not a string.
+    """
+    example = {
+        "input": 'e.g. input="retriever.query" or input=["bm25.query", "embedder.text"]',
+        "top_k": 'e.g. top_k="retriever.top_k" or top_k=["bm25.top_k", "dense.top_k"]',
+    }[option]
+    if isinstance(value, str):
+        names: list[Any] = [value]
+    elif isinstance(value, Mapping):
+        names = [
+            f"{c}.{s}" if isinstance(c, str) and isinstance(s, str) else (c, s)
+            for c, s in value.items()
+        ]
+    elif isinstance(value, Collection):
+        # A set has no order: sorted, so the call (and the cache key's shape) is the same each run.
+        names = sorted(value, key=repr) if isinstance(value, Set) else list(value)
+    else:
+        names = [value]
+    for name in names:
+        if not _is_socket(name):
+            which = "" if value is name else f" ({name!r} is not)"
+            raise ValueError(
+                f"HaystackPipeline({option}={value!r}): expected 'component.socket'{which}, "
+                f"{example}"
+            )
+    if not names and option == "input":
+        raise ValueError(
+            f"HaystackPipeline(input={value!r}): no socket would get the query text; name each "
+            'socket that takes it, e.g. input=["bm25.query", "embedder.text"]'
+        )
+    if isinstance(value, str):
+        return value
+    return tuple(dict.fromkeys(names))
+
+
 @dataclass(frozen=True, slots=True)
 class HaystackPipeline:
     """A Haystack ``Pipeline`` as a retriever: where the query goes, the depth, the documents.
 
-    ``input`` is ``"component.socket"`` receiving the query text (``"retriever.query"``, or
-    ``"embedder.text"`` in front of an embedding retriever). ``top_k`` names the socket that
-    receives the depth (default: the only open input socket called ``top_k``); ``output`` names
-    the socket holding the ranked documents (default: the only open output called
-    ``documents``). Each query runs ``pipeline.run(data)`` once.
+    ``input`` names the sockets receiving the query text: one ``"component.socket"``
+    (``"retriever.query"``, or ``"embedder.text"`` in front of an embedding retriever), or several
+    for a pipeline with more than one entry (a hybrid: ``["bm25.query", "embedder.text"]``, or the
+    mapping ``{"bm25": "query", "embedder": "text"}``); every one gets the same text. ``top_k``
+    names the sockets receiving the depth (one or several; an empty list: none); by default every
+    open input socket called ``top_k`` gets it (each retriever of a hybrid and its joiner).
+    ``output`` names the socket holding the ranked documents (default: the only open output
+    called ``documents``). Each query runs ``pipeline.run(data)`` once. Several sockets are kept
+    as a tuple, in the order given.
     """
 
     pipeline: Any
-    input: str
-    top_k: str | None = None
+    input: Sockets
+    top_k: Sockets | None = None
     output: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("input", "top_k", "output"):
-            value = getattr(self, name)
-            if value is None and name != "input":
-                continue
-            if not isinstance(value, str) or value.count(".") != 1 or "" in value.split("."):
-                raise ValueError(
-                    f"HaystackPipeline({name}={value!r}): expected 'component.socket', "
-                    'e.g. input="retriever.query"'
-                )
+        # Frozen: the normalised form (a tuple for several) replaces what was given.
+        object.__setattr__(self, "input", _socket_names("input", self.input))
+        if self.top_k is not None:
+            object.__setattr__(self, "top_k", _socket_names("top_k", self.top_k))
+        if self.output is not None and not _is_socket(self.output):
+            raise ValueError(
+                f"HaystackPipeline(output={self.output!r}): expected one 'component.socket', "
+                'e.g. output="retriever.documents"'
+            )
+        both = set(self.input_sockets) & set(self.top_k_sockets or ())
+        if both:
+            raise ValueError(
+                f"HaystackPipeline: {', '.join(sorted(both))} is named both as an input (the query "
+                "text) and as a top_k socket (the depth); a socket gets one of them"
+            )
+
+    @property
+    def input_sockets(self) -> tuple[str, ...]:
+        """Every ``"component.socket"`` that gets the query text."""
+        return (self.input,) if isinstance(self.input, str) else tuple(self.input)
+
+    @property
+    def top_k_sockets(self) -> tuple[str, ...] | None:
+        """The ``"component.socket"``s named for the depth; None: every open ``top_k``."""
+        if self.top_k is None:
+            return None
+        return (self.top_k,) if isinstance(self.top_k, str) else tuple(self.top_k)
+
+    def retrieval_identity(self) -> str:
+        """What the retriever-output cache keys this pipeline by
+        (:func:`~pytest_retrieval.cachekey.retriever_identity`): every component's name, class
+        and readable ``top_k``, every connection, and the sockets named here. The wrapper's own
+        class alone would let two different pipelines share cached rankings."""
+        pipeline = self.pipeline
+        walk = getattr(pipeline, "walk", None)
+        components = []
+        for name, component in walk() if callable(walk) else ():
+            kind = f"{type(component).__module__}.{type(component).__qualname__}"
+            top_k = getattr(component, "top_k", None)
+            components.append(f"{name}={kind}" + (f"(top_k={top_k})" if type(top_k) is int else ""))
+        graph = getattr(pipeline, "graph", None)
+        edges = getattr(graph, "edges", None)
+        connections = (
+            [f"{u}->{v}:{key}" for u, v, key in edges(keys=True)] if callable(edges) else []
+        )
+        kind = f"{type(pipeline).__module__}.{type(pipeline).__qualname__}"
+        return (
+            f"HaystackPipeline[{kind}; components {', '.join(sorted(components))}; "
+            f"connections {', '.join(sorted(connections))}; input {self.input!r}; "
+            f"top_k {self.top_k!r}; output {self.output!r}]"
+        )
 
 
 def _describe(value: Any) -> str:
