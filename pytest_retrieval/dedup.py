@@ -103,6 +103,16 @@ class DuplicateGroups:
         """The group key of a doc id (the id itself when it has no copy)."""
         return self.key_of.get(doc, doc)
 
+    def with_copies(self, ids: Iterable[str]) -> set[str]:
+        """``ids`` and every copy of them (the members of their groups): what counts as judged
+        when a copy stands for its group (the id checks of a pytest run and of ``evaluate``)."""
+        out = set(ids)
+        for doc in list(out):
+            key = self.key_of.get(doc)
+            if key is not None:
+                out.update(self._members[key])
+        return out
+
     def __len__(self) -> int:
         return len(self._members)
 

@@ -19,7 +19,7 @@ The rule, written once (docs/frameworks.md, "Depth", points here):
   and only where the depth reaches the retriever (a ``k``/``top_k`` parameter, LangChain
   ``k=``, Haystack ``top_k``). Where it cannot (a LlamaIndex ``similarity_top_k``,
   ``BM25Retriever``, a function without ``k``), the run's checks name the build-time knob and
-  the number that would fill K (:mod:`pytest_retrieval.runchecks`).
+  the number that would fill K (:mod:`pytest_retrieval.shortrankings`).
 * With ``retrieval_cutoff_unit = results``, K counts the results as returned: nothing is asked
   again.
 """

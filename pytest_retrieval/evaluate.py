@@ -396,6 +396,21 @@ def check_cutoff_unit(value: object) -> CutoffUnit:
     )
 
 
+def measured_unit(spec: MetricSpec, cutoff_unit: str) -> CutoffUnit:
+    """What ``spec``'s cutoff K counts, so how long a ranking must be to fill it: the one rule
+    (docs/metrics.md, "Repeated ids and what K counts").
+
+    ``"results"`` (the ids as returned, repeats kept) for ``distinct@K``, which is defined over
+    the top K results as returned, and for every metric under ``cutoff_unit="results"``;
+    ``"documents"`` (the document ranking) otherwise. :func:`evaluate_documents` scores by it
+    and the run's short-ranking checks (:mod:`pytest_retrieval.shortrankings`) measure a ranking's
+    length in it: ``a, a, c, d`` fills distinct@4 but not recall@4.
+    """
+    if spec.name == "distinct" or cutoff_unit == "results":
+        return "results"
+    return "documents"
+
+
 def split_repeats(
     run: Mapping[str, Sequence[str]],
 ) -> tuple[Mapping[str, Sequence[str]], dict[str, Sequence[str]]]:

@@ -8,7 +8,9 @@ never imports what draws it.
 The baseline-update policy: a baseline is written only with the update flag, only when the
 retriever ran, and never from a run where queries failed (a baseline must not record failures as
 quality), that was refused or errored (its numbers mean nothing: the committed file is left as
-it is) or that was interrupted (an interrupted session writes nothing at all).
+it is), in which no ranking holds a judged id (a baseline of zeros, even with
+``retrieval_id_check = off``: :func:`.runchecks.without_judged_ids`) or that was interrupted (an
+interrupted session writes nothing at all).
 
 A refused or errored run (:class:`~pytest_retrieval.verdict.Stop`) prints its reason and fix
 first, as one block, with no summary table; its report files say ``refused`` or ``errored``.
@@ -270,6 +272,10 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
         )
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
     refused = _unrepresentative(session)
+    if refused is None:
+        from .runchecks import without_judged_ids
+
+        refused = without_judged_ids(session)
     if refused is not None:
         return Line(f"pytest-retrieval: baseline not written to {path}: {refused}", "red"), (
             EXIT_TESTS_FAILED

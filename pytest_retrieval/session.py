@@ -43,7 +43,7 @@ from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
 from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
 from .stages import final_stage, pipeline_order
-from .verdict import Stop, Verdict
+from .verdict import Status, Stop, Verdict
 
 if TYPE_CHECKING:
     from .abstention import Sweep
@@ -464,7 +464,7 @@ class RetrievalSession:
         """Failed gates, regressions and queries: the one verdict of this session."""
         return Verdict.count(
             (g.passed for g in self.gate_outcomes),
-            (r.passed for r in self.regression_outcomes),
+            (Status(r.status) for r in self.regression_outcomes),
             failed_queries=len(self.failed_queries()),
             queries=len(self.scorable_queries()),
             stop=self.stop,

@@ -2,7 +2,7 @@
 
 The table has one row per configured metric (at each K) and one column per selection:
 ``overall``, each slice, and the held-out split when it is unsealed (its aggregates only). A
-metric that a gate would refuse at a stage (:func:`.runchecks.depth_problem`: every ranking
+metric that a gate would refuse at a stage (:func:`.shortrankings.depth_problem`: every ranking
 shorter than its K) shows no number (:func:`shown_means`), so no cell prints a number a gate
 refuses. Latencies are the p50 and p95 of one stage over the queries that were called (cached
 queries have none). :func:`depth_facts` says how deep the retriever was asked and why.
@@ -56,19 +56,29 @@ def refused(
     session: RetrievalSession, stage: str, specs: Iterable[MetricSpec] | None = None
 ) -> frozenset[str]:
     """The metrics of ``specs`` (default: the configured ones) a gate would refuse at
-    ``stage`` (every ranking shorter than their K: :func:`.runchecks.depth_problem`)."""
-    from .runchecks import depth_problem, stage_rankings
+    ``stage`` (every ranking shorter than their K: :func:`.shortrankings.depth_problem`)."""
+    from .evaluate import measured_unit
+    from .shortrankings import Measured, depth_problem
 
     if not session.has_run:
         return frozenset()
-    found = stage_rankings(session, stage)
+    measured: Measured = {}
     wanted = session.settings.metric_specs if specs is None else tuple(specs)
-    refused_ks = {
-        spec.k
-        for spec in {MetricSpec("recall", s.k) for s in wanted if s.k is not None}
-        if depth_problem(session, spec, stage, found) is not None
+    # Whether a metric is refused depends on its K and on what its K counts, not on the
+    # metric: one check per (unit, K).
+    unit = session.settings.cutoff_unit
+    first: dict[tuple[str, int], MetricSpec] = {}
+    for spec in wanted:
+        if spec.k is not None:
+            first.setdefault((measured_unit(spec, unit), spec.k), spec)
+    refused_keys = {
+        key
+        for key, spec in first.items()
+        if depth_problem(session, spec, stage, measured) is not None
     }
-    return frozenset(str(s) for s in wanted if s.k in refused_ks)
+    return frozenset(
+        str(s) for s in wanted if s.k is not None and (measured_unit(s, unit), s.k) in refused_keys
+    )
 
 
 def shown_means(evaluation: Evaluation, refused: Collection[str]) -> dict[str, float | None]:

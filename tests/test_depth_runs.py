@@ -9,6 +9,7 @@ hand-computed from the rule's formula or read from the library's own answers.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -349,9 +350,25 @@ def test_a_query_asked_to_the_cap_names_retrieval_max_depth(
     artifact = retrieval_project.artifact()
     (warning,) = [w for w in artifact["warnings"] if w["kind"] == "short_rankings"]
     assert warning["deepest"] == 11
-    assert "Fix: raise retrieval_max_depth (now 11) to about " in warning["message"]
     rows = {row["id"]: row for row in artifact["queries"]}
     assert rows["q-audit"]["depth"]["retriever"]["asked"] == 11
+    # The number, by hand from the rankings at the depth each query was asked: ``most`` chunks
+    # of one document in one ranking at most, so (10 - 1) * most + 1 results hold 10 documents
+    # if no document has more; a ranking of R results in D documents needs R + 10 - D at least.
+    chunk_rankings = [
+        cosine_ranking(QUERIES[qid][0])[: row["depth"]["retriever"]["asked"]]
+        for qid, row in rows.items()
+    ]
+    counts = [Counter(c.split("#")[0] for c in chunks) for chunks in chunk_rankings]
+    most = max(max(c.values()) for c in counts)
+    at_least = max(sum(c.values()) + 10 - len(c) for c in counts if len(c) < 10)
+    enough = 9 * most + 1
+    assert (
+        f"Fix: raise retrieval_max_depth (now 11) to {enough}, or start every query at "
+        f"retrieval_depth = {enough} ({enough} results hold 10 documents for every query seen "
+        f"here if no document has more than {most} chunks, the most one ranking held of one "
+        f"document; fewer than {at_least} results cannot)" in warning["message"]
+    ), warning["message"]
 
 
 def test_the_baseline_keeps_the_ids_as_returned_and_rescores_them_by_the_same_rule() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -303,15 +304,33 @@ def test_a_function_with_k_is_asked_again_only_for_the_short_queries(
 # --- where the depth cannot be handed over: the knob and the number ---------------------------
 
 
-def fill_estimate(chunk_rankings: dict[str, list[str]], documents: int = 10) -> int:
-    """The results that would fill ``documents`` at each short ranking's own chunks per
-    document, the largest over the queries (hand-computed, from the library's answers)."""
-    needed = []
-    for chunks in chunk_rankings.values():
-        found = len(documents_of(chunks))
-        if found < documents:
-            needed.append(math.ceil(documents * len(chunks) / found))
-    return max(needed)
+def fill_bounds(chunk_rankings: dict[str, list[str]], documents: int = 10) -> tuple[int, int, int]:
+    """``(enough, at_least, most)`` for the short rankings of the library's answers, by hand:
+    ``most`` is the most chunks of one document in one ranking; if no document has more, the
+    worst case puts every chunk of ``documents - 1`` documents before the last one needed, so
+    ``(documents - 1) * most + 1`` results are enough; and each result past those returned adds
+    at most one document, so a ranking of R results holding D documents needs at least
+    ``R + documents - D``."""
+    most = max(max(documents_of_counts(chunks).values()) for chunks in chunk_rankings.values())
+    short = [c for c in chunk_rankings.values() if len(documents_of(c)) < documents]
+    at_least = max(len(c) + documents - len(documents_of(c)) for c in short)
+    return (documents - 1) * most + 1, at_least, most
+
+
+def documents_of_counts(chunk_ids: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for chunk in chunk_ids:
+        doc = chunk.split("#")[0]
+        counts[doc] = counts.get(doc, 0) + 1
+    return counts
+
+
+def fill_words(enough: int, at_least: int, most: int, documents: int = 10) -> str:
+    return (
+        f"({enough} results hold {documents} documents for every query seen here if no "
+        f"document has more than {most} chunks, the most one ranking held of one document; "
+        f"fewer than {at_least} results cannot)"
+    )
 
 
 LLAMAINDEX = """
@@ -371,7 +390,7 @@ def test_llamaindex_gets_its_knob_and_the_number_that_would_fill_k(
     by_text = {text: qid for qid, (text, _r) in QUERIES.items()}
     chunk_rankings = {by_text[t]: ids for t, ids in library.items()}
     assert all(len(ids) == 10 for ids in chunk_rankings.values())  # similarity_top_k=10
-    number = fill_estimate(chunk_rankings)
+    number, at_least, most = fill_bounds(chunk_rankings)
     artifact = retrieval_project.artifact()
     (warning,) = short_warnings(artifact)
     short = sum(1 for ids in chunk_rankings.values() if len(documents_of(ids)) < 10)
@@ -383,9 +402,22 @@ def test_llamaindex_gets_its_knob_and_the_number_that_would_fill_k(
     assert (
         "Fix: a LlamaIndex retriever returns what it was built for: build it with "
         f"similarity_top_k={number}, e.g. index.as_retriever(similarity_top_k={number}) "
-        f"(at the results per document seen here, about {number} results fill 10 documents)"
+        + fill_words(number, at_least, most)
         in warning["message"]
     )
+    # The number is enough: built with it, the library's own answers hold 10 documents for
+    # every query, and the plugin warns no more.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LLAMAINDEX.replace("similarity_top_k=10", f"similarity_top_k={number}"),
+        ks=KS,
+        ini={"retrieval_doc_id": "node.metadata.source", **GATE},
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    library = json.loads((retrieval_project.path / "library.json").read_text(encoding="utf-8"))
+    assert all(len(ids) == number for ids in library.values())
+    assert all(len(documents_of(ids)) >= 10 for ids in library.values())
+    assert not short_warnings(retrieval_project.artifact())
     assert f"similarity_top_k={number}" in unwrapped(result)
     assert (
         "depth: cannot be handed to this retriever: it returns what it was built for (10 results)"
@@ -434,7 +466,7 @@ def test_bm25_retriever_gets_its_knob_and_the_number_that_would_fill_k(
     chunk_rankings = {
         qid: [str(d.id) for d in library.invoke(text)] for qid, (text, _r) in QUERIES.items()
     }
-    number = fill_estimate(chunk_rankings)
+    number, at_least, most = fill_bounds(chunk_rankings)
     retrieval_project.write(
         golden=GOLDEN,
         conftest=BM25,
@@ -446,9 +478,166 @@ def test_bm25_retriever_gets_its_knob_and_the_number_that_would_fill_k(
     (warning,) = short_warnings(retrieval_project.artifact())
     assert (
         f"Fix: BM25Retriever drops k=: build it with k={number}, e.g. "
-        f"BM25Retriever.from_documents(docs, k={number}) (at the results per document seen "
-        f"here, about {number} results fill 10 documents)" in warning["message"]
+        f"BM25Retriever.from_documents(docs, k={number}) "
+        + fill_words(number, at_least, most)
+        in warning["message"]
     )
+    # Following it fills: the library built with that k holds 10 documents for every query,
+    # and the plugin run with it warns no more.
+    built = BM25Retriever.from_documents(
+        [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS], k=number
+    )
+    for text, _relevant in QUERIES.values():
+        assert len(documents_of([str(d.id) for d in built.invoke(text)])) >= 10
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=BM25.replace("k=10", f"k={number}"),
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    assert not short_warnings(retrieval_project.artifact())
+
+
+def test_a_collapse_warning_has_one_fix_in_every_report(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # BM25Retriever built with k=10: the warning's one fix names a k that fills 10 documents.
+    # A second "Fix: ... build it with k=10" (the depth it already has) contradicted it.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=BM25,
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run(
+        "--retrieval-json=out.json", "--retrieval-markdown=out.md", "--retrieval-html=out.html"
+    )
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert warning["message"].count("Fix:") == 1, warning["message"]
+    assert "k=10," not in warning["message"]
+    terminal = unwrapped(result)
+    start = terminal.index("warning: short rankings")
+    paragraph = terminal[start : terminal.index("\n", start)]
+    assert paragraph.count("Fix:") == 1, paragraph
+    markdown = (retrieval_project.path / "out.md").read_text(encoding="utf-8")
+    (line,) = [x for x in markdown.splitlines() if "short rankings" in x]
+    assert line.count("Fix:") == 1, line
+    html = (retrieval_project.path / "out.html").read_text(encoding="utf-8")
+    assert html.count("Fix:") == 1
+
+
+ENSEMBLE = """
+import warnings
+import pytest
+from chunked_corpus import CHUNKS, embed
+from langchain_classic.retrievers import EnsembleRetriever
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.retrievers import BM25Retriever
+
+
+class BagOfWords(Embeddings):
+    def embed_documents(self, texts):
+        return [embed(t) for t in texts]
+
+    def embed_query(self, text):
+        return embed(text)
+
+
+def build(k):
+    docs = [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS]
+    store = InMemoryVectorStore(BagOfWords())
+    store.add_documents(docs)
+    bm25 = BM25Retriever.from_documents(docs, k=k)
+    return EnsembleRetriever(retrievers=[bm25, store.as_retriever(search_kwargs={"k": k})])
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return build(BUILT_K)
+"""
+
+
+def build_ensemble(k: int) -> Any:
+    """The conftest's EnsembleRetriever, built here the same way (the real libraries)."""
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+
+    class BagOfWords(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [embed(t) for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return embed(text)
+
+    docs = [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS]
+    store = InMemoryVectorStore(BagOfWords())
+    store.add_documents(docs)
+    return EnsembleRetriever(
+        retrievers=[
+            BM25Retriever.from_documents(docs, k=k),
+            store.as_retriever(search_kwargs={"k": k}),
+        ]
+    )
+
+
+def test_an_ensemble_warning_says_up_to_and_its_artifact_hint_names_the_k_of_its_fix(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # An EnsembleRetriever of BM25 and a vector store, each built with k=3: the union of their
+    # answers is 3 or 4 results per query. The warning said "came back full (4 results)" of
+    # every query, and the artifact's hint named k=10 (the depth asked, which cannot reach it)
+    # while the message's fix named the k that fills 10 documents. And its lower bound counts
+    # results, which an ensemble's k is not.
+    answers = {
+        qid: [d.metadata["source"] for d in build_ensemble(3).invoke(text)]
+        for qid, (text, _r) in QUERIES.items()
+    }
+    collapsed = {q: a for q, a in answers.items() if len(set(a)) < min(10, len(a))}
+    lengths = {len(a) for a in collapsed.values()}
+    assert len(lengths) > 1  # the unions differ: "up to" the longest
+    # By hand (fill_bounds): ``most`` chunks of one document in one answer; (10 - 1) * most + 1
+    # results hold 10 documents if no document has more; R results in D documents need at
+    # least R + 10 - D.
+    most = max(max(Counter(a).values()) for a in answers.values())
+    at_least = max(len(a) + 10 - len(set(a)) for a in collapsed.values())
+    number = 9 * most + 1
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=ENSEMBLE.replace("BUILT_K", "3"),
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", **GATE},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json")
+    (warning,) = short_warnings(retrieval_project.artifact())
+    message = warning["message"]
+    assert (
+        f"{len(collapsed)} of them came back full (up to {max(lengths)} results) but" in message
+    ), message
+    knob = (
+        f"EnsembleRetriever drops k=: build each retriever it combines with k={number}, e.g. "
+        f"BM25Retriever.from_documents(docs, k={number}) and "
+        f'as_retriever(search_kwargs={{"k": {number}}})'
+    )
+    assert f"Fix: {knob} ({number} results hold 10 documents" in message, message
+    assert f"fewer than {at_least} results cannot)" in message, message
+    assert warning["hint"] == knob
+    # Following it fills: each retriever built with that k, the union holds 10 documents.
+    for text, _relevant in QUERIES.values():
+        assert len({d.metadata["source"] for d in build_ensemble(number).invoke(text)}) >= 10
 
 
 K_LESS = """
@@ -513,6 +702,33 @@ def test_a_gate_every_ranking_is_too_short_for_is_refused_and_the_table_shows_no
     assert ["recall@5", "0.5000"] in table, table
 
 
+def test_a_gate_without_a_number_says_why_in_its_gates_line_and_in_the_markdown(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 9 chunks per query hold at most 9 documents: recall@10 has no number. Its line in the
+    # gates section said only "n/a (n=0)"; it now says why, in short.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=K_LESS.replace("CHUNKS_RETURNED", "9"),
+        ks=KS,
+        ini={"retrieval_doc_id_separator": "#", **GATE},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-markdown=out.md")
+    longest = max(
+        len(documents_of(cosine_ranking(text)[:9])) for text, _relevant in QUERIES.values()
+    )
+    reason = (
+        "cannot be scored: every ranking [retriever] holds fewer than 10 documents "
+        f"(longest {longest})"
+    )
+    (line,) = [x for x in result.stdout.lines if x.startswith("FAIL recall@10 >= 0.5")]
+    assert line == f"FAIL recall@10 >= 0.5: n/a ({reason}) — pytest.ini::recall_at_10_ge_0.5"
+    markdown = (retrieval_project.path / "out.md").read_text(encoding="utf-8")
+    escaped = reason.replace("[", "\\[").replace("]", "\\]")  # Markdown escapes brackets
+    assert f"- ❌ `recall@10 ≥ 0.5` (overall): {escaped}" in markdown, markdown
+
+
 # --- repeated ids: one rule under pytest and in evaluate() --------------------------------------
 
 REPEATS_GOLDEN = "version: 1\nqueries:\n  - id: q\n    text: anything\n    relevant: [c]\n"
@@ -561,3 +777,224 @@ def test_repeated_ids_score_the_same_under_pytest_and_in_evaluate(
         cutoff_unit=unit,  # type: ignore[arg-type]
     )
     assert plain.per_query["q"] == row["metrics"]["retriever"]
+
+
+# --- distinct@K counts the results as returned: never refused for what collapsed -------------
+
+REPEATS_WITHOUT_K = """
+import pytest
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text):
+        return ["a", "a", "c", "d"]
+
+    return search
+"""
+
+
+def test_distinct_at_k_is_scored_on_the_results_as_returned_when_documents_fall_short(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # a, a, c, d from a function without k: 3 documents, so recall@4 is refused (4 documents
+    # are not there), but distinct@4 is defined over the 4 results as returned, which came
+    # back: 3 distinct ids of 4 = 0.75 (hand), a number, and the gate at 0.7 passes.
+    retrieval_project.write(
+        golden=REPEATS_GOLDEN,
+        conftest=REPEATS_WITHOUT_K,
+        ks="2,4",
+        ini={
+            "retrieval_metrics": "recall,distinct",
+            "retrieval_thresholds": "distinct@4 >= 0.7",
+        },
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json", "-v")
+    result.assert_outcomes(passed=2)
+    artifact = retrieval_project.artifact()
+    gate = gate_value(artifact, "distinct@4")
+    assert (gate["passed"], gate["value"]) == (True, 0.75)
+    overall = next(r for r in artifact["results"] if r["column"] == "overall")
+    assert overall["metrics"]["distinct@4"] == 0.75  # the table shows it too
+    assert overall["metrics"]["recall@4"] is None  # 3 documents cannot fill recall@4
+    table = [line.split() for line in result.stdout.lines if line.startswith("distinct@")]
+    assert ["distinct@4", "0.7500"] in table, table
+
+
+def test_distinct_at_10_of_a_real_bm25_retriever_is_its_share_of_distinct_documents(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # BM25Retriever built with k=10 over 3-4 chunks per document, without q-step0 (whose 10
+    # chunks are 10 documents): every query's 10 chunks hold fewer than 10 documents, so
+    # recall@10 is refused, but distinct@10 is the share of the 10 results that are not a
+    # copy: from the library's own answers.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+
+    library = BM25Retriever.from_documents(
+        [Document(id=c, page_content=t, metadata={"source": d}) for c, d, t in CHUNKS], k=10
+    )
+    queries = {qid: q for qid, q in QUERIES.items() if qid != "q-step0"}
+    shares = []
+    for text, _relevant in queries.values():
+        sources = [d.metadata["source"] for d in library.invoke(text)]
+        assert len(sources) == 10
+        shares.append(len(set(sources)) / 10)
+        assert len(set(sources)) < 10
+    expected = sum(shares) / len(shares)
+    retrieval_project.write(
+        golden="version: 1\nqueries:\n"
+        + "".join(
+            f"  - id: {qid}\n    text: {text}\n    relevant: [{', '.join(relevant)}]\n"
+            for qid, (text, relevant) in queries.items()
+        ),
+        conftest=BM25,
+        ks=KS,
+        ini={"retrieval_doc_id": "metadata.source", "retrieval_thresholds": "distinct@10 >= 0.3"},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    gate = gate_value(retrieval_project.artifact(), "distinct@10")
+    assert gate["passed"] is True
+    assert gate["value"] == pytest.approx(expected)
+
+
+#: One long document of 8 chunks that all match "alpha", six short ones of 2 chunks.
+UNEVEN_CHUNKS = [(f"big-{n}", f"alpha guide part {n}") for n in range(8)] + [
+    (f"d{i}-{n}", f"other words {i} {n}") for i in range(1, 7) for n in range(2)
+]
+UNEVEN_MAP = "".join(f"{chunk}\t{chunk.split('-')[0]}\n" for chunk, _text in UNEVEN_CHUNKS)
+UNEVEN_GOLDEN = "version: 1\nqueries:\n  - id: q\n    text: alpha\n    relevant: [big]\n"
+UNEVEN = f"""
+import warnings
+import pytest
+from langchain_core.documents import Document
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.retrievers import BM25Retriever
+
+CHUNKS = {UNEVEN_CHUNKS!r}
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return BM25Retriever.from_documents(
+        [Document(id=c, page_content=t) for c, t in CHUNKS], k=BUILT_K
+    )
+"""
+
+
+def test_with_a_doc_map_the_number_is_enough_for_unevenly_chunked_documents(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # "alpha" with k=4: the four results are chunks of big (4 of its 8), 1 document, K=3.
+    # Without chunk counts the most seen of one document is 4, and (3 - 1) * 4 + 1 = 9 would
+    # be enough only if no document had more than 4 chunks; big has 8. The doc map says so:
+    # worst case, big's 4 other chunks, then the largest document it does not hold (2 chunks),
+    # then the one more needed: 4 + 4 + 2 + 1 = 11 (by hand). At least 4 + 3 - 1 = 6.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+
+    def documents_at(k: int) -> int:
+        library = BM25Retriever.from_documents(
+            [Document(id=c, page_content=t) for c, t in UNEVEN_CHUNKS], k=k
+        )
+        return len(dict.fromkeys(str(d.id).split("-")[0] for d in library.invoke("alpha")))
+
+    # The library's own answers: 9 results still hold 2 documents, 11 hold 3 (11 is enough).
+    assert (documents_at(4), documents_at(9), documents_at(11)) == (1, 2, 3)
+    ini = {"retrieval_doc_id_map": "chunks.tsv", "retrieval_thresholds": "recall@1 >= 0.5"}
+    retrieval_project.write(
+        golden=UNEVEN_GOLDEN,
+        conftest=UNEVEN.replace("BUILT_K", "4"),
+        ks="1,3",
+        ini=ini,
+        tests=RUN_TEST,
+    )
+    (retrieval_project.path / "chunks.tsv").write_text(UNEVEN_MAP, encoding="utf-8")
+    retrieval_project.run("--retrieval-json=out.json")
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert (
+        "build it with k=11, e.g. BM25Retriever.from_documents(docs, k=11) (11 results hold 3 "
+        "documents for every query seen here by the chunks per document in "
+        "retrieval_doc_id_map; fewer than 6 results cannot)" in warning["message"]
+    ), warning["message"]
+    retrieval_project.write(
+        golden=UNEVEN_GOLDEN, conftest=UNEVEN.replace("BUILT_K", "11"), ks="1,3", ini=ini
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=2)
+    assert not short_warnings(retrieval_project.artifact())
+
+
+# --- the index runs out: no depth fills K -------------------------------------------------------
+
+
+def test_when_the_index_runs_out_the_warning_says_so_instead_of_asking_for_more(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # 12 documents in 42 chunks (chunked_corpus) under recall@16: each query is asked deeper
+    # until its call comes back with fewer results than asked, all 42 chunks, 12 documents.
+    # Asking for more cannot help; the fix is a smaller K.
+    assert (len(CHUNKS), len({d for _c, d, _t in CHUNKS})) == (42, 12)
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LANGCHAIN.replace("BUILT_K", "4"),
+        ks="1,5,16",
+        ini={"retrieval_doc_id": "metadata.source", "retrieval_thresholds": "recall@16 >= 0.5"},
+        tests=RUN_TEST,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=1, failed=1)
+    artifact = retrieval_project.artifact()
+    asked = max(row["depth"]["retriever"]["asked"] for row in artifact["queries"])
+    assert all(row["depth"]["retriever"]["returned"] == 42 for row in artifact["queries"])
+    assert asked > 42
+    (warning,) = short_warnings(artifact)
+    assert (warning["exhausted"], warning["asked"], warning["returned"]) == (4, asked, 42)
+    assert warning["message"] == (
+        "short rankings [retriever]: 4 of 4 rankings hold fewer than 16 documents (longest 12, "
+        f"median 12); 4 of them came back with fewer results than asked for (up to {asked} "
+        "asked, at most 42 returned): the index holds no more for them; every metric at @16 is "
+        "scored on at most 12 documents. Fix: the index holds fewer than 16 documents for these "
+        "queries (at most 12 came back): gate K of at most 12 (retrieval_ks and the gates' K), "
+        "or set retrieval_short_rankings = off if the corpus is that small"
+    )
+    assert "make the retriever return" not in unwrapped(result)
+    gate = gate_value(artifact, "recall@16")
+    assert gate["value"] is None
+    assert gate["message"] == (
+        "recall@16 cannot be scored: every ranking [retriever] holds fewer than 16 documents "
+        "(longest 12); 4 of them came back with fewer results than asked for (at most 42 "
+        "returned): the index holds no more for them, so it would be scored on at most 12 "
+        "documents. Fix: the index holds fewer than 16 documents for these queries (at most 12 "
+        "came back): gate K of at most 12 (retrieval_ks and the gates' K), or set "
+        "retrieval_short_rankings = off if the corpus is that small"
+    )
+
+
+def test_a_function_whose_index_has_three_documents_is_told_so(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # search(text, k) = [a, a, c, d][:k]: asked 4, it returns 4 results, 3 documents, so it is
+    # asked again at 8 (twice as deep) and returns the same 4: the index holds 3 documents.
+    retrieval_project.write(
+        golden=REPEATS_GOLDEN,
+        conftest=REPEATS,
+        ks="2,4",
+        ini={"retrieval_metrics": "recall,distinct"},
+        tests=RUN_TEST,
+    )
+    retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=1)
+    (warning,) = short_warnings(retrieval_project.artifact())
+    assert warning["message"].startswith(
+        "short rankings [retriever]: 1 of 1 rankings hold fewer than 4 documents (longest 3, "
+        "median 3); 1 of them came back with fewer results than asked for (up to 8 asked, at "
+        "most 4 returned): the index holds no more for them; every metric at @4 is scored on "
+        "at most 3 documents. Fix: the index holds fewer than 4 documents for these queries"
+    ), warning["message"]

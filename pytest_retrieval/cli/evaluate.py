@@ -12,6 +12,7 @@ from .args import positive_int
 from .output import echo, echo_json
 
 if TYPE_CHECKING:
+    from ..dedup import DuplicateGroups
     from ..evaluate import Conventions
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     qrels = read_qrels(args.qrels)
     ranked = read_run(args.run, keep_file_order=args.keep_file_order)
     if not args.no_id_check:
-        refusal, warning = id_check(ranked, qrels)
+        refusal, warning = id_check(ranked, qrels, duplicates=conventions.duplicates)
         if refusal is not None:
             echo(f"pytest-retrieval evaluate: error: {refusal}", err=True)
             return 2
@@ -196,18 +197,25 @@ def _conventions(args: argparse.Namespace) -> Conventions:
 
 
 def id_check(
-    ranked: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
+    ranked: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    duplicates: DuplicateGroups | None = None,
 ) -> tuple[str | None, str | None]:
     """The run's ids against the judged ids, refused where a pytest run would refuse them
     (:func:`~pytest_retrieval.runchecks.normalisation_pairs`: ids that differ only in their
     Unicode normal form; :func:`~pytest_retrieval.runchecks.id_match`: (almost) no ranking
-    of a topic with a relevant document holds a judged id), with the fix for a run file; on a
+    of a topic with a relevant document holds a judged id, or none does and run ids equal
+    judged ids but for their spelling), with the fix for a run file; on a
     run too small for that refusal, a warning when no such ranking holds a judged id at all.
-    Returns (refusal, warning)."""
-    from ..runchecks import id_match, normalisation_pairs
+    With ``duplicates`` (``--duplicates``), a copy of a judged document counts as judged, as in
+    a pytest run. Returns (refusal, warning)."""
+    from ..runchecks import SPELLING_WORDS, id_match, normalisation_pairs
 
     rankings = {qid: ranking for qid, ranking in ranked.items() if qid in qrels and ranking}
     judged = {doc for judgments in qrels.values() for doc in judgments}
+    if duplicates is not None:
+        judged = duplicates.with_copies(judged)
     if not rankings or not judged:
         return None, None
     pairs = normalisation_pairs(rankings, judged)
@@ -234,8 +242,18 @@ def id_check(
     returned = ", ".join(repr(d) for d in found.returned[:3])
     expected = ", ".join(repr(d) for d in found.expected[:3])
     examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
+    outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
+    if found.spelling:
+        shown = "; ".join(
+            f"run {doc!r}, qrels {match!r}" for doc, match in list(found.spelling.items())[:3]
+        )
+        return (
+            f"the run's ids do not match the qrels': {facts}, but {len(found.spelling)} run "
+            f"id(s) equal judged ids once {SPELLING_WORDS} is ignored ({shown}), so {outcome} "
+            "for a reason that is not retrieval quality: write the run with the ids spelled as "
+            "the qrels spell them, or pass --no-id-check"
+        ), None
     if found.refused:
-        outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
         return (
             f"the run's ids do not match the qrels': {facts}, so {outcome} for a reason that is "
             f"not retrieval quality {examples}. Write the run with the document ids the qrels "

@@ -16,7 +16,7 @@ from typing import Any
 from ..determinism import stale_warning
 from ..gates import gate_source
 from ..verdict import Status, Stop, Verdict
-from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown
+from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
 _OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
 
@@ -110,6 +110,9 @@ class GateRow:
 def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
     skipped = gate.get("skipped_reason")
     status = "skip" if skipped else "pass" if gate.get("passed") else "fail"
+    note = str(skipped) if skipped else ""
+    if status == "fail" and gate.get("value") is None:  # no number: say why, in short
+        note = unscored_reason(gate.get("message"), gate.get("metric"))
     op = str(gate.get("op", ">="))
     threshold = gate.get("threshold")
     target = f"{_OPS.get(op, op)} {threshold:g}" if isinstance(threshold, (int, float)) else op
@@ -122,7 +125,7 @@ def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
         slice=gate.get("slice"),
         value=gate.get("value"),
         target=target,
-        note=str(skipped) if skipped else "",
+        note=note,
         op=op,
         threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
         n=int(gate.get("n") or 0),
@@ -281,6 +284,15 @@ def has_regressions(rows: Sequence[GateRow]) -> bool:
     return any(row.kind == "regression" for row in rows)
 
 
+def _check_status(outcome: Mapping[str, Any]) -> Status | bool:
+    """A regression check's :class:`Status`; its ``passed`` flag for a status this version
+    does not know (as :func:`_regression_row` shows it)."""
+    try:
+        return Status(str(outcome.get("status")))
+    except ValueError:
+        return bool(outcome.get("passed"))
+
+
 def verdict(artifact: Mapping[str, Any]) -> Verdict:
     """Pass when no gate or regression check failed and no query failed to run; refused or
     errored when the artifact's ``status`` says so (:class:`~pytest_retrieval.verdict.Stop`)."""
@@ -288,7 +300,7 @@ def verdict(artifact: Mapping[str, Any]) -> Verdict:
     queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
     return Verdict.count(
         (r.status != "fail" for r in rows if r.kind != "regression"),
-        (r.status != "fail" for r in rows if r.kind == "regression"),
+        (_check_status(r) for r in artifact.get("regressions") or ()),
         failed_queries=len(artifact.get("errors") or ()),
         queries=queries,
         stop=Stop.from_dict(artifact),

@@ -9,6 +9,7 @@ from typing import Any
 from ..golden import Query
 from ..session import RetrievalSession
 from ..text import for_terminal
+from .phrases import unscored_reason
 
 _BARS = "▁▂▃▄▅▆▇█"
 
@@ -431,8 +432,15 @@ def abstention_lines(session: RetrievalSession, *, verbose: bool = False) -> lis
     if session.duplicates is not None:
         import os
 
-        described = session.duplicates.describe().replace(os.getcwd() + os.sep, "")
-        lines.append(f"scores are deduplicated: {described}")
+        source = session.duplicates.source.replace(os.getcwd() + os.sep, "")
+        if len(session.duplicates):
+            described = session.duplicates.describe().replace(os.getcwd() + os.sep, "")
+            lines.append(f"scores are deduplicated: {described}")
+        else:  # a file whose every document has its own group, say: it changes nothing
+            lines.append(
+                f"scores are not deduplicated: no two documents are copies by {source} "
+                "(documents that share a group are copies)"
+            )
     specs = session.settings.metric_specs
     for stage in session.stages:
         evaluation = session.evaluation(stage, specs)
@@ -522,6 +530,9 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
         if quiet and verdict != "FAIL":
             continue
         value = "n/a" if gate.value is None else f"{gate.value:.4f}"
+        if gate.value is None and not gate.skipped_reason and not gate.passed:
+            # Why there is no number, in short (the failure block has the whole message).
+            value += f" ({unscored_reason(gate.message, gate.metric)})"
         if gate.value is not None and gate.ci is not None:
             value += f" (CI {gate.ci[0]:.3f}-{gate.ci[1]:.3f})"
         where = " ".join(
@@ -530,9 +541,10 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             if v
         )
         origin = gate.nodeid or gate.kind
+        count = f" (n={gate.n})" if gate.value is not None or gate.skipped_reason else ""
         lines.append(
             f"{verdict} {gate.metric} {gate.op} {gate.threshold:g}: {value}"
-            f"{' [' + where + ']' if where else ''} (n={gate.n}) — {origin}"
+            f"{' [' + where + ']' if where else ''}{count} — {origin}"
         )
     family = family_line(session.regression_outcomes)
     if family is not None and not quiet:
