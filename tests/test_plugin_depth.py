@@ -437,6 +437,11 @@ def test_llamaindex_gets_its_knob_and_the_number_that_would_fill_k(
         "documents (median "
     ), gate["message"]
     assert f"similarity_top_k={number}" in gate["message"]
+    # One number: the artifact's depth hint is the message's, not the depth of the cutoff (10).
+    assert artifact["retriever"]["depth_hint"] == (
+        "a LlamaIndex retriever returns what it was built for: build it with "
+        f"similarity_top_k={number}, e.g. index.as_retriever(similarity_top_k={number})"
+    )
 
 
 def test_every_cutoff_short_of_documents_is_named_and_a_gate_most_rankings_miss_is_refused(
@@ -702,6 +707,8 @@ def test_an_ensemble_warning_says_up_to_and_its_artifact_hint_names_the_k_of_its
     assert f"Fix: {knob} ({number} results hold 10 documents" in message, message
     assert f"fewer than {at_least} results cannot)" in message, message
     assert warning["hint"] == knob
+    # The retriever block names the same knob at the same number, not the depth asked (k=10).
+    assert retrieval_project.artifact()["retriever"]["depth_hint"] == knob
     # Following it fills: each retriever built with that k, the union holds 10 documents.
     for text, _relevant in QUERIES.values():
         assert len({d.metadata["source"] for d in build_ensemble(number).invoke(text)}) >= 10
