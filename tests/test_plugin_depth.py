@@ -477,7 +477,7 @@ def test_every_cutoff_short_of_documents_is_named_and_a_gate_most_rankings_miss_
     documents = [len(documents_of(ids)) for ids in library.values()]
     assert all(len(ids) == 5 for ids in library.values())  # every call came back full
     short5 = [n for n in documents if n < 5]
-    assert 2 < len(short5) * 2 and min(documents) >= 1  # most rankings: fewer than 5
+    assert len(short5) * 2 > 4  # most of the 4 rankings: fewer than 5 documents
     artifact = retrieval_project.artifact()
     (warning,) = short_warnings(artifact)
     assert warning["cutoff"] == 10
