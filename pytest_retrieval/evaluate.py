@@ -57,13 +57,14 @@ is not walked again per metric or per cutoff.
 from __future__ import annotations
 
 import math
+import os
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .abstention import abstention_columns
-from .dedup import DuplicateGroups, collapse, distinct_column
+from .dedup import GROUPS_FIX, DuplicateGroups, as_groups, collapse, distinct_column
 from .metrics import (
     EXTENSION_METRICS,
     SAFE_TOP_GRADE,
@@ -162,7 +163,8 @@ class Conventions:
             )
         if self.duplicates is not None and not isinstance(self.duplicates, DuplicateGroups):
             raise ValueError(
-                f"duplicates must be DuplicateGroups or None, got {type(self.duplicates).__name__}"
+                f"duplicates must be DuplicateGroups or None, got "
+                f"{type(self.duplicates).__name__}: {GROUPS_FIX}"
             )
         for stage, floor in (("", self.score_floor), *self.stage_floors):
             if floor is not None and (
@@ -489,7 +491,7 @@ def evaluate(
     gain: Gain | None = None,
     min_grade: int | None = None,
     no_relevant: NoRelevant | None = None,
-    duplicates: DuplicateGroups | None = None,
+    duplicates: DuplicateGroups | Mapping[str, str] | str | os.PathLike[str] | None = None,
     scores: Mapping[str, Sequence[float | None]] | None = None,
     score_floor: float | None = None,
     unjudged: Unjudged | None = None,
@@ -502,7 +504,10 @@ def evaluate(
     The conventions are :class:`Conventions`: pass one as ``conventions=``, or its fields as
     keyword arguments (``gain="exponential"``, ``min_grade=1``, ``no_relevant="skip"``,
     ``unjudged="nonrelevant"``, ``cutoff_unit="documents"``, ``duplicates=None``,
-    ``score_floor=None`` when not given), not both. ``stage`` picks the floor of that stage from
+    ``score_floor=None`` when not given), not both. ``duplicates`` takes
+    :class:`~.dedup.DuplicateGroups`, a ``{doc id: group id}`` mapping or the path of a
+    duplicates file, as ``retrieval_duplicates`` and ``--duplicates`` read it
+    (:func:`.dedup.as_groups`). ``stage`` picks the floor of that stage from
     ``conventions`` (:meth:`Conventions.floor_for`).
 
     Doc ids are compared as given (strings). A ranking may repeat an id: the relevance metrics
@@ -522,7 +527,7 @@ def evaluate(
         gain=gain,
         min_grade=min_grade,
         no_relevant=no_relevant,
-        duplicates=duplicates,
+        duplicates=as_groups(duplicates),
         score_floor=score_floor,
         unjudged=unjudged,
         cutoff_unit=cutoff_unit,
