@@ -300,6 +300,10 @@ GROUPS_FIX = (
 )
 
 
+#: What :func:`as_groups` takes (``evaluate(duplicates=...)``).
+GroupsLike = DuplicateGroups | Mapping[str, str] | str | os.PathLike[str]
+
+
 def as_groups(value: object, *, where: str = "duplicates") -> DuplicateGroups | None:
     """``value`` as duplicate groups, for :func:`.evaluate.evaluate`: a
     :class:`DuplicateGroups` as it is, a ``{doc id: group id}`` mapping
@@ -317,6 +321,15 @@ def as_groups(value: object, *, where: str = "duplicates") -> DuplicateGroups | 
         path = os.fspath(value)
         return load_duplicates(path if isinstance(path, str) else path.decode(), setting=where)
     raise ValueError(f"{where} must be duplicate groups, got {type(value).__name__}: {GROUPS_FIX}")
+
+
+def check_groups(value: object) -> None:
+    """Raise ValueError, naming the constructors, unless ``value`` is DuplicateGroups or None
+    (``Conventions.duplicates``)."""
+    if value is not None and not isinstance(value, DuplicateGroups):
+        raise ValueError(
+            f"duplicates must be DuplicateGroups, got {type(value).__name__}: " + GROUPS_FIX
+        )
 
 
 def load_duplicates(path: str, *, setting: str = "retrieval_duplicates") -> DuplicateGroups:
