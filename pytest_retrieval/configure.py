@@ -193,7 +193,12 @@ def check_outputs(settings: Settings, *, config_file: Path | None = None) -> Non
         raise InputError(found)
     refuse_clobbering(
         [(f"the {what} ({name})", path) for path, what, name in outputs]
-        + [("the baseline to update", settings.baseline if settings.update_baseline else None)],
+        + [
+            (
+                "the baseline to update",
+                (settings.baseline or None) if settings.update_baseline else None,
+            )
+        ],
         [
             *(("the golden set", path) for path in settings.golden),
             ("retrieval_corpus", settings.corpus),
@@ -201,7 +206,7 @@ def check_outputs(settings: Settings, *, config_file: Path | None = None) -> Non
             ("retrieval_doc_id_map", settings.doc_id_map),
             ("retrieval_gates_file", settings.gates_file),
             *((f"the {stage} run file", path) for stage, path in settings.run),
-            ("the baseline", None if settings.update_baseline else settings.baseline),
+            ("the baseline", None if settings.update_baseline else (settings.baseline or None)),
             ("the pytest configuration file", config_file),
         ],
     )
@@ -222,7 +227,7 @@ def load_baseline_setting(settings: Settings) -> Snapshot | None:
         raise InputError(
             Problem(
                 "--retrieval-update-baseline needs to know where the baseline lives",
-                fix="pass --retrieval-baseline PATH or set retrieval_baseline = PATH",
+                fix="pass --retrieval-baseline=PATH or set retrieval_baseline = PATH",
             )
         )
     if not settings.baseline or settings.update_baseline:

@@ -547,7 +547,9 @@ def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Budget]:
     """Every regression budget: ini ``retrieval_regression`` lines, then the gates file's
     ``regressions:``; the default checks when a baseline is set and none is declared.
 
-    Budgets without a baseline are a usage error (they could never be checked).
+    Budgets without a baseline are a usage error (they could never be checked), unless the
+    baseline is turned off (``retrieval_baseline`` set empty: ``--retrieval-baseline=``): then
+    only the anchored ones (``since=``) are kept.
     """
     entries: list[tuple[str, str | None, int | None]] = [
         (line, "retrieval_regression", None) for line in settings.regression
@@ -560,12 +562,16 @@ def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Budget]:
     budgets = _expand(entries, parse_budget, settings, golden, "budget(s)", path)
     # A budget is judged against the baseline, an anchored one (since=) against the ledger.
     plain = [b for b in budgets if b.since is None]
+    if plain and settings.baseline == "":
+        # The baseline is turned off for this run (--retrieval-baseline=): no budget is
+        # judged against it; the anchored ones (since=) read the ledger, as before.
+        return [b for b in budgets if b.since is not None]
     if plain and not settings.baseline:
         raise InputError(
             Problem(
                 "regression budgets are declared but no baseline is set",
                 fix="set retrieval_baseline = PATH or merge-base (or pass "
-                "--retrieval-baseline PATH)",
+                "--retrieval-baseline=PATH)",
                 source=plain[0].origin,
                 line=plain[0].line_number,
             )

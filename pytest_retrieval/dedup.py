@@ -26,6 +26,7 @@ id outside the group). With no groups nothing is rewritten and nothing is slower
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -290,6 +291,45 @@ def parse_duplicates(
 _FILE_FIX = (
     'write one `doc id<TAB>group id` line per document, or JSON {"doc-a": "g1", "doc-b": "g1"}'
 )
+
+
+#: How to give duplicate groups from Python: what a ValueError about them names.
+GROUPS_FIX = (
+    "pass DuplicateGroups.from_mapping({doc id: group id}), DuplicateGroups.from_groups([[doc "
+    "a, doc b], ...]), a {doc id: group id} dict, or the path of a duplicates file"
+)
+
+
+#: What :func:`as_groups` takes (``evaluate(duplicates=...)``).
+GroupsLike = DuplicateGroups | Mapping[str, str] | str | os.PathLike[str]
+
+
+def as_groups(value: object, *, where: str = "duplicates") -> DuplicateGroups | None:
+    """``value`` as duplicate groups, for :func:`.evaluate.evaluate`: a
+    :class:`DuplicateGroups` as it is, a ``{doc id: group id}`` mapping
+    (:meth:`DuplicateGroups.from_mapping`), a path (``str`` or ``os.PathLike``) of a
+    duplicates file as ``retrieval_duplicates`` reads it (:func:`load_duplicates`), or None.
+    Anything else is a ValueError naming the constructors."""
+    if value is None or isinstance(value, DuplicateGroups):
+        return value
+    if isinstance(value, Mapping):
+        bad = next((d for d in value if not isinstance(d, str)), None)
+        if bad is not None:
+            raise ValueError(f"{where}: doc ids must be strings, got {bad!r}; {GROUPS_FIX}")
+        return DuplicateGroups.from_mapping(dict(value))
+    if isinstance(value, (str, os.PathLike)):
+        path = os.fspath(value)
+        return load_duplicates(path if isinstance(path, str) else path.decode(), setting=where)
+    raise ValueError(f"{where} must be duplicate groups, got {type(value).__name__}: {GROUPS_FIX}")
+
+
+def check_groups(value: object) -> None:
+    """Raise ValueError, naming the constructors, unless ``value`` is DuplicateGroups or None
+    (``Conventions.duplicates``)."""
+    if value is not None and not isinstance(value, DuplicateGroups):
+        raise ValueError(
+            f"duplicates must be DuplicateGroups, got {type(value).__name__}: " + GROUPS_FIX
+        )
 
 
 def load_duplicates(path: str, *, setting: str = "retrieval_duplicates") -> DuplicateGroups:

@@ -37,10 +37,10 @@ evaluation decides which queries count:
   is measured over the top K results as returned, so it counts a repeated id as a copy. Metrics
   without a cutoff use the whole document ranking. (TREC and JSONL run files refuse repeated
   ids, as trec_eval does: see :mod:`pytest_retrieval.formats.runs`.)
-* Duplicates (``duplicates=``, a :class:`~pytest_retrieval.dedup.DuplicateGroups`): every
-  metric is scored per duplicate group, as :mod:`pytest_retrieval.dedup` writes down (a group
-  is as relevant as its best-judged member, counts once at its first rank, later members are
-  filler; recall counts relevant groups). ``distinct@K`` is defined there too.
+* Duplicates (``duplicates=``, groups, a ``{doc: group}`` mapping or a file: ``dedup.as_groups``):
+  every metric is scored per group, as :mod:`pytest_retrieval.dedup` writes down (a group is as
+  relevant as its best-judged member, counts once at its first rank, later members are filler;
+  recall counts relevant groups). ``distinct@K`` is defined there too.
 * ``abstain_rate`` and ``answer_rate`` (``scores=`` and ``score_floor=``) follow
   :mod:`pytest_retrieval.abstention`: each is defined on its own queries (no-answer,
   answerable), whatever ``no_relevant`` says; :attr:`Evaluation.unmeasured` says why one
@@ -48,10 +48,9 @@ evaluation decides which queries count:
 
 Every convention above is one field of :class:`Conventions`, the one value every scoring path
 (pytest, :func:`evaluate`, ``pytest-retrieval evaluate``, run files, the rescore mode, extra
-baseline runs) builds once and passes; :func:`evaluate`'s keyword arguments build one.
-
-Speed: all cutoffs of a query come from the ranks of its relevant hits, which are few; the ranking
-is not walked again per metric or per cutoff.
+baseline runs) builds once and passes; :func:`evaluate`'s keyword arguments build one. Speed:
+all cutoffs of a query come from the ranks of its relevant hits, which are few; the ranking is
+not walked again per metric or per cutoff.
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .abstention import abstention_columns
-from .dedup import DuplicateGroups, collapse, distinct_column
+from .dedup import DuplicateGroups, GroupsLike, as_groups, check_groups, collapse, distinct_column
 from .metrics import (
     EXTENSION_METRICS,
     SAFE_TOP_GRADE,
@@ -160,10 +159,7 @@ class Conventions:
                 f"repeated_ids must be 'best_rank' (each id at its first rank) or 'refuse' "
                 f"(a repeated id is an error, as in a run file), got {self.repeated_ids!r}"
             )
-        if self.duplicates is not None and not isinstance(self.duplicates, DuplicateGroups):
-            raise ValueError(
-                f"duplicates must be DuplicateGroups or None, got {type(self.duplicates).__name__}"
-            )
+        check_groups(self.duplicates)
         for stage, floor in (("", self.score_floor), *self.stage_floors):
             if floor is not None and (
                 isinstance(floor, bool) or not isinstance(floor, (int, float)) or math.isnan(floor)
@@ -489,7 +485,7 @@ def evaluate(
     gain: Gain | None = None,
     min_grade: int | None = None,
     no_relevant: NoRelevant | None = None,
-    duplicates: DuplicateGroups | None = None,
+    duplicates: GroupsLike | None = None,
     scores: Mapping[str, Sequence[float | None]] | None = None,
     score_floor: float | None = None,
     unjudged: Unjudged | None = None,
@@ -502,7 +498,8 @@ def evaluate(
     The conventions are :class:`Conventions`: pass one as ``conventions=``, or its fields as
     keyword arguments (``gain="exponential"``, ``min_grade=1``, ``no_relevant="skip"``,
     ``unjudged="nonrelevant"``, ``cutoff_unit="documents"``, ``duplicates=None``,
-    ``score_floor=None`` when not given), not both. ``stage`` picks the floor of that stage from
+    ``score_floor=None`` when not given), not both (``duplicates``: :func:`.dedup.as_groups`).
+    ``stage`` picks the floor of that stage from
     ``conventions`` (:meth:`Conventions.floor_for`).
 
     Doc ids are compared as given (strings). A ranking may repeat an id: the relevance metrics
@@ -522,7 +519,7 @@ def evaluate(
         gain=gain,
         min_grade=min_grade,
         no_relevant=no_relevant,
-        duplicates=duplicates,
+        duplicates=as_groups(duplicates),
         score_floor=score_floor,
         unjudged=unjudged,
         cutoff_unit=cutoff_unit,

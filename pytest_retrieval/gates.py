@@ -46,6 +46,14 @@ class GateUsageError(ValueError):
     """A gate was used wrongly (bad threshold, unknown slice/split/stage, no active session)."""
 
 
+class ScoreRefused(GateUsageError):
+    """The metric cannot be scored on this run (a K deeper than the rankings, a metric the run
+    cannot measure): a gate on it fails with this reason. A Score twin (``recall_at(10)``)
+    carries the reason and raises it (a plain :class:`GateUsageError`, what users see and
+    catch) when compared, so the comparison is recorded as a failed gate like its ``assert_*``
+    sibling's. Internal: raised to callers as :class:`GateUsageError`."""
+
+
 def __tracebackhide__(excinfo: Any) -> bool:
     """pytest hides this module's frames from a gate's failure, misuse or skip (a sealed split),
     so the traceback, and a skip's location, is the user's ``assert_recall_at(50) >= 0.9`` line.
@@ -149,9 +157,16 @@ class Score:
     recorder: Callable[[Score, str, float], None] | None = field(
         default=None, repr=False, compare=False
     )
+    #: Why the metric cannot be scored on this run (:class:`ScoreRefused`): ``value`` is None
+    #: and comparing or ``float()`` raises it (a comparison with a number is recorded first, as
+    #: a failed gate with this reason).
+    refused: str | None = field(default=None, repr=False)
 
     def _compare(self, op: str, other: object) -> bool:
         if isinstance(other, Score):
+            for side in (self, other):
+                if side.refused is not None:
+                    raise GateUsageError(side.refused)
             return (
                 self.value is not None
                 and other.value is not None
@@ -160,6 +175,8 @@ class Score:
         threshold = check_threshold(other)
         if self.recorder is not None:
             self.recorder(self, op, threshold)
+        if self.refused is not None:
+            raise GateUsageError(self.refused)
         return self.value is not None and OPS[op](self.value, threshold)
 
     def __ge__(self, other: object) -> bool:
@@ -183,6 +200,8 @@ class Score:
     __hash__ = object.__hash__  # by identity, as before: a Score is a value of one run
 
     def __float__(self) -> float:
+        if self.refused is not None:
+            raise GateUsageError(self.refused)
         if self.value is None:
             raise ValueError(f"{self.spec} has no value: no query could be scored")
         return self.value
@@ -304,6 +323,9 @@ class Scorer(Protocol):
     def gate_created(self, gate: Gate) -> None:
         """Remember a gate so an uncompared one can be reported."""
 
+    def record_score(self, score: Score, op: str, threshold: float) -> None:
+        """Record a Score compared with a number as a gate."""
+
 
 _ACTIVE: list[Scorer] = []
 
@@ -389,7 +411,22 @@ def _gate(
 def _score(
     name: str, k: int | None, stage: str | None, split: str | None, slice: str | None
 ) -> Score:
-    return _active().score(_spec(name, k), Selection(stage, split, slice))
+    spec, selection = _spec(name, k), Selection(stage, split, slice)
+    scorer = _active()
+    try:
+        return scorer.score(spec, selection)
+    except ScoreRefused as exc:
+        # Refused when compared (and recorded then, with the threshold), not here.
+        return Score(
+            spec,
+            None,
+            0,
+            stage=stage,
+            split=split,
+            slice=slice,
+            refused=str(exc),
+            recorder=scorer.record_score,
+        )
 
 
 # The helpers are spelled out (not generated) so that editors and type checkers see them.

@@ -448,11 +448,13 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "baseline",
         "the committed baseline file to check regressions against, or merge-base: the "
-        "merge-base's run in retrieval_ledger (a file of that name: ./merge-base)",
+        "merge-base's run in retrieval_ledger (a file of that name: ./merge-base); empty: "
+        "none for this run",
         None,
         parse_text,
         metavar="PATH|merge-base",
         is_path=True,
+        empty_is_off=True,
     ),
     Option(
         "ledger",

@@ -208,7 +208,7 @@ def pair_queries(
         return _incomparable(
             budget,
             budget.selection.stage,
-            f"no baseline at {baseline_path}: create it with `pytest --retrieval-baseline "
+            f"no baseline at {baseline_path}: create it with `pytest --retrieval-baseline="
             f"{baseline_path} --retrieval-update-baseline`, review it and commit it",
             status="missing",
         )

@@ -508,8 +508,8 @@ def every_query_failed(session: RetrievalSession) -> Stop | None:
     return Stop.errored(
         f"every query failed in the {' and the '.join(stages)} ({len(outcomes)} of "
         f"{len(outcomes)}){first}",
-        "make the retriever answer (the error quoted is the first; the JSON artifact lists "
-        "every one), then run again",
+        f"make the {' and the '.join(stages)} answer (the error quoted is the first; the JSON "
+        "artifact lists every one), then run again",
     )
 
 

@@ -33,6 +33,7 @@ from .gates import (
     GateOutcome,
     GateUsageError,
     Score,
+    ScoreRefused,
     Selection,
     is_pytest_outcome,
 )
@@ -477,11 +478,11 @@ class RetrievalSession:
         stage = self._stage(selection.stage)
         problem = depth_problem(self, spec, stage)
         if problem is not None:
-            raise GateUsageError(problem)
+            raise ScoreRefused(problem)
         evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
         unmeasured = evaluation.unmeasured.get(str(spec))
         if unmeasured is not None:
-            raise GateUsageError(f"{spec} cannot be measured [{stage}]: {unmeasured}")
+            raise ScoreRefused(f"{spec} cannot be measured [{stage}]: {unmeasured}")
         value = evaluation.means[str(spec)]
         values = [v for v in evaluation.columns[str(spec)] if v is not None]
         ci = self._interval(values)
@@ -547,17 +548,33 @@ class RetrievalSession:
         not hold stays only if the test fails (:meth:`settle_test`): one side of an ``or`` that
         held, an ``if`` or ``assert not (...)`` is not a failed gate.
         """
-        outcome = judge(
-            score,
-            score.spec,
-            Selection(score.stage, score.split, score.slice),
-            op,
-            threshold,
-            confidence=self.settings.confidence,
-            kind="score",
-            name=None,
-            nodeid=self.current_test,
-        )
+        selection = Selection(score.stage, score.split, score.slice)
+        if score.refused is not None:
+            # It cannot be scored: a failed gate with the reason, as check() records for its
+            # assert_* sibling (the comparison then raises it).
+            outcome = unscored(
+                score.spec,
+                selection,
+                op,
+                threshold,
+                kind="score",
+                name=None,
+                nodeid=self.current_test,
+                passed=False,
+                message=score.refused,
+            )
+        else:
+            outcome = judge(
+                score,
+                score.spec,
+                selection,
+                op,
+                threshold,
+                confidence=self.settings.confidence,
+                kind="score",
+                name=None,
+                nodeid=self.current_test,
+            )
         if self._record(outcome) and not outcome.passed and outcome.nodeid is not None:
             with self._lock:
                 self._unsettled.append(outcome)
@@ -600,6 +617,8 @@ class RetrievalSession:
             # The gate fails (in its test, with this message); the record makes the reports and
             # the artifact show it as failed too, not leave it out.
             self._record(record(passed=False, message=str(exc)))
+            if isinstance(exc, ScoreRefused):  # the user sees and catches a GateUsageError
+                raise GateUsageError(str(exc)) from None
             raise
         outcome = judge(
             score,

@@ -86,6 +86,11 @@ class ShortRankings:
     #: after a full call (or the depth was built in); a first call that came back short may
     #: also be a retriever that returns fewer than it is asked for (:func:`index_ran_out`).
     ran_out: bool = True
+    #: Each smaller cutoff scored at which some rankings are short too, as ``(K, short,
+    #: shortest, refused)``: how many rankings hold fewer than K, the fewest one holds, and
+    #: whether a gate at K is refused (:func:`most_collapsed`). The fix fills the largest K,
+    #: so it fills these too.
+    smaller: tuple[tuple[int, int, int, bool], ...] = ()
 
     @property
     def message(self) -> str:
@@ -94,7 +99,12 @@ class ShortRankings:
 
     @property
     def finding(self) -> str:
-        """What is short and which metrics it flattens (the message without its fix)."""
+        """What is short and which metrics it flattens (the message without its fix), and the
+        smaller cutoffs short too."""
+        return self._finding + smaller_words(self.smaller, self.queries)
+
+    @property
+    def _finding(self) -> str:
         flat = ", ".join(f"@{k}" for k in self.flat)
         median = f"{self.median:g}"
         if self.collapsed:
@@ -163,6 +173,10 @@ class ShortRankings:
             "flat": list(self.flat),
             "hint": self.hint,
             "message": self.message,
+            "smaller": [
+                {"cutoff": k, "short": short, "shortest": shortest, "refused": refused}
+                for k, short, shortest, refused in self.smaller
+            ],
         }
         if self.collapsed:
             out["collapsed"] = self.collapsed
@@ -172,6 +186,27 @@ class ShortRankings:
             out["asked"] = self.asked
             out["returned"] = self.returned
         return out
+
+
+def smaller_words(smaller: Sequence[tuple[int, int, int, bool]], queries: int) -> str:
+    """``; short at smaller cutoffs too: @10 in 19 of 20 rankings (shortest 4; a gate at @10
+    cannot be scored), @5 in 2 of 20 (shortest 4)``, or nothing."""
+    if not smaller:
+        return ""
+    parts = []
+    for k, short, shortest, refused in smaller:
+        note = f"; a gate at @{k} cannot be scored: most of them collapsed" if refused else ""
+        parts.append(f"@{k} in {short} of {queries} rankings (shortest {shortest}{note})")
+    return "; short at smaller cutoffs too: " + ", ".join(parts)
+
+
+def most_collapsed(collapsed: Sequence[object], rankings: Sequence[object]) -> bool:
+    """The rule for a gate at K some rankings reach: it is refused when more than half of the
+    rankings hold fewer than K documents although their calls came back full (``collapsed``,
+    :func:`collapsed_calls`: the index had more to give, the retriever was not asked for it).
+    Its number would then be scored on fewer than K documents for most queries. Rankings short
+    because the index ran out count as they are (their top K is what there is)."""
+    return len(collapsed) * 2 > len(rankings)
 
 
 def exhausted_calls(
@@ -452,6 +487,16 @@ def short_rankings(
             collapsed, needed, plan, template, calls=calls, chunk_counts=chunk_counts
         )
         hint = knob if knob is not None else hint
+    smaller = []
+    for k in sorted({k for k in cutoffs if k < needed}, reverse=True):
+        below = [n for n in lengths if n < k]
+        if below:
+            refused = (
+                calls is not None
+                and plan is not None
+                and most_collapsed(collapsed_calls(rankings, calls, k, plan), rankings)
+            )
+            smaller.append((k, len(below), min(below), refused))
     return ShortRankings(
         stage=stage,
         cutoff=cutoff,
@@ -471,6 +516,7 @@ def short_rankings(
         ran_out=plan is None or index_ran_out(exhausted, plan),
         asked=asked,
         returned=max((c.returned for _d, c in exhausted), default=None),
+        smaller=tuple(smaller),
     )
 
 
@@ -615,6 +661,26 @@ def depth_problem(
             f"{longest} results. Fix: {fix}; if {spec.k} is deeper than you need, gate a "
             f"smaller K (retrieval_short_rankings = off if the corpus is that small)"
         )
+    plan = session.depth_plan
+    if ran and calls is not None and plan is not None and session.settings.short_rankings != "off":
+        collapsed = collapsed_calls(ran, calls, spec.k, plan)
+        if most_collapsed(collapsed, ran):
+            fix = collapse_fix(
+                collapsed,
+                spec.k,
+                plan,
+                session.depth_hint,
+                calls=calls,
+                chunk_counts=chunk_counts(session),
+            )
+            lengths = [len(r) for r in ran]
+            return (
+                f"{spec} cannot be scored: {len(collapsed)} of {len(ran)} rankings [{stage}] "
+                f"hold fewer than {spec.k} documents (median {statistics.median(lengths):g}, "
+                f"shortest {min(lengths)}); their calls came back full but their results "
+                "collapsed into fewer documents (chunks of one document count once), so it "
+                f"would be scored on fewer than {spec.k} documents for most queries. Fix: {fix}"
+            )
     return None
 
 

@@ -337,3 +337,22 @@ def test_scores_round_trip_through_the_cache(tmp_path: Path) -> None:
         hit = cache.get(key)
     assert hit is not None
     assert hit.scores == (2.5, None, -math.inf)
+
+
+def test_evaluate_takes_duplicate_groups_as_a_mapping_or_a_file_as_the_ini_does(
+    tmp_path: Path,
+) -> None:
+    # a2 is a copy of the judged a1: per group, the top 1 holds the relevant group, so
+    # recall@1 = 1/1 (without the groups it is 0/1). evaluate(duplicates={doc: group}) was a
+    # bare ValueError ("duplicates must be DuplicateGroups or None, got dict").
+
+    run, qrels = {"q": ["a2", "b"]}, {"q": {"a1": 1}}
+    assert evaluate(run, qrels, ["recall@1"]).means["recall@1"] == 0.0
+    mapping = {"a1": "g", "a2": "g"}
+    assert evaluate(run, qrels, ["recall@1"], duplicates=mapping).means["recall@1"] == 1.0
+    tsv = tmp_path / "dups.tsv"
+    tsv.write_text("a1\tg\na2\tg\n", encoding="utf-8")
+    assert evaluate(run, qrels, ["recall@1"], duplicates=tsv).means["recall@1"] == 1.0
+    assert evaluate(run, qrels, ["recall@1"], duplicates=str(tsv)).means["recall@1"] == 1.0
+    with pytest.raises(ValueError, match=r"got list: pass DuplicateGroups\.from_mapping\("):
+        evaluate(run, qrels, ["recall@1"], duplicates=[["a1", "a2"]])  # type: ignore[arg-type]

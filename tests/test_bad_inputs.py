@@ -697,7 +697,7 @@ CASES = [
         "baseline-missing",
         FAILED,
         (
-            "baseline.json: create it with `pytest --retrieval-baseline ",
+            "baseline.json: create it with `pytest --retrieval-baseline=",
             "--retrieval-update-baseline`",
         ),
         ini={"retrieval_baseline": "baseline.json"},
@@ -772,7 +772,7 @@ CASES = [
         USAGE,
         (
             "--retrieval-update-baseline needs to know where the baseline lives",
-            "pass --retrieval-baseline PATH or set retrieval_baseline = PATH",
+            "pass --retrieval-baseline=PATH or set retrieval_baseline = PATH",
         ),
         args=("--retrieval-update-baseline",),
     ),

@@ -417,7 +417,7 @@ def test_without_a_baseline_the_check_fails_with_the_command_that_creates_it() -
     assert outcome.status == "missing"
     assert not outcome.passed
     assert outcome.message == (
-        "no baseline at base.json: create it with `pytest --retrieval-baseline base.json "
+        "no baseline at base.json: create it with `pytest --retrieval-baseline=base.json "
         "--retrieval-update-baseline`, review it and commit it"
     )
 

@@ -9,6 +9,7 @@ document doc-01 .. doc-12 ranked first unless a test degrades it; the one budget
 from __future__ import annotations
 
 import errno
+import json
 import os
 from collections.abc import Iterator
 
@@ -41,6 +42,31 @@ def project(pytester: pytest.Pytester) -> Project:
     return Project(pytester).write()
 
 
+def test_an_empty_baseline_flag_turns_the_ini_baseline_off_for_one_run(project: Project) -> None:
+    # The ini names a baseline that does not exist yet and a budget (mrr 0.02): a run checks it
+    # and fails. `--retrieval-baseline=` (empty) was a usage error; it now turns the baseline
+    # off for this run, as `--retrieval-gates-file=` does the gates file: no budget is checked.
+    project.pytester.makepyfile(test_run="def test_run(retrieval_run):\n    pass\n")
+    project.run().assert_outcomes(passed=1, failed=1)
+    off = project.run("--retrieval-baseline=")
+    assert off.ret == pytest.ExitCode.OK, off.stdout.str()
+    off.assert_outcomes(passed=1)
+    off.stdout.no_fnmatch_line("*mrr*budget*")
+    artifact = json.loads((project.path / "out.json").read_text(encoding="utf-8"))
+    assert artifact["regressions"] == []
+    # Updating needs a path, so an update with the baseline off says so (exit 4).
+    refused = project.run("--retrieval-baseline=", "--retrieval-update-baseline")
+    assert "Traceback" not in refused.stdout.str()
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        [
+            "ERROR: --retrieval-update-baseline needs to know where the baseline lives (pass "
+            "--retrieval-baseline=PATH or set retrieval_baseline = PATH)"
+        ]
+    )
+    assert not project.baseline.exists()
+
+
 def test_without_a_baseline_the_check_fails_and_the_update_creates_one_that_then_passes(
     project: Project,
 ) -> None:
@@ -51,7 +77,7 @@ def test_without_a_baseline_the_check_fails_and_the_update_creates_one_that_then
     missing.stdout.fnmatch_lines(
         [
             "*_ retrieval gate mrr[[]budget=0.02] _*",
-            f"no baseline at {path}: create it with `pytest --retrieval-baseline {path} "
+            f"no baseline at {path}: create it with `pytest --retrieval-baseline={path} "
             "--retrieval-update-baseline`, review it and commit it",
         ]
     )

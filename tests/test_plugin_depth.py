@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import warnings
 from collections import Counter
 from typing import Any
@@ -426,8 +427,79 @@ def test_llamaindex_gets_its_knob_and_the_number_that_would_fill_k(
     for row in artifact["queries"]:  # nothing was handed over: no depth asked
         assert row["depth"]["retriever"]["asked"] is None
         assert row["depth"]["retriever"]["returned"] == 10
-    # One query's 10 chunks are 10 documents: the gate is scored (on what there is), and warned.
-    assert gate_value(artifact)["value"] is not None
+    # One query's 10 chunks are 10 documents, three hold fewer: most rankings collapsed short
+    # of 10, so recall@10 would be scored on fewer than 10 documents for most queries; the
+    # gate is refused with the reason and the fix (it passed on 6 to 8 documents before).
+    gate = gate_value(artifact)
+    assert (gate["passed"], gate["value"]) == (False, None)
+    assert gate["message"].startswith(
+        f"recall@10 cannot be scored: {short} of 4 rankings [retriever] hold fewer than 10 "
+        "documents (median "
+    ), gate["message"]
+    assert f"similarity_top_k={number}" in gate["message"]
+    # One number: the artifact's depth hint is the message's, not the depth of the cutoff (10).
+    assert artifact["retriever"]["depth_hint"] == (
+        "a LlamaIndex retriever returns what it was built for: build it with "
+        f"similarity_top_k={number}, e.g. index.as_retriever(similarity_top_k={number})"
+    )
+
+
+def test_every_cutoff_short_of_documents_is_named_and_a_gate_most_rankings_miss_is_refused(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # A LlamaIndex retriever built with similarity_top_k=5 under cutoffs 1, 5 and 10 (a trial's
+    # similarity_top_k=10 under 5, 10 and 20, scaled down). The warning named only @10 (every
+    # ranking short of it) while recall@5 passed scored on 2 or 3 documents for most queries.
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=LLAMAINDEX.replace("similarity_top_k=10", "similarity_top_k=5"),
+        ks=KS,
+        ini={
+            "retrieval_doc_id": "node.metadata.source",
+            "retrieval_thresholds": "recall@5 >= 0.1\nrecall@1 >= 0.1",
+        },
+        tests="""
+        import json
+        from conftest import build
+
+        def test_library(retrieval_run):
+            retriever = build()
+            with open("library.json", "w") as out:
+                json.dump({t: [n.node.node_id for n in retriever.retrieve(t)]
+                           for t in ["refund step", "okta guide", "audit common words",
+                                     "step 0"]}, out)
+        """,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    import json
+
+    library = json.loads((retrieval_project.path / "library.json").read_text(encoding="utf-8"))
+    documents = [len(documents_of(ids)) for ids in library.values()]
+    assert all(len(ids) == 5 for ids in library.values())  # every call came back full
+    short5 = [n for n in documents if n < 5]
+    assert len(short5) * 2 > 4  # most of the 4 rankings: fewer than 5 documents
+    artifact = retrieval_project.artifact()
+    (warning,) = short_warnings(artifact)
+    assert warning["cutoff"] == 10
+    assert warning["smaller"] == [
+        {"cutoff": 5, "short": len(short5), "shortest": min(short5), "refused": True}
+    ]
+    assert (
+        f"short at smaller cutoffs too: @5 in {len(short5)} of 4 rankings (shortest "
+        f"{min(short5)}; a gate at @5 cannot be scored: most of them collapsed). Fix: "
+        in warning["message"]
+    ), warning["message"]
+    assert warning["message"] in unwrapped(result)
+    gate5 = gate_value(artifact, "recall@5")
+    assert (gate5["passed"], gate5["value"]) == (False, None)
+    lines = result.stdout.lines
+    assert (
+        f"FAIL recall@5 >= 0.1: n/a (cannot be scored: {len(short5)} of 4 rankings [retriever] "
+        f"hold fewer than 5 documents (median {statistics.median(documents):g}, shortest "
+        f"{min(documents)})) — pytest.ini::recall_at_5_ge_0.1" in lines
+    ), lines
+    # @1 is scored: every ranking holds a document (the documents were there).
+    assert gate_value(artifact, "recall@1")["value"] is not None
 
 
 BM25 = """
@@ -635,6 +707,8 @@ def test_an_ensemble_warning_says_up_to_and_its_artifact_hint_names_the_k_of_its
     assert f"Fix: {knob} ({number} results hold 10 documents" in message, message
     assert f"fewer than {at_least} results cannot)" in message, message
     assert warning["hint"] == knob
+    # The retriever block names the same knob at the same number, not the depth asked (k=10).
+    assert retrieval_project.artifact()["retriever"]["depth_hint"] == knob
     # Following it fills: each retriever built with that k, the union holds 10 documents.
     for text, _relevant in QUERIES.values():
         assert len({d.metadata["source"] for d in build_ensemble(number).invoke(text)}) >= 10

@@ -531,6 +531,59 @@ def test_a_score_compared_with_a_number_is_a_gate_in_every_report(
     }
 
 
+def test_a_score_that_cannot_be_scored_is_a_failed_gate_in_every_report(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # recall@50 is deeper than the depth asked (the largest of retrieval_ks): refused. Its
+    # assert_* form had a "FAIL ... n/a" row; the twin raised at recall_at(50) and left no row,
+    # so the gates header said "1 failed" while pytest counted 2.
+    retrieval_project.write(
+        tests="""
+        import pytest
+        from pytest_retrieval import GateUsageError
+        from pytest_retrieval.gates import assert_recall_at, recall_at
+
+        def test_twin():
+            assert recall_at(50) >= 0.3
+
+        def test_gate():
+            assert_recall_at(50) >= 0.3
+
+        def test_caught():
+            with pytest.raises(GateUsageError, match="needs the top 50 results"):
+                assert recall_at(50) >= 0.1
+        """
+    )
+    result = retrieval_project.run("--retrieval-json=out.json", "--retrieval-markdown=out.md")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*= retrieval gates: 2 failed =*",
+                "FAIL recall@50 >= 0.3: n/a (needs the top 50 results, but the retriever was "
+                "asked for 3 (retrieval_depth*) — test_retrieval.py::test_twin",
+                "FAIL recall@50 >= 0.3: n/a (needs the top 50 results, but the retriever was "
+                "asked for 3 (retrieval_depth*) — test_retrieval.py::test_gate",
+            ]
+        ),
+        consecutive=True,
+    )
+    result.stdout.fnmatch_lines(
+        ["E*pytest_retrieval.gates.GateUsageError: recall@50 needs the top 50 results*"]
+    )
+    gates = retrieval_project.artifact()["gates"]
+    assert [
+        (g["kind"], g["nodeid"], g["op"], g["threshold"], g["value"], g["passed"]) for g in gates
+    ] == [
+        ("score", "test_retrieval.py::test_twin", ">=", 0.3, None, False),
+        ("assert", "test_retrieval.py::test_gate", ">=", 0.3, None, False),
+    ]
+    assert gates[0]["message"] == gates[1]["message"]
+    assert gates[0]["message"].startswith("recall@50 needs the top 50 results")
+    markdown = (retrieval_project.path / "out.md").read_text(encoding="utf-8")
+    assert markdown.count("| ❌ | `recall@50` | test |") == 2, markdown
+
+
 def test_a_comparison_that_did_not_hold_in_a_passing_test_gates_nothing(
     retrieval_project: RetrievalProject,
 ) -> None:

@@ -190,6 +190,27 @@ CASES = [
         failed=("refund", "sso", "invoice", "fax"),
     ),
     Stopped(
+        # The retriever answers, the reranker raises for every query: the fix names the
+        # reranker (it said "make the retriever answer").
+        "every-query-failed-in-the-reranker",
+        "errored",
+        "every query failed in the reranker (4 of 4); the first, query 'refund' "
+        "[reranker]: RuntimeError: cross-encoder down",
+        "make the reranker answer (the error quoted is the first",
+        conftest=CONFTEST
+        + textwrap.dedent(
+            """
+
+            @pytest.fixture(scope="session")
+            def reranker_under_test():
+                def rerank(query, candidates):
+                    raise RuntimeError("cross-encoder down")
+                return rerank
+            """
+        ),
+        failed=("refund", "sso", "invoice", "fax"),
+    ),
+    Stopped(
         "retriever-raises-at-build-time",
         "errored",
         "the retriever_under_test fixture raised ConnectionError: index unreachable",

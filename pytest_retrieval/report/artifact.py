@@ -164,13 +164,24 @@ def _retriever_block(session: RetrievalSession) -> dict[str, Any]:
     into documents: :func:`.summary.depth_facts`)."""
     block: dict[str, Any] = {
         "name": session.retriever_name,
-        "depth_hint": session.hint_for(session.effective_depth),
+        "depth_hint": _depth_hint(session),
         "index_version": session.settings.index_version,
     }
     facts = depth_facts(session) if session.has_run else None
     if facts is not None and depth_is_news(session, facts):
         block["depth"] = facts
     return block
+
+
+def _depth_hint(session: RetrievalSession) -> str | None:
+    """How to set the retriever's depth: where its chunks collapsed short of K, the knob at the
+    number that fills K, as the short-ranking warning names it (its ``hint``, the one home of
+    that number); otherwise the knob at the configured depth."""
+    if session.has_run:
+        for found in session.short_rankings():
+            if found.stage == RETRIEVER_STAGE and found.collapse_fix is not None:
+                return found.hint
+    return session.hint_for(session.effective_depth)
 
 
 def abstention_block(session: RetrievalSession) -> dict[str, Any] | None:
