@@ -134,6 +134,18 @@ def test_github_creates_one_comment_holding_the_marker_the_report_and_the_commit
     assert err == ""
 
 
+def test_without_the_comments_address_the_line_names_the_pull_request_once(
+    github: ForgeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.state.html_urls = False  # an API that answers without html_url
+    assert comment("--github", str(REPORT)) == EXIT_OK
+    assert comment("--github", str(REPORT)) == EXIT_OK
+    assert capsys.readouterr().out == (
+        "pytest-retrieval comment: created the comment on pull request #12 of o/r\n"
+        "pytest-retrieval comment: the comment on pull request #12 of o/r is up to date\n"
+    )
+
+
 def test_the_next_push_updates_the_comment_found_on_page_2_and_creates_none(
     github: ForgeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

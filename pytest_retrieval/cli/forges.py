@@ -139,7 +139,7 @@ class Comment:
 @dataclass(frozen=True, slots=True)
 class Posted:
     """What :func:`publish` did: ``created``, ``updated`` or ``unchanged``, and the comment's
-    address."""
+    address ("" when the API did not give it)."""
 
     action: str
     url: str
@@ -448,7 +448,7 @@ class GitHub:
 
     def _url(self, answer: Answer) -> str:
         data = answer.data if isinstance(answer.data, dict) else {}
-        return str(data.get("html_url") or self.where)
+        return str(data.get("html_url") or "")
 
     def explain(self, error: ApiError, action: str) -> CannotPost:
         """A refusal as the cause a user reads and the fix."""
@@ -592,7 +592,7 @@ class GitLab:
     def _url(self, note_id: int) -> str:
         if self.web and note_id:
             return f"{self.web}/-/merge_requests/{self.number}#note_{note_id}"
-        return self.where
+        return ""
 
     def _call(
         self, method: str, url: str, action: str, payload: Any = None, *, retry: bool = True
@@ -672,7 +672,7 @@ def publish(forge: Forge, body: str, mark: str) -> Posted:
         found = next((c for c in forge.comments() if carries(c.body, mark) and forge.ours(c)), None)
         if found is not None:
             if same_body(found.body, body):
-                return Posted("unchanged", found.url or forge.where)
+                return Posted("unchanged", found.url)
             return Posted("updated", forge.update(found, body))
         try:
             return Posted("created", forge.create(body))
