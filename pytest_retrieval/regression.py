@@ -317,6 +317,7 @@ def compare(
         hole_delta=hole_delta,
         baseline_stage=baseline_stage,
         since=budget.since,
+        left_out=paired.left_out,
     )
 
 

@@ -73,6 +73,134 @@ class QueryDiff:
         }
 
 
+#: Query ids a check's ``left_out`` keeps per reason (the count is whole).
+LEFT_OUT_IDS = 5
+
+#: Where a check's baseline came from (:attr:`BaselineRef.source`).
+BASELINE_SOURCES = ("merge-base", "ancestor", "anchor", "file")
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineRef:
+    """Which baseline one regression check was judged against (the artifact's ``baseline``).
+
+    ``source`` is ``merge-base`` (the ledger entry of ``git merge-base HEAD <target>``),
+    ``ancestor`` (no entry there: the nearest recorded first-parent ancestor, ``distance``
+    commits before ``merge_base``), ``anchor`` (a ``since=`` budget's anchor; ``label`` is the
+    anchor as the budget names it) or ``file`` (the committed baseline file; ``label`` is its
+    path). ``commit`` is the full id of the commit whose entry was compared (None for a file);
+    for ``merge-base`` and ``ancestor`` ``label`` is the target branch.
+    """
+
+    source: str
+    commit: str | None = None
+    distance: int | None = None
+    label: str | None = None
+    merge_base: str | None = None
+
+    def describe(self) -> str:
+        """How the reports name it beside a check: ``vs merge-base 1a2b3c4d5e6f``, ``vs
+        1a2b3c4d5e6f (nearest recorded ancestor, 2 commits before)``, ``since v1.0
+        (1a2b3c4d5e6f)``, ``vs retrieval-baseline.json``. Commits as the messages show them
+        (12 characters)."""
+        short = (self.commit or "")[:12]
+        if self.source == "merge-base":
+            return f"vs merge-base {short}"
+        if self.source == "ancestor":
+            distance = self.distance or 0
+            commits = "commit" if distance == 1 else "commits"
+            return f"vs {short} (nearest recorded ancestor, {distance} {commits} before)"
+        if self.source == "anchor":
+            return f"since {self.label} ({short})" if short else f"since {self.label}"
+        return f"vs {self.label or 'the baseline'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins (artifact, xdist payload)."""
+        return {
+            "source": self.source,
+            "commit": self.commit,
+            "distance": self.distance,
+            "label": self.label,
+            "merge_base": self.merge_base,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> BaselineRef | None:
+        """Inverse of :meth:`to_dict`; None for anything else (an artifact written before it
+        was recorded, or a source this version does not know)."""
+        if not isinstance(data, Mapping) or data.get("source") not in BASELINE_SOURCES:
+            return None
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) else None
+
+        distance = data.get("distance")
+        return cls(
+            source=str(data["source"]),
+            commit=text("commit"),
+            distance=distance if type(distance) is int else None,
+            label=text("label"),
+            merge_base=text("merge_base"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """Queries of a check's selection it did not compare, for one reason: ``added`` (not in the
+    baseline), ``removed`` (no longer in the golden set) or ``changed`` (their text, split,
+    slices or labels changed since the baseline). ``count`` is whole; ``ids`` the first
+    :data:`LEFT_OUT_IDS`, sorted."""
+
+    reason: str
+    count: int
+    ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, reason: str, ids: Sequence[str]) -> LeftOut:
+        """The group of ``ids`` (sorted; the first :data:`LEFT_OUT_IDS` kept)."""
+        return cls(reason, len(ids), tuple(sorted(ids)[:LEFT_OUT_IDS]))
+
+    def describe(self, shown: int = 3) -> str:
+        """``2 added (q90, q91)``; ``7 changed (q01, q02, q03, ...)``."""
+        ids = [for_terminal(q) for q in self.ids[:shown]]
+        more = ", ..." if self.count > len(ids) else ""
+        return (
+            f"{self.count} {self.reason} ({', '.join(ids)}{more})"
+            if ids
+            else (f"{self.count} {self.reason}")
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins."""
+        return {"reason": self.reason, "count": self.count, "ids": list(self.ids)}
+
+
+def describe_left_out(groups: Sequence[LeftOut], compared: int) -> str | None:
+    """``compared 24 of 27 queries; left out 2 added (q90, q91), 1 changed (q03)``, or None
+    when the check left none out."""
+    if not groups:
+        return None
+    total = compared + sum(g.count for g in groups)
+    return f"compared {compared} of {total} queries; left out " + ", ".join(
+        g.describe() for g in groups
+    )
+
+
+def left_out_of(data: Any) -> tuple[LeftOut, ...]:
+    """An artifact's ``left_out`` list as :class:`LeftOut` groups (malformed entries skipped)."""
+    groups = []
+    for item in data if isinstance(data, Sequence) and not isinstance(data, str) else ():
+        if not isinstance(item, Mapping):
+            continue
+        count, ids = item.get("count"), item.get("ids")
+        if type(count) is not int or not isinstance(item.get("reason"), str):
+            continue
+        shown = tuple(str(q) for q in ids) if isinstance(ids, list) else ()
+        groups.append(LeftOut(str(item["reason"]), count, shown))
+    return tuple(groups)
+
+
 @dataclass(frozen=True, slots=True)
 class RegressionOutcome:
     """The verdict of one regression check."""
@@ -130,6 +258,12 @@ class RegressionOutcome:
     baseline_stage: str | None = None
     #: The anchor of a ``since=`` budget (judged against its ledger entry); None: the baseline.
     since: str | None = None
+    #: Which baseline the check was judged against (None: it compared nothing, or an artifact
+    #: written before it was recorded).
+    baseline: BaselineRef | None = None
+    #: Queries of the check's selection it did not compare (added, removed, changed since the
+    #: baseline); ``n`` counts the ones it did.
+    left_out: tuple[LeftOut, ...] = ()
 
     @property
     def stage_change(self) -> str | None:
@@ -182,6 +316,8 @@ class RegressionOutcome:
             "hole_delta": self.hole_delta,
             "baseline_stage": self.baseline_stage,
             "since": self.since,
+            "baseline": self.baseline.to_dict() if self.baseline is not None else None,
+            "left_out": [group.to_dict() for group in self.left_out],
         }
 
     @classmethod
@@ -240,4 +376,6 @@ class RegressionOutcome:
             hole_delta=data.get("hole_delta"),
             baseline_stage=data.get("baseline_stage"),
             since=data.get("since") if isinstance(data.get("since"), str) else None,
+            baseline=BaselineRef.from_dict(data.get("baseline")),
+            left_out=left_out_of(data.get("left_out")),
         )

@@ -30,7 +30,7 @@ from .declared import Budget
 from .dedup import recorded_groups
 from .evaluate import Conventions
 from .gates import Selection
-from .regression_outcome import RegressionOutcome
+from .regression_outcome import LeftOut, RegressionOutcome
 from .snapshot import QuerySnapshot, Snapshot, round_value
 from .stages import final_stage, stage_change
 
@@ -71,6 +71,9 @@ class Paired:
     note: str | None
     where: str
     baseline_stage: str
+    #: The queries of the budget's selection left out (added, removed, changed since the
+    #: baseline), for the reports to name under the check.
+    left_out: tuple[LeftOut, ...] = ()
 
 
 def _incomparable(
@@ -303,7 +306,26 @@ def pair_queries(
     where = where_label(baseline_stage, stage, budget.selection)
     if not pairs:
         return incomparable(f"no query to compare for {metric} [{where}]")
-    return Paired(stage, pairs, note, where, baseline_stage)
+
+    def within(ids: Sequence[str], side: Snapshot, other: Snapshot) -> list[str]:
+        """Those of ``ids`` in the budget's selection (as ``side``, else ``other``, has them)."""
+        return [
+            q
+            for q in ids
+            if (found := side.queries.get(q) or other.queries.get(q)) is not None
+            and selected(found)
+        ]
+
+    left_out = tuple(
+        LeftOut.of(reason, ids)
+        for reason, ids in (
+            ("added", within(added, current, baseline)),
+            ("removed", within(removed, baseline, current)),
+            ("changed", within(changed, current, baseline)),
+        )
+        if ids
+    )
+    return Paired(stage, pairs, note, where, baseline_stage, left_out)
 
 
 def where_label(baseline_stage: str, stage: str, selection: Selection) -> str:

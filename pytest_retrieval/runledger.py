@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .declared import Budget
     from .ledger import LedgerEntry
     from .regression import RegressionOutcome
+    from .regression_outcome import BaselineRef
     from .session import RetrievalSession
     from .snapshot import Snapshot
 
@@ -59,6 +60,8 @@ class LedgerBaseline:
     skip: str | None = None
     #: The entry's uid (the headroom warning tells baselines apart by it).
     uid: str | None = None
+    #: Which entry, structured (the artifact's ``baseline`` of each check judged against it).
+    ref: BaselineRef | None = None
 
 
 def _ledger_path(session: RetrievalSession) -> str:
@@ -161,7 +164,13 @@ def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
 # --- the merge-base baseline -----------------------------------------------------------------
 
 
-def _chosen(session: RetrievalSession, entry: LedgerEntry, label: str, note: str) -> LedgerBaseline:
+def _chosen(
+    session: RetrievalSession,
+    entry: LedgerEntry,
+    label: str,
+    note: str,
+    ref: BaselineRef | None = None,
+) -> LedgerBaseline:
     snapshot = rescored(session, entry)
     return LedgerBaseline(
         snapshot=snapshot,
@@ -171,6 +180,7 @@ def _chosen(session: RetrievalSession, entry: LedgerEntry, label: str, note: str
             "both runs have are compared)"
         ),
         uid=entry.uid,
+        ref=ref,
     )
 
 
@@ -182,6 +192,7 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
     for a damaged ledger."""
     from . import commitinfo
     from .ledger import Ledger
+    from .regression_outcome import BaselineRef
 
     commitinfo.require_repository(rootdir, needed_by="retrieval_baseline = merge-base")
     target = commitinfo.target_branch(session.settings.target_branch)
@@ -211,6 +222,7 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
                 label,
                 f"baseline: the merge-base {base[:12]} of HEAD and {target}, recorded "
                 f"{entry.created} in {shown}",
+                BaselineRef("merge-base", base, 0, target, base),
             )
         chain = commitinfo.first_parent_chain(rootdir, base, ANCESTOR_SEARCH)
         recorded = ledger.recorded_commits(chain)
@@ -228,6 +240,7 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
                         f"compared with its nearest recorded ancestor {commit[:12]}, {distance} "
                         f"commit{'s' if distance != 1 else ''} before it on {target}'s "
                         f"first-parent history (recorded {found.created})",
+                        BaselineRef("ancestor", commit, distance, target, base),
                     )
                 return _chosen(
                     session,
@@ -239,6 +252,7 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
                     f"{distance} commit{'s' if distance != 1 else ''} before it on {target}'s "
                     f"first-parent history (recorded {found.created}); {fix} to compare "
                     "with the merge-base itself",
+                    BaselineRef("ancestor", commit, distance, target, base),
                 )
     head = (
         f"neither the merge-base {base[:12]} of HEAD and {target} nor any of the "
@@ -285,6 +299,7 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
     entry, re-scored under today's labels; skipped with the fix when it has none (a ledger
     that does not exist yet has none)."""
     from .ledger import Ledger
+    from .regression_outcome import BaselineRef
 
     anchors = list(dict.fromkeys(b.since for b in session.budgets if b.since is not None))
     if not anchors:
@@ -316,6 +331,7 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
                 label,
                 f"anchor: since={anchor} is {commit[:12]}, recorded {entry.created} in {shown}: "
                 "the total drift since then is judged",
+                BaselineRef("anchor", commit, label=anchor),
             )
     finally:
         if ledger is not None:

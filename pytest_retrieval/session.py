@@ -706,6 +706,7 @@ class RetrievalSession:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
         from .regression import compare
+        from .regression_outcome import BaselineRef
 
         if self.settings.update_baseline:
             reason = "this run updates the baseline; regressions are checked on the next run"
@@ -732,6 +733,11 @@ class RetrievalSession:
         )
         if source is not None and source.note:
             outcome = dataclasses.replace(outcome, message=f"{outcome.message}\n{source.note}")
+        ref = source.ref if source is not None else None
+        if source is None and self.baseline is not None:
+            ref = BaselineRef("file", label=baseline_path)
+        if ref is not None and outcome.status != "missing":
+            outcome = dataclasses.replace(outcome, baseline=ref)  # which one, structured
         with self._lock:
             self.regression_outcomes.append(outcome)
         if outcome.status == "skipped":

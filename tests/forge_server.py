@@ -8,7 +8,9 @@ GitHub (at the root, as ``https://api.github.com``): ``GET /user``, ``GET`` and 
 GitLab (under ``/api/v4``): ``GET /user``, ``GET`` and ``POST
 /projects/{id}/merge_requests/{iid}/notes`` (pages with ``X-Next-Page``), ``PUT
 .../notes/{id}``. The server answers with the real APIs' shapes for the fields the command reads.
-It binds 127.0.0.1 only.
+As GitHub does, a token whose user is unknown (``GET /user`` 403: the Actions ``GITHUB_TOKEN``,
+acting as ``github-actions[bot]``) may not edit another bot's comment (403). It binds 127.0.0.1
+only.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class State:
     gitlab_user: dict[str, Any] = field(default_factory=lambda: {"id": 7, "username": "bot_7"})
     pulls: list[dict[str, Any]] = field(default_factory=list)
     page_size: int = 100
+    #: False: comments are answered without ``html_url`` (a server that leaves it out).
+    html_urls: bool = True
     faults: list[Fault] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     next_id: int = 1000
@@ -234,6 +238,9 @@ def _route(server: ForgeServer, seen: Seen) -> tuple[int, dict[str, str], Any]:
         for thread, comments in state.threads.items():
             for comment in comments:
                 if comment["id"] == int(match[3]) and thread.startswith("github:"):
+                    actor = (state.github_user or {"login": "github-actions[bot]"})["login"]
+                    if state.github_user is None and comment["bot"] and comment["login"] != actor:
+                        return 403, {}, {"message": "Resource not accessible by integration"}
                     comment["body"] = seen.body["body"]
                     return 200, {}, _github_comment(server, thread, comment)
         return 404, {}, {"message": "Not Found"}
@@ -252,12 +259,15 @@ def _route(server: ForgeServer, seen: Seen) -> tuple[int, dict[str, str], Any]:
 def _github_comment(server: ForgeServer, thread: str, comment: dict[str, Any]) -> dict[str, Any]:
     number = thread.rsplit("#", 1)[1]
     repo = thread.removeprefix("github:").rsplit("#", 1)[0]
-    return {
+    answer = {
         "id": comment["id"],
         "body": comment["body"],
         "user": {"login": comment["login"], "type": "Bot" if comment["bot"] else "User"},
         "html_url": f"https://github.com/{repo}/pull/{number}#issuecomment-{comment['id']}",
     }
+    if not server.state.html_urls:
+        del answer["html_url"]
+    return answer
 
 
 def _gitlab(server: ForgeServer, seen: Seen, path: str) -> tuple[int, dict[str, str], Any]:

@@ -134,13 +134,27 @@ def test_github_creates_one_comment_holding_the_marker_the_report_and_the_commit
     assert err == ""
 
 
+def test_without_the_comments_address_the_line_names_the_pull_request_once(
+    github: ForgeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.state.html_urls = False  # an API that answers without html_url
+    assert comment("--github", str(REPORT)) == EXIT_OK
+    assert comment("--github", str(REPORT)) == EXIT_OK
+    assert capsys.readouterr().out == (
+        "pytest-retrieval comment: created the comment on pull request #12 of o/r\n"
+        "pytest-retrieval comment: the comment on pull request #12 of o/r is up to date\n"
+    )
+
+
 def test_the_next_push_updates_the_comment_found_on_page_2_and_creates_none(
     github: ForgeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     github.state.page_size = 2  # pages of 2: the marker is on page 2
     github.add_comment(THREAD, "LGTM", login="alice")
     github.add_comment(THREAD, "please rebase", login="bob")
-    ours = github.add_comment(THREAD, f"{MARKER}\nthe last push's report", login="x[bot]", bot=True)
+    ours = github.add_comment(
+        THREAD, f"{MARKER}\nthe last push's report", login="github-actions[bot]", bot=True
+    )
     github.add_comment(THREAD, "thanks", login="alice")
     assert comment("--github", str(REPORT)) == EXIT_OK
     assert github.comment(THREAD, ours)["body"] == expected_body()
@@ -158,7 +172,9 @@ def test_the_next_push_updates_the_comment_found_on_page_2_and_creates_none(
 def test_an_unchanged_report_leaves_the_comment_alone(
     github: ForgeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ours = github.add_comment(THREAD, expected_body().replace("\n", "\r\n"), login="b", bot=True)
+    ours = github.add_comment(
+        THREAD, expected_body().replace("\n", "\r\n"), login="github-actions[bot]", bot=True
+    )
     assert comment("--github", str(REPORT)) == EXIT_OK
     assert github.requests("PATCH") == github.requests("POST") == []
     assert github.comment(THREAD, ours)["body"] == expected_body().replace("\n", "\r\n")
@@ -177,6 +193,28 @@ def test_another_golden_sets_marker_and_a_persons_copy_of_ours_are_left_alone(
     github.add_comment(THREAD, forged, login="mallory")  # a person could edit it afterwards
     assert comment("--github", str(REPORT)) == EXIT_OK
     assert github.bodies(THREAD) == [other, forged, expected_body()]
+
+
+def test_with_the_actions_token_another_apps_comment_is_left_alone_and_a_new_one_created(
+    github: ForgeServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # GET /user is 403 (the Actions GITHUB_TOKEN): its comments are github-actions[bot]'s, and
+    # another app's bot comment with our marker is not ours (GitHub would refuse the edit, 403).
+    other = github.add_comment(THREAD, f"{MARKER}\nother app", login="other-app[bot]", bot=True)
+    assert comment("--github", str(REPORT)) == EXIT_OK
+    assert github.requests("PATCH") == []
+    assert github.comment(THREAD, other)["body"] == f"{MARKER}\nother app"
+    assert github.bodies(THREAD) == [f"{MARKER}\nother app", expected_body()]
+    assert capsys.readouterr().out.startswith("pytest-retrieval comment: created the comment on")
+    # The next push finds the comment it created (by github-actions[bot]) and updates that one.
+    newer = tmp_path / "newer.md"
+    newer.write_text(REPORT.read_text(encoding="utf-8") + "\n_the next push_\n", encoding="utf-8")
+    assert comment("--github", str(newer)) == EXIT_OK
+    [patch] = github.requests("PATCH")
+    [created] = [c for c in github.state.threads[THREAD] if c["login"] == "github-actions[bot]"]
+    assert patch.path == f"/repos/o/r/issues/comments/{created['id']}"
+    assert len(github.requests("POST")) == 1
+    assert github.comment(THREAD, other)["body"] == f"{MARKER}\nother app"
 
 
 def test_with_a_personal_token_only_the_tokens_own_comments_are_updated(

@@ -76,10 +76,13 @@ def test_an_anchored_budget_gates_the_drift_that_each_merge_base_check_lets_thro
     on_c = project.pytest()
     assert on_c.returncode == 1, on_c.stdout
     # Per merge: C against B, 3 more queries, 0.1875 again: passes.
-    assert "PASS mrr budget 0.2000 [stage=retriever]: 0.8125 → 0.6250 (Δ -0.1875" in on_c.stdout
+    assert (
+        f"PASS mrr budget 0.2000 [stage=retriever] vs {b[:12]} (nearest recorded ancestor, "
+        "1 commit before): 0.8125 → 0.6250 (Δ -0.1875"
+    ) in on_c.stdout
     # Since v1: C against A, six queries, 0.375 > 0.2 and p = 2**-6: fails, in one family of 2.
     assert (
-        "FAIL mrr budget 0.2000 [stage=retriever, since=v1]: 1.0000 → 0.6250 (Δ -0.3750"
+        f"FAIL mrr budget 0.2000 [stage=retriever] since v1 ({a[:12]}): 1.0000 → 0.6250 (Δ -0.3750"
     ) in on_c.stdout
     assert "2 regression checks, family-wise alpha 0.05" in on_c.stdout
     assert f"anchor: since=v1 is {a[:12]}, recorded" in on_c.stdout
@@ -118,9 +121,9 @@ def test_an_anchor_is_a_ledger_label_a_tag_or_a_commit_and_without_an_entry_it_i
     project.commit("B: worse", rankings=BAD)
     judged = project.pytest()
     assert judged.returncode == 1
-    assert "FAIL mrr budget 0.2000 [stage=retriever, since=release]: 1.0000 → 0.3333" in (
-        judged.stdout
-    )
+    assert (
+        f"FAIL mrr budget 0.2000 [stage=retriever] since release ({a[:12]}): 1.0000 → 0.3333"
+    ) in (judged.stdout)
 
 
 def test_runs_significantly_above_a_committed_baseline_three_times_running_warn_of_headroom(

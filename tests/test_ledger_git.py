@@ -18,7 +18,10 @@ from ledger_helpers import BAD, GOOD, ROOT, GitProject, git_environment
 
 from pytest_retrieval.ledger import Ledger
 
-REGRESSION = "FAIL mrr budget 0.1000 [stage=retriever]: 1.0000 → 0.3333 (Δ -0.6667"
+
+def regression(against: str) -> str:
+    """The verdict line of GOOD's entry against BAD, naming the entry it was judged against."""
+    return f"FAIL mrr budget 0.1000 [stage=retriever] {against}: 1.0000 → 0.3333 (Δ -0.6667"
 
 
 def make(tmp_path: Path, **kwargs: object) -> GitProject:
@@ -46,7 +49,7 @@ def test_a_branch_is_judged_against_the_entry_of_its_merge_base_with_no_baseline
     project.commit("B: the reranker is off", rankings=BAD)
     run = project.pytest("--retrieval-json=out.json")
     assert run.returncode == 1, run.stdout
-    assert REGRESSION in run.stdout
+    assert regression(f"vs merge-base {a[:12]}") in run.stdout
     assert f"retrieval: baseline: the merge-base {a[:12]} of HEAD and main, recorded " in (
         run.stdout
     )
@@ -62,7 +65,10 @@ def test_a_branch_is_judged_against_the_entry_of_its_merge_base_with_no_baseline
     project.commit("C: docs only")
     same = project.pytest()
     assert same.returncode == 0, same.stdout
-    assert "PASS mrr budget 0.1000 [stage=retriever]: 1.0000 → 1.0000 (Δ +0.0000" in same.stdout
+    assert (
+        f"PASS mrr budget 0.1000 [stage=retriever] vs merge-base {a[:12]}: 1.0000 → 1.0000 "
+        "(Δ +0.0000"
+    ) in same.stdout
 
 
 def test_without_an_entry_at_the_merge_base_the_nearest_recorded_ancestor_is_used_and_named(
@@ -77,7 +83,7 @@ def test_without_an_entry_at_the_merge_base_the_nearest_recorded_ancestor_is_use
     project.commit("D: worse", rankings=BAD)
     run = project.pytest()
     assert run.returncode == 1, run.stdout
-    assert REGRESSION in run.stdout
+    assert regression(f"vs {a[:12]} (nearest recorded ancestor, 2 commits before)") in run.stdout
     assert (
         f"baseline: the merge-base {c[:12]} of HEAD and main has no recorded run; its nearest "
         f"recorded ancestor is {a[:12]}, 2 commits before it on main's first-parent history"
@@ -101,14 +107,14 @@ def test_a_merge_base_on_a_merged_branch_falls_back_along_the_first_parent_histo
     project.git("checkout", "-q", "-b", "after-merge", m)
     project.commit("G: worse", rankings=BAD)
     after = project.pytest()
-    assert REGRESSION in after.stdout
+    assert regression(f"vs merge-base {m[:12]}") in after.stdout
     assert f"baseline: the merge-base {m[:12]} of HEAD and main, recorded" in after.stdout
     # A branch from F1 (merged, but never recorded): its merge-base with main is F1, whose
     # first parent A has an entry.
     project.git("checkout", "-q", "-b", "from-topic", f1)
     project.commit("H: worse", rankings=BAD)
     side = project.pytest()
-    assert REGRESSION in side.stdout
+    assert regression(f"vs {a[:12]} (nearest recorded ancestor, 1 commit before)") in side.stdout
     assert (
         f"the merge-base {f1[:12]} of HEAD and main has no recorded run; its nearest recorded "
         f"ancestor is {a[:12]}, 1 commit before it"
@@ -129,7 +135,9 @@ def test_a_rebase_moves_the_merge_base_and_with_it_the_entry_compared_with(
     # recorded ancestor A (a regression merged into main fails there too), and recorded.
     on_main = project.pytest()
     assert on_main.returncode == 1
-    assert REGRESSION in on_main.stdout
+    assert regression(f"vs {a[:12]} (nearest recorded ancestor, 1 commit before)") in (
+        on_main.stdout
+    )
     assert (
         f"baseline: HEAD is on main (its own merge-base), so it is compared with its nearest "
         f"recorded ancestor {a[:12]}, 1 commit before it on main's first-parent history"
@@ -144,7 +152,9 @@ def test_a_rebase_moves_the_merge_base_and_with_it_the_entry_compared_with(
     # Rebased onto C the branch has C's rankings (BAD) and is compared with C's entry (BAD).
     assert f"the merge-base {c[:12]} of HEAD and main, recorded" in after.stdout
     assert after.returncode == 0, after.stdout
-    assert "PASS mrr budget 0.1000 [stage=retriever]: 0.3333 → 0.3333" in after.stdout
+    assert (
+        f"PASS mrr budget 0.1000 [stage=retriever] vs merge-base {c[:12]}: 0.3333 → 0.3333"
+    ) in after.stdout
 
 
 def test_runs_on_a_dirty_tree_and_failed_runs_are_recorded_but_never_chosen(
@@ -200,7 +210,7 @@ def test_ledger_record_at_runs_the_commit_in_a_worktree_with_the_commits_own_cod
     assert project.git("worktree", "list").count("\n") == 0  # the worktree was removed
     assert project.git("status", "--porcelain") == ""
     run = project.pytest()
-    assert REGRESSION in run.stdout
+    assert regression(f"vs merge-base {a[:12]}") in run.stdout
     assert f"baseline: the merge-base {a[:12]} of HEAD and main, recorded" in run.stdout
 
 

@@ -178,10 +178,12 @@ def run(args: argparse.Namespace) -> int:
                 + _variable(args.provider)
             )
         return _cannot(args.strict, cause, fix, token)
+    # The comment's address when the API gave one (else the pull request is named once).
+    address = f": {posted.url}" if posted.url else ""
     if posted.action == "unchanged":
-        said = f"the comment on {forge.where} is up to date: {posted.url}"
+        said = f"the comment on {forge.where} is up to date{address}"
     else:
-        said = f"{posted.action} the comment on {forge.where}: {posted.url}"
+        said = f"{posted.action} the comment on {forge.where}{address}"
     _say(said, token, err=False)
     return 0
 

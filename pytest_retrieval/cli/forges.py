@@ -19,10 +19,12 @@ Only the standard library (``urllib.request`` and ``json``). The transport's rul
 A comment is the command's own when its body holds the marker as a line (see
 :mod:`pytest_retrieval.report.comment`) and its author is the token's user: GitHub's
 ``GET /user`` names it for a personal token; the Actions ``GITHUB_TOKEN`` and app tokens cannot
-read it (403), and then a comment by a bot account is accepted (only apps installed on the
-repository comment as bots). A marker in a person's comment is left alone: that person could
-edit the verdict afterwards. Every failure the user can act on is a :class:`CannotPost`: a
-cause and a fix, on one line each.
+read it (403), and then only a comment by :data:`ACTIONS_BOT` (the account every comment made
+with the Actions ``GITHUB_TOKEN`` is written by) is taken as the command's own. Another app's
+bot comment carrying the marker is left alone (GitHub would refuse to edit it, 403, and no
+verdict would be posted): a new comment is created instead. A marker in a person's comment is
+left alone too: that person could edit the verdict afterwards. Every failure the user can act
+on is a :class:`CannotPost`: a cause and a fix, on one line each.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ GITHUB_LIMIT = 65_536
 GITLAB_LIMIT = 1_000_000
 #: The GitHub REST API version every request asks for.
 GITHUB_API_VERSION = "2022-11-28"
+#: The login of the GitHub Actions app's bot: the author of the comments the Actions
+#: ``GITHUB_TOKEN`` (an installation token of that app) writes.
+ACTIONS_BOT = "github-actions[bot]"
 
 
 class CannotPost(Exception):
@@ -134,7 +139,7 @@ class Comment:
 @dataclass(frozen=True, slots=True)
 class Posted:
     """What :func:`publish` did: ``created``, ``updated`` or ``unchanged``, and the comment's
-    address."""
+    address ("" when the API did not give it)."""
 
     action: str
     url: str
@@ -382,7 +387,7 @@ class GitHub:
 
     def identify(self) -> None:
         """Learn the token's user (``GET /user``); an Actions or app token cannot (403), and
-        then comments by bots count as the command's own."""
+        then only comments by :data:`ACTIONS_BOT` count as the command's own."""
         try:
             answer = self.client.call("GET", f"{self.client.base}/user")
         except ApiError as exc:
@@ -408,7 +413,11 @@ class GitHub:
             url = next_link(answer.headers.get("link"))
 
     def ours(self, comment: Comment) -> bool:
-        return comment.author == self._me if self._me else comment.bot
+        if self._me:
+            return comment.author == self._me
+        # The token's user is unknown: the Actions GITHUB_TOKEN's comments are by its bot.
+        # Another app's bot comment is not ours to edit (GitHub refuses, 403).
+        return comment.bot and comment.author == ACTIONS_BOT
 
     def create(self, body: str) -> str:
         url = f"{self.client.base}/repos/{self._repo_path}/issues/{self.number}/comments"
@@ -439,7 +448,7 @@ class GitHub:
 
     def _url(self, answer: Answer) -> str:
         data = answer.data if isinstance(answer.data, dict) else {}
-        return str(data.get("html_url") or self.where)
+        return str(data.get("html_url") or "")
 
     def explain(self, error: ApiError, action: str) -> CannotPost:
         """A refusal as the cause a user reads and the fix."""
@@ -583,7 +592,7 @@ class GitLab:
     def _url(self, note_id: int) -> str:
         if self.web and note_id:
             return f"{self.web}/-/merge_requests/{self.number}#note_{note_id}"
-        return self.where
+        return ""
 
     def _call(
         self, method: str, url: str, action: str, payload: Any = None, *, retry: bool = True
@@ -663,7 +672,7 @@ def publish(forge: Forge, body: str, mark: str) -> Posted:
         found = next((c for c in forge.comments() if carries(c.body, mark) and forge.ours(c)), None)
         if found is not None:
             if same_body(found.body, body):
-                return Posted("unchanged", found.url or forge.where)
+                return Posted("unchanged", found.url)
             return Posted("updated", forge.update(found, body))
         try:
             return Posted("created", forge.create(body))

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..determinism import stale_warning
 from ..gates import gate_source
+from ..regression_outcome import BaselineRef, describe_left_out, left_out_of
 from ..verdict import Status, Stop, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
@@ -49,6 +50,13 @@ class GateRow:
     #: The baseline's stage a regression check compared ``stage`` with (None: the same stage,
     #: or an artifact written before it was recorded).
     baseline_stage: str | None = None
+    #: Which ledger entry a regression check was judged against, as the reports name it
+    #: (``vs merge-base 1a2b3c4d5e6f``, ``since v1.0 (1a2b3c4d5e6f)``); None for the baseline
+    #: file (one per run) or an artifact written before it was recorded.
+    against: str | None = None
+    #: The queries the check left out (``compared 24 of 27 queries; left out 2 added (q90,
+    #: q91), 1 changed (q03)``), or "".
+    left_out: str = ""
 
     @property
     def stage_shown(self) -> str | None:
@@ -95,10 +103,18 @@ class GateRow:
         return []
 
     @property
+    def versus(self) -> str:
+        """What a regression check is judged against, after its metric: ``vs baseline``, ``vs
+        merge-base 1a2b3c4d5e6f``, ``since v1.0 (1a2b3c4d5e6f)``; "" for a threshold."""
+        if self.kind != "regression":
+            return ""
+        return self.against or "vs baseline"
+
+    @property
     def label(self) -> str:
-        """``recall@50 ≥ 0.85`` or ``ndcg@10 vs baseline``."""
+        """``recall@50 ≥ 0.85``, ``ndcg@10 vs baseline`` or ``ndcg@10 vs merge-base 1a2b…``."""
         if self.kind == "regression":
-            return f"{self.metric} vs baseline"
+            return f"{self.metric} {self.versus}"
         return f"{self.metric} {self.target}"
 
     @property
@@ -144,8 +160,9 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     budget = outcome.get("budget")
     target = f"drop ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
     since = _text(outcome.get("since"))
-    if since is not None:  # an anchored budget: the drop since its anchor
-        target += f" since {since}"
+    against = against_text(outcome)
+    if since is not None and against is None:  # an anchored budget: the drop since its anchor
+        target += f" since {since}"  # (named with its commit beside the metric when known)
     p_value = outcome.get("p_value")
     significance = ""
     note = ""
@@ -195,7 +212,24 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
         upper_level=_number(outcome.get("upper_level")),
         ci_level=_number(outcome.get("ci_level")),
         baseline_stage=_text(outcome.get("baseline_stage")),
+        against=against,
+        left_out=left_out_text(outcome),
     )
+
+
+def against_text(outcome: Mapping[str, Any]) -> str | None:
+    """The ledger entry a check was judged against, as the reports name it
+    (:meth:`~pytest_retrieval.regression_outcome.BaselineRef.describe`); None for the baseline
+    file, or when the artifact does not say."""
+    ref = BaselineRef.from_dict(outcome.get("baseline"))
+    return None if ref is None or ref.source == "file" else ref.describe()
+
+
+def left_out_text(outcome: Mapping[str, Any]) -> str:
+    """``compared 24 of 27 queries; left out 2 added (q90, q91), 1 changed (q03)``, or ""."""
+    n = outcome.get("n")
+    groups = left_out_of(outcome.get("left_out"))
+    return describe_left_out(groups, n if type(n) is int else 0) or ""
 
 
 def _text(value: Any) -> str | None:

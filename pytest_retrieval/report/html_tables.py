@@ -83,7 +83,7 @@ def gates_section(artifact: Mapping[str, Any]) -> Markup:
                     _td(
                         [
                             el("code", None, row.metric),
-                            " vs baseline" if row.kind == "regression" else "",
+                            f" {row.versus}" if row.versus else "",
                         ]
                     ),
                     _td(row.source),
@@ -93,7 +93,7 @@ def gates_section(artifact: Mapping[str, Any]) -> Markup:
                     _td(row.target),
                     *([_td(change, num=True), _td(row.significance or "—")] if compared else []),
                     _td(str(row.n), num=True),
-                    _td(row.note, cls="note"),
+                    _td("; ".join(t for t in (row.note, row.left_out) if t), cls="note"),
                 ],
             )
         )
@@ -188,6 +188,7 @@ def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
                     _badge("fail" if status == "regression" else "pass"),
                     " ",
                     el("code", None, metric),
+                    f" {view.against_text(outcome)}" if view.against_text(outcome) else "",
                     f" ({where}): {status}; {len(worse)} worse, {len(better)} better",
                 ),
                 table,

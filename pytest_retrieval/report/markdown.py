@@ -121,7 +121,7 @@ def _where(stage: str | None, split: str | None, slice_: str | None) -> str:
 
 def _gate_cells(row: GateRow) -> list[str]:
     if row.kind == "regression":
-        gate = f"{md_code(row.metric)} vs baseline"
+        gate = f"{md_code(row.metric)} {md_text(row.versus)}"
         if row.delta is None:
             change = md_text(row.note.split(":", 1)[0]) if row.status != "pass" else "—"
         else:
@@ -182,13 +182,14 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
         kinds = sorted({r.status for r in hidden})
         lines.append("")
         lines.append(_more(len(hidden), "gate", detail=" (" + ", ".join(kinds) + ")"))
-    notes = [r for r in rows if r.note]
+    # A check's note, then the queries it left out (each a line of its own under the check).
+    notes = [(r, text) for r in rows for text in (r.note, r.left_out) if text]
     if notes:
         lines.append("")
-        for row in notes[:max_rows]:
+        for row, text in notes[:max_rows]:
             lines.append(
                 f"- {_STATUS.get(row.status, '❔')} {md_code(row.label, table=False)} "
-                f"({_where(row.stage_shown, row.split, row.slice)}): {md_text(row.note)}"
+                f"({_where(row.stage_shown, row.split, row.slice)}): {md_text(text)}"
             )
         if len(notes) > max_rows:
             lines.append(f"- {_more(len(notes) - max_rows, 'note')}")
@@ -312,9 +313,11 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
         metric = str(outcome.get("metric"))
         stage = view.stage_shown(outcome.get("stage"), outcome.get("baseline_stage"))
         lines.append("")
+        against = view.against_text(outcome)
         lines.append(
             f"**{md_code(metric, table=False)}** "
-            f"({_where(stage, outcome.get('split'), outcome.get('slice'))}): "
+            + (f"{md_text(against)} " if against else "")
+            + f"({_where(stage, outcome.get('split'), outcome.get('slice'))}): "
             f"{len(worse)} quer{'y' if len(worse) == 1 else 'ies'} got worse, worst first"
         )
         if not worse:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..golden import Query
+from ..regression_outcome import describe_left_out
 from ..session import RetrievalSession
 from ..text import for_terminal
 from .phrases import unscored_reason
@@ -573,7 +574,11 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 )
                 if v
             )
-            if regression.since:  # an anchored budget: judged since its anchor
+            ref = regression.baseline
+            # Which ledger entry it was judged against, after the scope (the baseline file is
+            # one per run: named once in the summary).
+            against = f" {ref.describe()}" if ref is not None and ref.source != "file" else ""
+            if regression.since and not against:  # an anchored budget: judged since its anchor
                 where = (
                     f"{where}, since={regression.since}" if where else f"since={regression.since}"
                 )
@@ -596,7 +601,7 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 else ""
             )
             lines.append(
-                f"{verdict} {regression.metric} budget {regression.budget:.4f} [{where}]: "
+                f"{verdict} {regression.metric} budget {regression.budget:.4f} [{where}]{against}: "
                 f"{regression.baseline_mean:.4f} → {regression.current_mean:.4f} "
                 f"(Δ {regression.delta:+.4f}{bound}, p = {p_value}, n = {regression.n}"
                 f"{detectable})"
@@ -614,6 +619,12 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             details = body[1:]
         if verdict == "FAIL":
             lines.extend(f"    {line}" for line in details)
-        elif regression.warning and not quiet:
-            lines.append(f"    warning: {regression.warning}")
+            show_left_out = False  # the message's intersect line names them in full
+        else:
+            if regression.warning and not quiet:
+                lines.append(f"    warning: {regression.warning}")
+            show_left_out = not quiet
+        left_out = describe_left_out(regression.left_out, regression.n)
+        if left_out and show_left_out:
+            lines.append(f"    {left_out}")
     return lines

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Union
 from ..stages import final_stage
 from ..text import parse_int
 from .gaterows import GateRow as GateRow  # re-exported: the renderers read the view
+from .gaterows import against_text as against_text
 from .gaterows import family_line as family_line
 from .gaterows import gate_rows as gate_rows
 from .gaterows import has_regressions as has_regressions
