@@ -35,6 +35,9 @@ from .errors import InputError, Problem
 GIT_TIMEOUT_S = 60.0
 #: The target branch when neither the setting nor the CI names one.
 DEFAULT_TARGET = "main"
+#: The variable ``pytest-retrieval ledger record --at REV`` sets to REV's branch for the run
+#: in its (detached) worktree.
+RECORDED_BRANCH = "PYTEST_RETRIEVAL_LEDGER_BRANCH"
 #: The fix of a shallow clone, for both CIs.
 SHALLOW_FIX = (
     "fetch the whole history: `fetch-depth: 0` on actions/checkout (GitHub Actions), "
@@ -100,8 +103,31 @@ def ci_environment(env: Mapping[str, str] | None = None) -> CiRun:
 
 def target_branch(setting: str | None, env: Mapping[str, str] | None = None) -> str:
     """The branch a merge-base is taken with: ``retrieval_target_branch``, else the CI's
-    base-ref variable (set on pull/merge requests), else :data:`DEFAULT_TARGET`."""
+    base-ref variable (set on pull/merge requests), else :data:`DEFAULT_TARGET`.
+
+    The CI's variables are read only under that CI (``GITHUB_BASE_REF`` when
+    ``GITHUB_ACTIONS=true``, ``CI_MERGE_REQUEST_TARGET_BRANCH_NAME`` when ``GITLAB_CI=true``),
+    as :func:`ci_environment` reads every CI variable."""
     return setting or ci_environment(env).base_ref or DEFAULT_TARGET
+
+
+def target_source(setting: str | None, env: Mapping[str, str] | None = None) -> str:
+    """Where :func:`target_branch` took the branch from, as an error message says it."""
+    if setting:
+        return "retrieval_target_branch"
+    ci = ci_environment(env)
+    if ci.base_ref:
+        variable = (
+            "GITHUB_BASE_REF"
+            if ci.provider == "github"
+            else ("CI_MERGE_REQUEST_TARGET_BRANCH_NAME")
+        )
+        return f"the CI's {variable}"
+    return (
+        f"the default {DEFAULT_TARGET}: retrieval_target_branch is not set and no CI base-ref "
+        "variable is (GITHUB_BASE_REF is read only when GITHUB_ACTIONS=true, "
+        "CI_MERGE_REQUEST_TARGET_BRANCH_NAME only when GITLAB_CI=true)"
+    )
 
 
 def git(cwd: str | os.PathLike[str], *args: str, check: bool = True) -> str | None:
@@ -190,9 +216,10 @@ def current_branch(cwd: str | os.PathLike[str]) -> str | None:
     return git(cwd, "symbolic-ref", "--short", "--quiet", "HEAD", check=False)
 
 
-def target_ref(cwd: str | os.PathLike[str], target: str) -> str:
+def target_ref(cwd: str | os.PathLike[str], target: str, *, source: str | None = None) -> str:
     """The ref of the target branch: the local branch first, else ``origin/<target>``;
-    a :class:`GitError` naming both when neither exists."""
+    a :class:`GitError` naming both, and where the name came from (``source``, from
+    :func:`target_source`), when neither exists."""
     for ref in (f"refs/heads/{target}", f"refs/remotes/origin/{target}"):
         if git(cwd, "rev-parse", "--verify", "--quiet", ref, check=False) is not None:
             return ref
@@ -205,23 +232,25 @@ def target_ref(cwd: str | os.PathLike[str], target: str) -> str:
         )
     raise GitError(
         Problem(
-            f"unknown target branch {target!r}: neither a local branch {target} nor "
-            f"origin/{target} exists",
+            f"unknown target branch {target!r}"
+            + (f" (from {source})" if source else "")
+            + f": tried the local branch {target} (refs/heads/{target}) and origin/{target} "
+            f"(refs/remotes/origin/{target}), and neither exists",
             fix=f"fetch it (git fetch origin {target}), or set retrieval_target_branch to the "
             "branch pull requests merge into",
         )
     )
 
 
-def merge_base(cwd: str | os.PathLike[str], target: str) -> str:
-    """``git merge-base HEAD <target>`` (the target as :func:`target_ref` finds it); a
-    :class:`GitError` for a shallow clone, an unknown branch, or histories that share no
-    commit."""
+def merge_base(cwd: str | os.PathLike[str], target: str, *, source: str | None = None) -> str:
+    """``git merge-base HEAD <target>`` (the target as :func:`target_ref` finds it; ``source``:
+    where its name came from, for the error); a :class:`GitError` for a shallow clone, an
+    unknown branch, or histories that share no commit."""
     if resolve(cwd, "HEAD") is None:
         raise GitError(
             Problem("HEAD names no commit (a repository without commits)", fix="commit first")
         )
-    ref = target_ref(cwd, target)
+    ref = target_ref(cwd, target, source=source)
     found = git(cwd, "merge-base", "HEAD", ref, check=False)
     if found:
         return found
@@ -242,6 +271,37 @@ def first_parent_chain(cwd: str | os.PathLike[str], commit: str, limit: int) -> 
     target branch's own history: its merges, not the commits of the branches merged in)."""
     text = git(cwd, "rev-list", "--first-parent", f"--max-count={limit}", commit, "--")
     return text.split() if text else []
+
+
+def branch_named(cwd: str | os.PathLike[str], rev: str) -> str | None:
+    """The branch ``rev`` names: ``main`` for ``main``, ``refs/heads/main`` or
+    ``origin/main``; None for a tag, a commit id or an expression (``main~2``)."""
+    if not rev or rev.startswith("-"):
+        return None
+    full = git(cwd, "rev-parse", "--symbolic-full-name", rev, check=False)
+    if not full or "\n" in full:
+        return None
+    if full.startswith("refs/heads/"):
+        return full.removeprefix("refs/heads/")
+    if full.startswith("refs/remotes/"):
+        name = full.removeprefix("refs/remotes/").partition("/")[2]
+        return name if name and name != "HEAD" else None
+    return None
+
+
+def branch_holding(
+    cwd: str | os.PathLike[str], commit: str, branches: Sequence[str], limit: int = 10_000
+) -> str | None:
+    """The first of ``branches`` (local, else ``origin/<name>``) whose first-parent history
+    (its last ``limit`` commits) holds ``commit``: the branch it was made on."""
+    for name in dict.fromkeys(b for b in branches if b):
+        for ref in (f"refs/heads/{name}", f"refs/remotes/origin/{name}"):
+            if git(cwd, "rev-parse", "--verify", "--quiet", ref, check=False) is None:
+                continue
+            if commit in first_parent_chain(cwd, ref, limit):
+                return name
+            break
+    return None
 
 
 def is_ancestor(cwd: str | os.PathLike[str], ancestor: str, descendant: str) -> bool:
@@ -339,7 +399,13 @@ def describe(
             return None
         ci = ci_environment(env)
         parent = resolve(cwd, "HEAD^")
-        branch = current_branch(cwd) or ci.branch
+        # ``ledger record --at REV`` runs in a detached worktree and says REV's branch; the
+        # CI's branch variable then names the job's checkout, not REV.
+        branch = (
+            _clean((os.environ if env is None else env).get(RECORDED_BRANCH))
+            or current_branch(cwd)
+            or ci.branch
+        )
         base: str | None = None
         if target is not None:
             try:

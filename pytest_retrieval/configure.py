@@ -124,9 +124,12 @@ def build_session(
     if settings.merge_base or any(b.since is not None for b in session.budgets):
         from .runledger import anchor_baselines, merge_base_baseline
 
+        # The merge-base first: a shallow clone's usage error (fetch-depth: 0) is the one to
+        # see, before an anchor's tag that the shallow clone lacks.
+        merge_base = merge_base_baseline(session, str(rootdir)) if settings.merge_base else None
         found = anchor_baselines(session, str(rootdir))
-        if settings.merge_base:
-            found[None] = merge_base_baseline(session, str(rootdir))
+        if merge_base is not None:
+            found[None] = merge_base
         session.ledger_baselines = found
     return session
 

@@ -458,12 +458,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "ledger",
-        "record every run in this ledger file (SQLite; default off), the history "
-        "retrieval_baseline = merge-base and since= budgets read",
+        "record every run in this ledger file (SQLite; default off; empty: off), the "
+        "history retrieval_baseline = merge-base and since= budgets read",
         None,
         parse_text,
         metavar="PATH",
         is_path=True,
+        empty_is_off=True,
     ),
     Option(
         "target_branch",

@@ -53,6 +53,9 @@ class CompareOptions:
     #: duplicate groups (a snapshot records their fingerprint only; the rescore mode then
     #: refuses a snapshot scored per group, :func:`.rescore.why_not_rescorable`).
     conventions: Conventions | None = None
+    #: How a message says to make the baseline again (a ledger baseline is recorded with
+    #: ``pytest-retrieval ledger record``, never refreshed with --retrieval-update-baseline).
+    refresh: str = "refresh the baseline (--retrieval-update-baseline)"
 
 
 #: The options when none are given (the default argument of the rule's functions).
@@ -108,19 +111,21 @@ def setting_differs(key: str, baseline: Any, current: Any) -> bool:
 
 
 def _setting_message(
-    key: str, settings: tuple[Mapping[str, Any], Mapping[str, Any]], baseline_path: str
+    key: str,
+    settings: tuple[Mapping[str, Any], Mapping[str, Any]],
+    baseline_path: str,
+    refresh: str = DEFAULT_OPTIONS.refresh,
 ) -> str:
     before, now = (s.get(key) for s in settings)
     if key == "dedup":
         return (
             f"incomparable: the duplicate groups are not the ones {baseline_path} was scored "
             f"with ({now!r} now, {before!r} there: where they came from, then their "
-            "fingerprint); use the same groups or refresh the baseline "
-            "(--retrieval-update-baseline)"
+            f"fingerprint); use the same groups or {refresh}"
         )
     return (
         f"incomparable: setting {key!r} is {now!r} now but {before!r} in {baseline_path}; use "
-        "the same setting or refresh the baseline (--retrieval-update-baseline)"
+        f"the same setting or {refresh}"
     )
 
 
@@ -129,7 +134,12 @@ def _stages(snapshot: Snapshot) -> str:
 
 
 def compared_stages(
-    baseline: Snapshot, current: Snapshot, budget: Budget, *, baseline_path: str
+    baseline: Snapshot,
+    current: Snapshot,
+    budget: Budget,
+    *,
+    baseline_path: str,
+    refresh: str = DEFAULT_OPTIONS.refresh,
 ) -> tuple[str, str] | RegressionOutcome:
     """``(the baseline's stage, this run's stage)`` one budget compares, or the outcome saying
     why it cannot: ``stage=S`` compares S with S; no stage, the final stage of each side."""
@@ -160,8 +170,7 @@ def compared_stages(
         )
         fix = (
             f"drop stage= to compare the final stages (what users get), or budget a stage this "
-            f"run has; when removing the {named} stage is deliberate, refresh the baseline "
-            "(--retrieval-update-baseline)"
+            f"run has; when removing the {named} stage is deliberate, {refresh}"
         )
     else:
         where = (
@@ -169,8 +178,7 @@ def compared_stages(
             f"has: {_stages(current)})"
         )
         fix = (
-            f"refresh the baseline (--retrieval-update-baseline) so it records the {named} "
-            "stage, or drop stage= to compare the final stages"
+            f"{refresh} so it records the {named} stage, or drop stage= to compare the final stages"
         )
     return _incomparable(
         budget,
@@ -215,7 +223,9 @@ def pair_queries(
             f"{baseline_path} --retrieval-update-baseline`, review it and commit it",
             status="missing",
         )
-    stages = compared_stages(baseline, current, budget, baseline_path=baseline_path)
+    stages = compared_stages(
+        baseline, current, budget, baseline_path=baseline_path, refresh=options.refresh
+    )
     if isinstance(stages, RegressionOutcome):
         return stages
     baseline_stage, stage = stages
@@ -223,7 +233,9 @@ def pair_queries(
     for key in sorted(set(baseline.settings) | set(current.settings)):
         if setting_differs(key, baseline.settings.get(key), current.settings.get(key)):
             return incomparable(
-                _setting_message(key, (baseline.settings, current.settings), baseline_path)
+                _setting_message(
+                    key, (baseline.settings, current.settings), baseline_path, options.refresh
+                )
             )
     if metric not in baseline.metrics:
         return incomparable(

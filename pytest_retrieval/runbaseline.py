@@ -151,7 +151,10 @@ def against(session: RetrievalSession, budget: Budget) -> Against | None:
     if source is None:
         return None
     options = compare_options(session.settings, session.conventions)
-    return Against(source.snapshot, dataclasses.replace(options, mode="intersect"), source.label)
+    options = dataclasses.replace(
+        options, mode="intersect", refresh=source.refresh or options.refresh
+    )
+    return Against(source.snapshot, options, source.label)
 
 
 def regression_family(session: RetrievalSession, *, baseline_path: str) -> Family:

@@ -8,8 +8,10 @@
 * :func:`merge_base_baseline`: ``retrieval_baseline = merge-base``: the target branch's
   merge-base with HEAD (:func:`pytest_retrieval.commitinfo.merge_base`), its entry (else the
   nearest recorded first-parent ancestor, saying which and how far), re-scored under today's
-  labels (:func:`rescored`). With no entry at all the budgets are skipped with the fix
-  (``pytest-retrieval ledger record --at REV``), never red.
+  labels (:func:`rescored`). Never an entry of HEAD's own commit: on the target branch the
+  nearest recorded strict ancestor. Of a commit's entries, :func:`best_entry` (this run's
+  settings and depth first). With no entry at all the budgets are skipped with the fix
+  (:func:`record_command`: ``pytest-retrieval ledger record --at REV``), never red.
 
 **Re-scoring an entry.** An entry holds rankings, not just numbers: :func:`rescored` scores the
 entry's rankings (whole, as they were scored) with the session's own scoring
@@ -25,7 +27,7 @@ such a pull request red.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +36,7 @@ from .errors import InputError, Problem
 if TYPE_CHECKING:
     from .commitinfo import CommitInfo
     from .declared import Budget
-    from .ledger import LedgerEntry
+    from .ledger import Ledger, LedgerEntry
     from .regression import RegressionOutcome
     from .regression_outcome import BaselineRef
     from .session import RetrievalSession
@@ -42,6 +44,9 @@ if TYPE_CHECKING:
 
 #: How far back the first-parent chain is searched for the nearest recorded ancestor.
 ANCESTOR_SEARCH = 200
+#: The ledger file ``pytest-retrieval ledger`` uses without ``--ledger`` (in the folder it is
+#: run from), the name the docs suggest for ``retrieval_ledger``.
+DEFAULT_LEDGER = ".retrieval-ledger.sqlite3"
 #: The command that fills a ledger with a baseline, for fixes.
 RECORD_COMMAND = "pytest-retrieval ledger record --at"
 
@@ -62,6 +67,9 @@ class LedgerBaseline:
     uid: str | None = None
     #: Which entry, structured (the artifact's ``baseline`` of each check judged against it).
     ref: BaselineRef | None = None
+    #: How an incomparable check says to make this baseline again (``pytest-retrieval
+    #: ledger record --at REV -- ...``); None: the default fix.
+    refresh: str | None = None
 
 
 def _ledger_path(session: RetrievalSession) -> str:
@@ -123,9 +131,11 @@ def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
     per_stage = {stage: session.score_run(outcomes, stage, specs) for stage in stored.stages}
     wanted = set(kept)
     settings = snapshot_settings(session)
-    if stored_depth is not None and stored_depth < depth:
-        # Rankings stored to a shallower depth cannot be scored at this one: the comparison
-        # says the depth differs (incomparable), never a number scored on a cut list.
+    if stored_depth is not None and stored_depth != depth:
+        # Rankings stored to another depth are not what this run could hold: shallower ones
+        # are too short, deeper ones reach past this run's list (MRR, the reranker's pool).
+        # The comparison says the depth differs (incomparable, with the fix), never a number
+        # scored on a list of another depth.
         settings["depth"] = stored_depth
 
     def ranking(qid: str, stage: str) -> tuple[str, ...]:
@@ -164,12 +174,85 @@ def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
 # --- the merge-base baseline -----------------------------------------------------------------
 
 
+def record_command(rev: str, path: str, rootdir: str, pytest_args: Sequence[str] = ()) -> str:
+    """The command that records ``rev``'s run in the ledger at ``path``, as a fix says it:
+    ``--ledger PATH`` when ``path`` is not the command's default (``.retrieval-ledger.sqlite3``
+    in the folder it is run from: the rootdir), so that the command run as printed records
+    into the ledger this run reads; ``pytest_args`` after ``--``."""
+    import shlex
+
+    command = f"{RECORD_COMMAND} {rev}"
+    if os.path.abspath(path) != os.path.abspath(os.path.join(rootdir, DEFAULT_LEDGER)):
+        command += f" --ledger {shlex.quote(ledger_note_path(path, rootdir))}"
+    if pytest_args:
+        command += " -- " + " ".join(shlex.quote(a) for a in pytest_args)
+    return command
+
+
+def depth_args(session: RetrievalSession) -> list[str]:
+    """The pytest arguments that make a run at another commit record this run's retrieval
+    depth: ``--retrieval-ks=`` when this run's depth is its largest K, else
+    ``--retrieval-depth=``."""
+    settings = session.settings
+    depth = session.effective_depth
+    if settings.depth is None and max(settings.ks) == depth:
+        return [f"--retrieval-ks={','.join(str(k) for k in settings.ks)}"]
+    return [f"--retrieval-depth={depth}"]
+
+
+def best_entry(ledger: Ledger, commit: str, wanted: Mapping[str, Any]) -> LedgerEntry | None:
+    """The entry of ``commit`` a run with the snapshot settings ``wanted`` is compared with:
+    among its usable entries, the newest recorded with the same settings (the retrieval depth
+    included), else the newest at the same depth, else the newest (whose settings then make
+    the comparison incomparable, with the fix: never a number scored on a list this run could
+    not have held). None when it has no usable entry."""
+    from .regression_pairs import setting_differs
+
+    found = ledger.entries(commits=[commit], usable=True)
+    if not found:
+        return None
+
+    def same(entry: LedgerEntry) -> bool:
+        keys = set(entry.settings) | set(wanted)
+        return not any(setting_differs(k, entry.settings.get(k), wanted.get(k)) for k in keys)
+
+    for matches in (same, lambda e: e.settings.get("depth") == wanted.get("depth")):
+        chosen = [e for e in found if matches(e)]
+        if chosen:
+            return chosen[-1]
+    return found[-1]
+
+
+#: How a message says why a recorded run is no baseline.
+_UNUSABLE = {
+    "failed": ("failed", "failed"),
+    "refused": ("was refused", "were refused"),
+    "errored": ("errored", "errored"),
+    "dirty": ("was made on a dirty work tree", "were made on a dirty work tree"),
+}
+
+
+def why_unusable(entries: Sequence[LedgerEntry]) -> str:
+    """``no recorded run``, or ``no usable run (its run failed)``: what a commit's entries
+    (none of them usable) are, as a message says it."""
+    if not entries:
+        return "no recorded run"
+    reasons = list(dict.fromkeys("dirty" if e.status == "ok" else e.status for e in entries))
+    plural = len(entries) > 1
+    verbs = [_UNUSABLE.get(r, (r, r))[plural] for r in reasons]
+    said = verbs[0] if len(verbs) == 1 else ", ".join(verbs[:-1]) + " or " + verbs[-1]
+    whose = f"its {len(entries)} runs" if plural else "its run"
+    return f"no usable run ({whose} {said})"
+
+
 def _chosen(
     session: RetrievalSession,
     entry: LedgerEntry,
     label: str,
     note: str,
     ref: BaselineRef | None = None,
+    *,
+    refresh: str | None = None,
 ) -> LedgerBaseline:
     snapshot = rescored(session, entry)
     return LedgerBaseline(
@@ -181,11 +264,16 @@ def _chosen(
         ),
         uid=entry.uid,
         ref=ref,
+        refresh=refresh,
     )
 
 
 def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseline:
     """The baseline of ``retrieval_baseline = merge-base`` (see the module docstring).
+
+    A run is never judged against an entry of its own commit: on the target branch (HEAD is
+    its own merge-base) the nearest recorded *strict* first-parent ancestor is the baseline,
+    so a re-run of a failed job is judged as the first attempt was.
 
     Raises :class:`~pytest_retrieval.commitinfo.GitError` (a usage error) for a shallow clone,
     an unknown target branch, or no repository; :class:`~pytest_retrieval.ledger.LedgerError`
@@ -193,15 +281,26 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
     from . import commitinfo
     from .ledger import Ledger
     from .regression_outcome import BaselineRef
+    from .runbaseline import snapshot_settings
 
     commitinfo.require_repository(rootdir, needed_by="retrieval_baseline = merge-base")
     target = commitinfo.target_branch(session.settings.target_branch)
-    base = commitinfo.merge_base(rootdir, target)
+    base = commitinfo.merge_base(
+        rootdir, target, source=commitinfo.target_source(session.settings.target_branch)
+    )
+    head = session.commit.commit if session.commit is not None else None
+    own = base == head  # the target branch itself: this run is the merge-base's run
     path = _ledger_path(session)
     shown = ledger_note_path(path, rootdir)
+    wanted = snapshot_settings(session)
+
+    def refresh(rev: str) -> str:
+        command = record_command(rev, path, rootdir, depth_args(session))
+        return f"record {rev}'s run at this run's settings: `{command}`"
+
     fix = (
-        f"record it: `{RECORD_COMMAND} {base[:12]}` (or let the {target} branch's CI record its "
-        f"runs with --retrieval-ledger={shown})"
+        f"record it: `{record_command(base[:12], path, rootdir)}` (or let the {target} "
+        f"branch's CI record its runs with --retrieval-ledger={shown})"
     )
     if not os.path.exists(path):
         return LedgerBaseline(
@@ -213,58 +312,89 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
             ),
         )
     with Ledger(path) as ledger:
-        entry = ledger.latest_usable(base)
-        label = f"the ledger entry of merge-base {base[:12]}"
-        if entry is not None:
-            return _chosen(
-                session,
-                entry,
-                label,
-                f"baseline: the merge-base {base[:12]} of HEAD and {target}, recorded "
-                f"{entry.created} in {shown}",
-                BaselineRef("merge-base", base, 0, target, base),
-            )
+        if not own:
+            entry = best_entry(ledger, base, wanted)
+            if entry is not None:
+                return _chosen(
+                    session,
+                    entry,
+                    f"the ledger entry of merge-base {base[:12]}",
+                    f"baseline: the merge-base {base[:12]} of HEAD and {target}, recorded "
+                    f"{entry.created} in {shown}",
+                    BaselineRef("merge-base", base, 0, target, base),
+                    refresh=refresh(base[:12]),
+                )
         chain = commitinfo.first_parent_chain(rootdir, base, ANCESTOR_SEARCH)
-        recorded = ledger.recorded_commits(chain)
-        head = session.commit.commit if session.commit is not None else None
+        # Never the merge-base itself here: it has no usable entry, or it is HEAD.
+        ancestors = chain[1:]
+        recorded = ledger.recorded_commits(ancestors)
+        unusable = why_unusable(ledger.entries(commits=[base])) if not own else ""
         for distance, commit in enumerate(chain):
-            if commit in recorded:
-                found = ledger.latest_usable(commit)
-                assert found is not None
-                if base == head:  # the target branch itself: this run records the merge-base
-                    return _chosen(
-                        session,
-                        found,
-                        f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of HEAD",
-                        f"baseline: HEAD is on {target} (its own merge-base), so it is "
-                        f"compared with its nearest recorded ancestor {commit[:12]}, {distance} "
-                        f"commit{'s' if distance != 1 else ''} before it on {target}'s "
-                        f"first-parent history (recorded {found.created})",
-                        BaselineRef("ancestor", commit, distance, target, base),
-                    )
+            if distance == 0 or commit not in recorded:
+                continue
+            found = best_entry(ledger, commit, wanted)
+            assert found is not None
+            plural = "s" if distance != 1 else ""
+            if own:
                 return _chosen(
                     session,
                     found,
-                    f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of "
-                    f"merge-base {base[:12]}",
-                    f"baseline: the merge-base {base[:12]} of HEAD and {target} has no "
-                    f"recorded run; its nearest recorded ancestor is {commit[:12]}, "
-                    f"{distance} commit{'s' if distance != 1 else ''} before it on {target}'s "
-                    f"first-parent history (recorded {found.created}); {fix} to compare "
-                    "with the merge-base itself",
+                    f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of HEAD",
+                    f"baseline: HEAD is on {target} (its own merge-base), so it is "
+                    f"compared with its nearest recorded ancestor {commit[:12]}, {distance} "
+                    f"commit{plural} before it on {target}'s first-parent history (recorded "
+                    f"{found.created}; a run is never compared with a run of its own commit)",
                     BaselineRef("ancestor", commit, distance, target, base),
+                    refresh=refresh(commit[:12]),
                 )
-    head = (
-        f"neither the merge-base {base[:12]} of HEAD and {target} nor any of the "
-        f"{len(chain) - 1} first-parent ancestors searched has a usable run"
-        if len(chain) > 1
-        else f"the merge-base {base[:12]} of HEAD and {target} (a root commit) has no usable run"
+            return _chosen(
+                session,
+                found,
+                f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of "
+                f"merge-base {base[:12]}",
+                f"baseline: the merge-base {base[:12]} of HEAD and {target} has {unusable}; "
+                f"its nearest recorded ancestor is {commit[:12]}, {distance} commit{plural} "
+                f"before it on {target}'s first-parent history (recorded {found.created}); "
+                f"{fix} to compare with the merge-base itself",
+                BaselineRef("ancestor", commit, distance, target, base),
+                refresh=refresh(base[:12]),
+            )
+    searched = len(ancestors)
+    if own:
+        what = (
+            f"the merge-base {base[:12]} of HEAD and {target} is HEAD itself (a run is never "
+            "compared with a run of its own commit), and "
+            + (
+                f"none of its {searched} first-parent ancestors searched has a usable run"
+                if searched
+                else "it is a root commit: there is no ancestor to compare with"
+            )
+        )
+        record = ancestors[0][:12] if ancestors else None
+        own_fix = (
+            f"record its parent: `{record_command(record, path, rootdir)}`"
+            if record
+            else "nothing to record before a root commit"
+        )
+        return LedgerBaseline(
+            None,
+            label=f"merge-base {base[:12]}",
+            skip=(
+                f"no baseline: {what} in {shown} (runs that were refused, errored, failed or "
+                f"made on a dirty work tree never count); {own_fix}"
+            ),
+        )
+    what = (
+        f"neither the merge-base {base[:12]} of HEAD and {target}, which has {unusable}, nor "
+        f"any of the {searched} first-parent ancestors searched has a usable run"
+        if searched
+        else f"the merge-base {base[:12]} of HEAD and {target} (a root commit) has {unusable}"
     )
     return LedgerBaseline(
         None,
         label=f"merge-base {base[:12]}",
         skip=(
-            f"no baseline: {head} in {shown} (runs that were refused, errored, failed or made "
+            f"no baseline: {what} in {shown} (runs that were refused, errored, failed or made "
             f"on a dirty work tree never count); {fix}"
         ),
     )
@@ -275,20 +405,30 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
 
 def resolve_anchor(labels: Mapping[str, str], rootdir: str, anchor: str) -> str:
     """The commit ``since=ANCHOR`` names: a ledger label (``labels``) first, else a tag,
-    branch or commit; a usage error naming both ways to name one otherwise."""
-    from .commitinfo import GitError, resolve
+    branch or commit; a usage error naming both ways to name one otherwise (in a shallow
+    clone, which lacks the tags and most commits, the shallow clone's fix)."""
+    from .commitinfo import SHALLOW_FIX, GitError, is_shallow, resolve
 
     labelled = labels.get(anchor)
     if labelled is not None:
         return labelled
     found = resolve(rootdir, anchor)
     if found is None:
+        if is_shallow(rootdir):
+            raise GitError(
+                Problem(
+                    f"since={anchor}: {anchor!r} is not in this shallow clone (its history "
+                    "stops short, without the tags and commits an anchor names)",
+                    fix=SHALLOW_FIX,
+                    source="retrieval_regression",
+                )
+            )
         raise GitError(
             Problem(
                 f"since={anchor}: no ledger label, tag, branch or commit is called {anchor!r}",
                 fix=f"tag the release (git tag {anchor} REV) or label it in the ledger "
                 f"(pytest-retrieval ledger label {anchor} REV)",
-                source="since=",
+                source="retrieval_regression",
             )
         )
     return found
@@ -296,35 +436,40 @@ def resolve_anchor(labels: Mapping[str, str], rootdir: str, anchor: str) -> str:
 
 def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None, LedgerBaseline]:
     """The baseline of every ``since=`` anchor the budgets name: the anchor commit's usable
-    entry, re-scored under today's labels; skipped with the fix when it has none (a ledger
-    that does not exist yet has none)."""
+    entry (:func:`best_entry`), re-scored under today's labels; skipped with the fix when it
+    has none (a ledger that does not exist yet has none)."""
     from .ledger import Ledger
     from .regression_outcome import BaselineRef
+    from .runbaseline import snapshot_settings
 
     anchors = list(dict.fromkeys(b.since for b in session.budgets if b.since is not None))
     if not anchors:
         return {}
     path = _ledger_path(session)
     shown = ledger_note_path(path, rootdir)
+    wanted = snapshot_settings(session)
     found: dict[str | None, LedgerBaseline] = {}
     ledger = Ledger(path) if os.path.exists(path) else None
     try:
         labels = ledger.labels() if ledger is not None else {}
         for anchor in anchors:
             commit = resolve_anchor(labels, rootdir, anchor)
-            entry = ledger.latest_usable(commit) if ledger is not None else None
+            entry = best_entry(ledger, commit, wanted) if ledger is not None else None
             label = f"the ledger entry of since={anchor} ({commit[:12]})"
             if entry is None:
+                unusable = why_unusable(ledger.entries(commits=[commit])) if ledger else ""
                 found[anchor] = LedgerBaseline(
                     None,
                     label=label,
                     skip=(
-                        f"no anchor: since={anchor} is {commit[:12]}, which has no usable run in "
-                        f"{shown} (runs that were refused, errored, failed or made on a dirty "
-                        f"work tree never count); record it: `{RECORD_COMMAND} {anchor}`"
+                        f"no anchor: since={anchor} is {commit[:12]}, which has "
+                        f"{unusable or 'no recorded run'} in {shown} (runs that were refused, "
+                        "errored, failed or made on a dirty work tree never count); record "
+                        f"it: `{record_command(anchor, path, rootdir)}`"
                     ),
                 )
                 continue
+            command = record_command(anchor, path, rootdir, depth_args(session))
             found[anchor] = _chosen(
                 session,
                 entry,
@@ -332,6 +477,7 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
                 f"anchor: since={anchor} is {commit[:12]}, recorded {entry.created} in {shown}: "
                 "the total drift since then is judged",
                 BaselineRef("anchor", commit, label=anchor),
+                refresh=f"record {anchor}'s run at this run's settings: `{command}`",
             )
     finally:
         if ledger is not None:

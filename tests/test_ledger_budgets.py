@@ -113,7 +113,7 @@ def test_an_anchor_is_a_ledger_label_a_tag_or_a_commit_and_without_an_entry_it_i
     skipped = project.pytest()
     assert skipped.returncode == 0, skipped.stdout
     assert (
-        f"no anchor: since=release is {a[:12]}, which has no usable run in "
+        f"no anchor: since=release is {a[:12]}, which has no recorded run in "
         ".retrieval-ledger.sqlite3"
     ) in skipped.stdout
     assert "record it: `pytest-retrieval ledger record --at release`" in skipped.stdout

@@ -181,11 +181,22 @@ def test_runs_on_a_dirty_tree_and_failed_runs_are_recorded_but_never_chosen(
     project.commit("C: fixed", rankings=GOOD)
     run = project.pytest()
     assert run.returncode == 0, run.stdout
+    # B has an entry, so not "no recorded run": it has no usable one, and the message says why.
     assert (
-        f"no baseline: neither the merge-base {b[:12]} of HEAD and main nor any of the 1 "
-        "first-parent ancestors searched has a usable run in .retrieval-ledger.sqlite3 (runs "
-        "that were refused, errored, failed or made on a dirty work tree never count)"
+        f"no baseline: neither the merge-base {b[:12]} of HEAD and main, which has no usable "
+        "run (its run failed), nor any of the 1 first-parent ancestors searched has a usable "
+        "run in .retrieval-ledger.sqlite3 (runs that were refused, errored, failed or made on "
+        "a dirty work tree never count)"
     ) in run.stdout
+    # With A recorded clean, B's failed run is named as the reason A is the baseline.
+    recorded = project.cli("ledger", "record", "--at", a)  # A's own (GOOD) rankings
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    again = project.pytest()
+    assert again.returncode == 0, again.stdout
+    assert (
+        f"baseline: the merge-base {b[:12]} of HEAD and main has no usable run (its run "
+        f"failed); its nearest recorded ancestor is {a[:12]}, 1 commit before it"
+    ) in again.stdout
 
 
 def test_ledger_record_at_runs_the_commit_in_a_worktree_with_the_commits_own_code(
@@ -204,7 +215,12 @@ def test_ledger_record_at_runs_the_commit_in_a_worktree_with_the_commits_own_cod
     assert entries(project) == [(a, "ok", False)]
     with Ledger(project.path / ".retrieval-ledger.sqlite3") as ledger:
         (entry,) = ledger.entries()
-    assert entry.label == "main"
+    # --at main names a branch: the entry is main's (the worktree is detached), and its
+    # label is --label's alone (REV is how the commit was named, not a label).
+    assert (entry.commit.branch, entry.label) == ("main", None)
+    shown = project.cli("ledger", "show", "--branch", "main")
+    assert shown.returncode == 0, shown.stderr
+    assert a[:12] in shown.stdout
     assert entry.snapshot is not None
     assert entry.snapshot["queries"]["q1"]["top"] == {"retriever": ["d1", "x", "y"]}  # GOOD
     assert project.git("worktree", "list").count("\n") == 0  # the worktree was removed
@@ -260,9 +276,17 @@ def test_the_target_branch_comes_from_the_setting_then_the_ci_base_ref_then_main
     project = make(tmp_path, branch="trunk")
     unknown = project.pytest()
     assert unknown.returncode == 4
+    # The error says what it tried and where the name came from.
     assert (
-        "unknown target branch 'main': neither a local branch main nor origin/main exists"
+        "unknown target branch 'main' (from the default main: retrieval_target_branch is not "
+        "set and no CI base-ref variable is (GITHUB_BASE_REF is read only when "
+        "GITHUB_ACTIONS=true, CI_MERGE_REQUEST_TARGET_BRANCH_NAME only when GITLAB_CI=true)): "
+        "tried the local branch main (refs/heads/main) and origin/main "
+        "(refs/remotes/origin/main), and neither exists"
     ) in unknown.stdout
+    outside_ci = project.pytest(env={"GITHUB_BASE_REF": "trunk"})  # no GITHUB_ACTIONS=true
+    assert outside_ci.returncode == 4
+    assert "unknown target branch 'main' (from the default main" in outside_ci.stdout
     assert "set retrieval_target_branch to the branch pull requests merge into" in unknown.stdout
     from_ci = project.pytest(env={"GITHUB_ACTIONS": "true", "GITHUB_BASE_REF": "trunk"})
     assert from_ci.returncode == 0, from_ci.stdout

@@ -200,7 +200,7 @@ def test_merging_two_ledgers_joins_their_entries_once_and_keeps_our_labels(
     monkeypatch.chdir(tmp_path)
     assert main(["ledger", "merge", "--ledger", str(mine), str(theirs)]) == 0
     out = capsys.readouterr().out
-    assert "1 entries added, 1 already there" in out
+    assert "1 entry added, 1 already there" in out
     assert "labels kept as they were here (they name another commit there): v1" in out
     with Ledger(mine) as ledger:
         assert [e.uid for e in ledger.entries()] == ["e1", "e2", "e3"]

@@ -57,3 +57,16 @@ def test_updating_a_merge_base_baseline_is_a_usage_error_pointing_to_ledger_reco
             "--at REV`*"
         ]
     )
+
+
+def test_an_empty_retrieval_ledger_flag_turns_the_ledger_off_as_the_empty_ini_key_does(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # Outside a git repository a ledger is a usage error: a run that passes recorded nothing.
+    project = retrieval_project.write(ini={"retrieval_ledger": "ledger.sqlite3"}, tests=TESTS)
+    assert project.run().ret == 4
+    for off in (["--retrieval-ledger="], ["-o", "retrieval_ledger="]):
+        result = project.run(*off)
+        assert result.ret == 0, (off, result.stdout.str(), result.stderr.str())
+        assert not (project.path / "ledger.sqlite3").exists()
+        assert "in the ledger" not in result.stdout.str()

@@ -28,12 +28,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..commitinfo import RECORDED_BRANCH
 from ..errors import InputError, Problem
+from ..runledger import DEFAULT_LEDGER
 from .args import positive_int
 from .output import echo
 
-#: The ledger file when --ledger is not given (the name the docs suggest for retrieval_ledger).
-DEFAULT_LEDGER = ".retrieval-ledger.sqlite3"
 EXIT_OK = 0
 EXIT_FAILED = 1
 
@@ -152,6 +152,19 @@ def worktree_pythonpath(entries: str | None, top: str, tree: str, project: str) 
     return os.pathsep.join([*mapped, *given])
 
 
+def recorded_branch(cwd: str, rev: str, commit: str) -> str | None:
+    """The branch an entry recorded at ``rev`` is of: the branch ``rev`` names (``--at main``),
+    else the first of the target branch (``retrieval_target_branch``'s default: the CI's
+    base-ref variable, else ``main``) and the checked-out branch whose first-parent history
+    holds the commit; None when neither does (a commit of a merged-in branch)."""
+    from ..commitinfo import branch_holding, branch_named, current_branch, target_branch
+
+    named = branch_named(cwd, rev)
+    if named is not None:
+        return named
+    return branch_holding(cwd, commit, [target_branch(None), current_branch(cwd) or ""])
+
+
 def record_at(args: argparse.Namespace) -> int:
     """Record REV's run (see the module docstring)."""
     from ..commitinfo import git, require_repository
@@ -160,6 +173,7 @@ def record_at(args: argparse.Namespace) -> int:
     cwd = os.getcwd()
     top = require_repository(cwd, needed_by="pytest-retrieval ledger record")
     commit = _commit(cwd, args.at)
+    branch = recorded_branch(cwd, args.at, commit)
     path = _ledger_path(args)
     with Ledger(path) as ledger:
         before = {e.uid for e in ledger.entries(commits=[commit])}
@@ -179,8 +193,15 @@ def record_at(args: argparse.Namespace) -> int:
         env = {
             **os.environ,
             "PYTHONPATH": worktree_pythonpath(os.environ.get("PYTHONPATH"), top, tree, project),
-            "PYTEST_RETRIEVAL_LEDGER_LABEL": args.label or args.at,
         }
+        # The entry's label is --label's (REV is the commit's name, not a label), its branch
+        # REV's (the worktree is detached).
+        env.pop("PYTEST_RETRIEVAL_LEDGER_LABEL", None)
+        env.pop(RECORDED_BRANCH, None)
+        if args.label:
+            env["PYTEST_RETRIEVAL_LEDGER_LABEL"] = args.label
+        if branch:
+            env[RECORDED_BRANCH] = branch
         command = [
             sys.executable,
             "-m",
@@ -224,6 +245,11 @@ def record_at(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def plural(count: int, one: str, many: str) -> str:
+    """``1 entry``, ``2 entries``."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def merge_ledgers(args: argparse.Namespace) -> int:
     """Copy OTHER's entries and labels into the ledger."""
     from ..ledger import Ledger
@@ -237,7 +263,8 @@ def merge_ledgers(args: argparse.Namespace) -> int:
         with Ledger(path) as ledger:
             added, present, conflicts = ledger.merge_from(other)
     echo(
-        f"merged {other_path} into {path}: {added} entries added, {present} already there"
+        f"merged {other_path} into {path}: {plural(added, 'entry', 'entries')} added, "
+        f"{present} already there"
         + (
             f"; labels kept as they were here (they name another commit there): "
             f"{', '.join(conflicts)}"
@@ -342,5 +369,5 @@ def prune_entries(args: argparse.Namespace) -> int:
     with Ledger(_existing(args), create=False) as ledger:
         removed = ledger.prune(args.keep, protect=protect)
         left = len(ledger)
-    echo(f"pruned {removed} entries from {args.ledger}; {left} left")
+    echo(f"pruned {plural(removed, 'entry', 'entries')} from {args.ledger}; {left} left")
     return EXIT_OK
