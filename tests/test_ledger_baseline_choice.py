@@ -14,7 +14,11 @@ from ledger_helpers import BAD, GOOD, GitProject, git_environment
 
 from pytest_retrieval.ledger import Ledger
 
-REGRESSION = "FAIL mrr budget 0.1000 [stage=retriever]: 1.0000 → 0.3333 (Δ -0.6667"
+
+def regression(against: str) -> str:
+    """The failed check's line, naming the entry it was judged against."""
+    return f"FAIL mrr budget 0.1000 [stage=retriever] {against}: 1.0000 → 0.3333 (Δ -0.6667"
+
 
 #: q1's relevant document d1 at rank 4: a run at depth 3 (retrieval_ks = 1,3) never holds it
 #: (RR 0), a run at depth 5 does (RR 1/4). Every other query has its document first (RR 1).
@@ -38,7 +42,9 @@ def test_a_re_run_on_the_target_branch_is_judged_against_the_parent_not_its_own_
         # own entry (BAD) must not become its baseline (that passed with delta 0).
         run = project.pytest(env={**ci, "GITHUB_RUN_ATTEMPT": attempt})
         assert run.returncode == 1, run.stdout
-        assert REGRESSION in run.stdout
+        assert regression(f"vs {a[:12]} (nearest recorded ancestor, 1 commit before)") in (
+            run.stdout
+        )
         assert (
             f"baseline: HEAD is on main (its own merge-base), so it is compared with its "
             f"nearest recorded ancestor {a[:12]}, 1 commit before it"
@@ -46,7 +52,7 @@ def test_a_re_run_on_the_target_branch_is_judged_against_the_parent_not_its_own_
     # A local re-run on main is judged the same way.
     local = project.pytest()
     assert local.returncode == 1, local.stdout
-    assert REGRESSION in local.stdout
+    assert regression(f"vs {a[:12]} (nearest recorded ancestor, 1 commit before)") in local.stdout
     with Ledger(project.path / ".retrieval-ledger.sqlite3", create=False) as ledger:
         assert [e.commit.commit for e in ledger.entries()] == [a, b, b, b]
 
@@ -68,11 +74,17 @@ def test_of_two_entries_of_the_merge_base_the_one_at_this_runs_depth_is_the_base
     # Scored on the depth-5 entry's whole list the baseline was (7 + 1/4) / 8 = 0.90625, and
     # the unchanged branch showed delta -0.0312.
     assert run.returncode == 0, run.stdout
-    assert "PASS mrr budget 0.1000 [stage=retriever]: 0.8750 → 0.8750 (Δ +0.0000" in run.stdout
+    assert (
+        f"PASS mrr budget 0.1000 [stage=retriever] vs merge-base {a[:12]}: 0.8750 → 0.8750 "
+        "(Δ +0.0000"
+    ) in run.stdout
     # At depth 5 the same branch is compared with the depth-5 entry: 0.90625 on both sides.
     deep = project.pytest("--retrieval-ks=1,3,5")
     assert deep.returncode == 0, deep.stdout
-    assert "PASS mrr budget 0.1000 [stage=retriever]: 0.9062 → 0.9062 (Δ +0.0000" in deep.stdout
+    assert (
+        f"PASS mrr budget 0.1000 [stage=retriever] vs merge-base {a[:12]}: 0.9062 → 0.9062 "
+        "(Δ +0.0000"
+    ) in deep.stdout
 
 
 def test_an_entry_of_another_depth_is_incomparable_with_the_ledger_record_fix(
