@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from .errors import InputError, Problem
-from .files import read_text_file
+from .reading import load_json, read_text_file
 from .snapshot import BASELINE_SCHEMA as BASELINE_SCHEMA
 from .snapshot import BASELINE_SCHEMA_VERSION as BASELINE_SCHEMA_VERSION
 from .snapshot import DECIMALS as DECIMALS
@@ -81,26 +81,14 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
     # A regular file of bounded size only: a symlink to /dev/zero would be read until memory
     # runs out.
     text = read_text_file(name, what="baseline")
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise InputError(
-            Problem("baseline is nested too deeply to be a baseline", fix=refresh, source=name)
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            Problem(
-                f"baseline is not valid JSON ({exc.msg}); the file may be truncated",
-                fix=f"restore it from version control or {refresh}",
-                source=name,
-                line=exc.lineno,
-                column=exc.colno,
-            )
-        ) from None
-    except ValueError as exc:  # Python's integer-string limit
-        raise InputError(
-            Problem(f"baseline holds a number too long to read ({exc})", fix=refresh, source=name)
-        ) from None
+    # The one guarded decoder: depth, digits and syntax errors named by line and column.
+    data = load_json(
+        text,
+        source=name,
+        what="baseline",
+        expected="a pytest-retrieval baseline",
+        fix=f"the file may be truncated: restore it from version control or {refresh}",
+    )
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
         raise InputError(
             Problem(

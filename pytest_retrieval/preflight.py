@@ -104,9 +104,11 @@ def _ini_from(folder: Path) -> Path | None:
                 continue
             if not marker:
                 return candidate
+            from .reading import read_text_file
+
             try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                text = read_text_file(candidate, what="ini file")
+            except (OSError, InputError):  # pytest reports a broken ini file itself
                 continue
             if marker in text:
                 return candidate

@@ -135,7 +135,7 @@ CASES = [
         "report-on-a-symlink-to-dev-zero",
         ("report", "run.json"),
         USAGE,
-        ("run.json: the artifact is not a regular file (a device, a pipe or a socket)",),
+        ("run.json: the artifact is not a regular file but a character device",),
         symlinks={"run.json": "/dev/zero"},
     ),
     Case(
@@ -181,14 +181,14 @@ CASES = [
         "report-on-a-deeply-nested-artifact",
         ("report", "run.json"),
         USAGE,
-        ("run.json: not an artifact: nested too deeply",),
+        ("run.json: the artifact nests JSON values more than 100 levels deep",),
         files={"run.json": "[" * 100_000 + "]" * 100_000},
     ),
     Case(
         "report-on-an-artifact-with-a-number-of-5000-digits",
         ("report", "run.json"),
         USAGE,
-        ("run.json: holds a number too long to read",),
+        ("run.json: the artifact holds a number of 5,000 digits (at most 300 are read)",),
         files={"run.json": '{"schema": ' + "1" * 5000 + "}"},
     ),
     Case(

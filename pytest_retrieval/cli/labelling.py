@@ -9,7 +9,6 @@ their provenance (see :mod:`pytest_retrieval.labels`). A missing input file is a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -126,11 +125,14 @@ def _pool_input(
     ``retrieval_ks``, version-1 baselines 10).
     """
     if path.lower().endswith(".json"):
-        from ..files import read_text_file
+        from ..errors import InputError
+        from ..reading import load_json, read_text_file
 
+        # Which file it is: an artifact or a baseline says so; anything else (not even JSON)
+        # is read as a run file, whose reader names what is wrong with it.
         try:
-            head = json.loads(read_text_file(path, what="run"))
-        except (json.JSONDecodeError, RecursionError, ValueError):
+            head = load_json(read_text_file(path, what="run"), source=path, what="run")
+        except InputError:
             head = None
         schema = head.get("schema") if isinstance(head, dict) else None
         if schema == "pytest-retrieval/artifact":

@@ -13,10 +13,11 @@ to a split that was not shipped. A qrels query missing from ``queries.jsonl`` is
 
 from __future__ import annotations
 
-import json
 import os
 
+from ..errors import InputError
 from ..golden import DEFAULT_SPLIT, SURROGATE_FIX, Query, is_plain_name, surrogate_problem
+from ..reading import load_json
 from ..text import parse_int
 from .golden_parsed import Parsed, read_text
 from .golden_values import as_id, grade_problem, id_problem
@@ -40,7 +41,7 @@ def qrels_files(folder: str) -> list[tuple[str, str]]:
 
 def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
     """``{query id: (line, text)}`` in file order."""
-    text = read_text(parsed, path)
+    text = read_text(parsed, path, what="BEIR queries file")
     if text is None:
         return {}
     queries: dict[str, tuple[int, str]] = {}
@@ -48,14 +49,15 @@ def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
         if not row.strip():
             continue
         try:
-            record = json.loads(row)
-        except (ValueError, RecursionError) as exc:
-            parsed.fail(
-                f"not a JSON object ({exc})",
-                'write one {"_id": ..., "text": ...} object per line',
+            record = load_json(
+                row,
                 source=path,
+                what="BEIR queries file",
+                expected='one {"_id": ..., "text": ...} object per line',
                 line=line,
             )
+        except InputError as exc:
+            parsed.problems.extend(exc.problems)
             continue
         if not isinstance(record, dict):
             parsed.fail(
@@ -106,7 +108,7 @@ def _read_qrels(
     parsed: Parsed, path: str, judged: dict[str, tuple[str, str, int, dict[str, int]]], split: str
 ) -> None:
     """Add ``{query id: (split, file, first line, {doc: grade})}`` from one qrels TSV."""
-    text = read_text(parsed, path)
+    text = read_text(parsed, path, what="BEIR qrels file")
     if text is None:
         return
     for line, row in enumerate(text.split("\n"), start=1):

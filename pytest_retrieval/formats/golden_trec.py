@@ -35,7 +35,7 @@ def _line_at(text: str, offset: int) -> int:
 
 def read_topics(path: str, parsed: Parsed) -> dict[str, str]:
     """``{query id: text}`` from a TSV or TREC topics file; problems go to ``parsed``."""
-    text = read_text(parsed, path)
+    text = read_text(parsed, path, what="topics file")
     if text is None:
         return {}
     entries: list[tuple[int, str, str]] = []  # (line, qid, text)

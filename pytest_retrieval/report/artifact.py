@@ -8,14 +8,14 @@ side so that they cannot drift.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..files import LazyList, read_text_file
+from ..files import LazyList
 from ..metrics import MetricSpec
+from ..reading import load_json, read_text_file
 from ..runchecks import coverage_warnings
 from ..session import RetrievalSession
 
@@ -261,9 +261,12 @@ def _query_rows(
 
 def read_artifact(path: str) -> dict[str, Any]:
     """Read and check a JSON artifact; InputError naming the file otherwise."""
+    fix = "pass the file written by pytest --retrieval-json PATH"
     try:
-        # A regular file of bounded size only (a symlink to /dev/zero never ends).
-        data = json.loads(read_text_file(path, what="artifact"))
+        # A regular file of bounded size only (a symlink to /dev/zero never ends), decoded by
+        # the one guarded decoder (depth, digits, the line and column of a syntax error).
+        text = read_text_file(path, what="artifact")
+        data = load_json(text, source=path, what="artifact", expected="an artifact", fix=fix)
     except FileNotFoundError:
         raise InputError(
             Problem(
@@ -272,20 +275,6 @@ def read_artifact(path: str) -> dict[str, Any]:
                 source=path,
             )
         ) from None
-    except IsADirectoryError:
-        raise InputError(Problem("the artifact path is a directory", source=path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
-        ) from None
-    except InputError:
-        raise
-    except RecursionError:
-        raise InputError(Problem("not an artifact: nested too deeply", source=path)) from None
-    except ValueError as exc:  # Python's integer-string limit
-        raise InputError(Problem(f"holds a number too long to read ({exc})", source=path)) from None
-    except OSError as exc:
-        raise InputError(Problem(f"cannot be read ({exc.strerror or exc})", source=path)) from None
     if not isinstance(data, dict) or data.get("schema") != ARTIFACT_SCHEMA:
         raise InputError(
             Problem(
