@@ -165,6 +165,12 @@ def snapshot_problems(
     if not isinstance(queries, Mapping):
         problem('"queries" must be an object of query id -> entry', field="queries")
         return problems
+    # Rankings are stored to the depth the file records (build_snapshot cuts them there): a
+    # longer one was edited, and re-scoring it (rescore mode) would score documents the
+    # retriever was never asked for.
+    recorded = data.get("settings")
+    depth = recorded.get("depth") if isinstance(recorded, Mapping) else None
+    depth = depth if type(depth) is int and depth > 0 else None
     for qid, entry in queries.items():
         if not isinstance(entry, Mapping):
             problem(f"expected an object, got {type(entry).__name__}", query_id=qid)
@@ -191,6 +197,14 @@ def snapshot_problems(
             for stage, ids in top.items():
                 if not _str_list(ids):
                     problem("must be a list of doc ids", query_id=qid, field=f"top.{stage}")
+                elif depth is not None and len(ids) > depth:
+                    problem(
+                        f"the ranking holds {len(ids)} doc ids, more than the depth {depth} the "
+                        "file records (settings.depth): it was edited, and would be re-scored "
+                        "past what the retriever was asked for",
+                        query_id=qid,
+                        field=f"top.{stage}",
+                    )
         # Version 2: the labels the values were scored with, and the text's hash (rescore).
         judgments = entry.get("judgments")
         if "judgments" in entry and (

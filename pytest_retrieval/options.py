@@ -15,15 +15,23 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .optionvalues import (
+    MAX_BASELINE_RUNS,
+    MAX_BATCH_SIZE,
+    MAX_CONCURRENCY,
+    MAX_DEPTH,
+    MAX_GRADE,
+    MAX_PROBE,
+    MAX_RESAMPLES,
+    MAX_SEED,
+    MAX_WORST,
     parse_bool,
     parse_choice,
+    parse_count,
     parse_dedup,
     parse_gain,
     parse_ks,
     parse_lines,
     parse_metrics,
-    parse_non_negative_int,
-    parse_positive_int,
     parse_probability,
     parse_run_sources,
     parse_score_floor,
@@ -52,6 +60,9 @@ class Option:
     #: The flag may be given several times (``action="append"``); the values are joined
     #: one per line, like the ini's line list.
     repeatable: bool = False
+    #: The value is a comma-separated list (``retrieval_ks = 1,3``): a TOML array in
+    #: pyproject.toml (``retrieval_ks = [1, 3]``) is read as one.
+    listed: bool = False
 
     @property
     def ini(self) -> str:
@@ -98,6 +109,7 @@ OPTIONS: tuple[Option, ...] = (
         parse_split_list,
         metavar="PATH[,PATH]",
         is_path=True,
+        listed=True,
     ),
     Option(
         "golden_format",
@@ -121,6 +133,7 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_KS,
         parse_ks,
         metavar="K[,K]",
+        listed=True,
     ),
     Option(
         "metrics",
@@ -129,6 +142,7 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_METRICS,
         parse_metrics,
         metavar="NAME[,NAME]",
+        listed=True,
     ),
     Option(
         "gain",
@@ -141,7 +155,7 @@ OPTIONS: tuple[Option, ...] = (
         "min_grade",
         "lowest grade that counts as relevant for the binary metrics (default 1)",
         1,
-        parse_positive_int,
+        parse_count(1, MAX_GRADE),
         metavar="N",
     ),
     Option(
@@ -159,6 +173,7 @@ OPTIONS: tuple[Option, ...] = (
         (),
         parse_score_floor,
         metavar="[STAGE=]SCORE",
+        listed=True,
     ),
     Option(
         "duplicates",
@@ -249,7 +264,7 @@ OPTIONS: tuple[Option, ...] = (
         "depth",
         "how many results to ask the retriever for (default: the largest K)",
         None,
-        parse_positive_int,
+        parse_count(1, MAX_DEPTH),
         metavar="N",
     ),
     Option(
@@ -289,7 +304,11 @@ OPTIONS: tuple[Option, ...] = (
         repeatable=True,
     ),
     Option(
-        "concurrency", "queries in flight at once (default 8)", 8, parse_positive_int, metavar="N"
+        "concurrency",
+        "queries in flight at once (default 8)",
+        8,
+        parse_count(1, MAX_CONCURRENCY),
+        metavar="N",
     ),
     Option(
         "timeout",
@@ -302,7 +321,7 @@ OPTIONS: tuple[Option, ...] = (
         "batch_size",
         "queries per call for retrievers with a batch method (default 32)",
         32,
-        parse_positive_int,
+        parse_count(1, MAX_BATCH_SIZE),
         metavar="N",
     ),
     Option(
@@ -356,7 +375,7 @@ OPTIONS: tuple[Option, ...] = (
         "worst",
         "how many worst queries a failure message lists (default 5)",
         5,
-        parse_positive_int,
+        parse_count(1, MAX_WORST),
         metavar="N",
     ),
     Option(
@@ -410,14 +429,14 @@ OPTIONS: tuple[Option, ...] = (
         "seed",
         "seed of the bootstrap and randomization tests (default 0)",
         0,
-        parse_non_negative_int,
+        parse_count(0, MAX_SEED),
         metavar="N",
     ),
     Option(
         "resamples",
         "bootstrap and randomization resamples (default 10000)",
         10_000,
-        parse_positive_int,
+        parse_count(1, MAX_RESAMPLES),
         metavar="N",
     ),
     Option(
@@ -468,7 +487,7 @@ OPTIONS: tuple[Option, ...] = (
         "run (once per session under xdist) and report how many rankings changed, and which "
         "cached ones are stale (default 5; 0 = off)",
         5,
-        parse_non_negative_int,
+        parse_count(0, MAX_PROBE),
         metavar="N",
     ),
     Option(
@@ -476,7 +495,7 @@ OPTIONS: tuple[Option, ...] = (
         "with --retrieval-update-baseline: run the retriever N times and record per-query "
         "means and spread (default 1)",
         1,
-        parse_positive_int,
+        parse_count(1, MAX_BASELINE_RUNS),
         metavar="N",
     ),
     Option(

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import InputError, Problem
 from ..text import for_terminal, guard_lines
-from .args import positive_int
+from .args import setting
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
 
@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--min-grade",
-        type=positive_int,
+        type=setting("min_grade"),
         default=1,
         metavar="N",
         help="lowest grade that counts as relevant for the binary metrics (default 1)",

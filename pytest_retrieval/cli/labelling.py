@@ -22,7 +22,7 @@ from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input, missing_
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``golden pool`` and ``golden merge``: the labelling worksheet, out and back."""
-    from .args import positive_int
+    from .args import setting
 
     pool = commands.add_parser(
         "pool",
@@ -35,7 +35,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         ),
     )
     pool.add_argument("runs", nargs="+", metavar="RUN", help="artifact, baseline or run file")
-    pool.add_argument("--depth", type=positive_int, required=True, metavar="N", help="top N")
+    pool.add_argument("--depth", type=setting("depth"), required=True, metavar="N", help="top N")
     pool.add_argument(
         "--output", required=True, metavar="WORKSHEET", help="worksheet (.csv, .jsonl, .yaml)"
     )

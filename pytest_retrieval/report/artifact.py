@@ -381,6 +381,7 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
                         field=f"settings.{key}",
                     )
                 )
+        problems.extend(_recorded_number_problems(settings, source))
     snapshot = data.get("snapshot")
     if snapshot is not None:
         # Types only here: a report needs the relevant ranks; the offline compare and gate
@@ -388,6 +389,45 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
         problems.extend(
             snapshot_problems(snapshot, source=f"{source} (snapshot)", fix=_REWRITE, complete=False)
         )
+    return problems
+
+
+#: The numeric settings an artifact records that the offline commands use again (a
+#: ``resamples`` edited to 10**17 would ask numpy for an array of that size).
+_RECORDED_NUMBERS = (
+    "depth",
+    "min_grade",
+    "worst",
+    "seed",
+    "resamples",
+    "determinism_probe",
+    "baseline_runs",
+)
+
+
+def _recorded_number_problems(settings: Mapping[str, Any], source: str) -> list[Problem]:
+    """The recorded numeric settings outside the range the option table accepts."""
+    from ..optionvalues import InvalidValue
+    from ..settings import option
+
+    problems = []
+    for key in _RECORDED_NUMBERS:
+        value = settings.get(key)
+        if value is None:
+            continue
+        try:
+            if type(value) is not int:
+                raise InvalidValue(f"{value!r} is not an integer")
+            option(key).parse(str(value))
+        except InvalidValue as exc:
+            problems.append(
+                Problem(
+                    f'"{key}": {exc}',
+                    fix=_REWRITE,
+                    source=source,
+                    field=f"settings.{key}",
+                )
+            )
     return problems
 
 
