@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from .errors import InputError, Problem
+from .optionvalues import MAX_BASELINE_RUNS
 from .reading import load_json, read_text_file
 from .snapshot import BASELINE_SCHEMA as BASELINE_SCHEMA
 from .snapshot import BASELINE_SCHEMA_VERSION as BASELINE_SCHEMA_VERSION
@@ -154,6 +155,13 @@ def snapshot_problems(
     for key in ("heldout",):
         if key in data and not isinstance(data[key], Mapping):
             problem(f'"{key}" must be an object', field=key)
+    runs = data.get("n_runs", 1)
+    if type(runs) is not int or not 1 <= runs <= MAX_BASELINE_RUNS:
+        problem(
+            f'"n_runs" must be the number of runs averaged, 1 to {MAX_BASELINE_RUNS} (not '
+            f"{runs!r})",
+            field="n_runs",
+        )
     stages, metrics = data.get("stages"), data.get("metrics")
     if not _str_list(stages) or not stages:
         problem('"stages" must be a non-empty list of stage names', field="stages")
@@ -215,6 +223,23 @@ def snapshot_problems(
                 '"judgments" must be an object of doc id -> integer grade',
                 query_id=qid,
                 field="judgments",
+            )
+        spread = entry.get("spread")
+        if "spread" in entry and not (
+            isinstance(spread, Mapping)
+            and all(
+                isinstance(by_metric, Mapping)
+                and all(
+                    v is None or (_is_number(v) and 0.0 <= v <= 1.0) for v in by_metric.values()
+                )
+                for by_metric in spread.values()
+            )
+        ):
+            problem(
+                '"spread" must be an object of stage -> metric -> a standard deviation between 0 '
+                "and 1 (or null)",
+                query_id=qid,
+                field="spread",
             )
         if "text" in entry and not isinstance(entry["text"], str):
             problem('"text" must be a string (the hash of the query text)', query_id=qid)

@@ -377,7 +377,8 @@ def gates_file_path(settings: Any, rootdir: Any) -> str | None:
     if settings.gates_file is not None:
         return str(settings.gates_file)
     candidate = os.path.join(str(rootdir), GATES_FILE_NAME)
-    return candidate if os.path.isfile(candidate) else None
+    # lexists: a FIFO or a dangling link there is refused by name, never silently skipped
+    return candidate if os.path.lexists(candidate) else None
 
 
 def expand_slices(item: Declared, slices: Sequence[str]) -> list[Declared]:

@@ -573,6 +573,20 @@ def yaml_document(
                     column=mark.column + 1 if mark else None,
                 )
             ) from None
+        except yaml.reader.ReaderError as exc:  # a character YAML does not allow, by offset
+            at = exc.position
+            line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+            raise InputError(
+                Problem(
+                    f"the {what} is not valid YAML (U+{exc.character:04X}: {exc.reason})"
+                    if isinstance(exc.character, int)
+                    else f"the {what} is not valid YAML ({exc.reason})",
+                    fix=f"remove the control character; expected {expected}",
+                    source=source,
+                    line=line,
+                    column=column,
+                )
+            ) from None
         except yaml.YAMLError as exc:
             raise InputError(
                 Problem(

@@ -318,7 +318,7 @@ def _raw_text(raw: Any, option: Option) -> tuple[str, str | None]:
             return texts[0], None
         return "", "is a list, and this setting takes one value"
     if isinstance(raw, bool):
-        return "", f"{str(raw).lower()} is not a value of this setting (it is not true/false)"
+        return "", f"is the boolean {str(raw).lower()}, and this setting is not true/false"
     if isinstance(raw, dict):
         return "", "is a TOML table, and this setting takes a value"
     return str(raw), None

@@ -145,7 +145,7 @@ def _gates_file(
 
     if path is None:
         return [], []
-    if not os.path.isfile(path):
+    if not os.path.exists(path):  # a FIFO or a folder exists: the reader names what it is
         raise InputError(Problem("gates file not found", fix="check the path", source=path))
     return gates_file_entries(path)
 

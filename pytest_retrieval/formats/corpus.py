@@ -92,6 +92,14 @@ def _read_corpus(corpus: str | os.PathLike[str], *, texts: bool) -> dict[str, st
         problems.append(Problem("corpus file not found", "check the path", source=source))
     except InputError as exc:
         problems.extend(exc.problems)
+    if not ids and not problems:  # every judged id would be "not in the corpus"
+        problems.append(
+            Problem(
+                "the corpus holds no document id",
+                "check that it is the corpus file: one id per line, or BEIR's corpus.jsonl",
+                source=source,
+            )
+        )
     if problems:
         raise GoldenSetError(problems, title=f"{source}: cannot read corpus ids")
     return ids
@@ -119,8 +127,12 @@ def corpus_problems(
     source: str | None,
     lines: Sequence[int | None] | None,
     corpus_version: str | None,
+    corpus: str | None = None,
 ) -> list[Problem]:
+    """One problem per query judging doc ids missing from ``known`` (the ids of the corpus
+    file ``corpus``, named in the fix when given)."""
     version = f" (labelled for corpus_version {corpus_version!r})" if corpus_version else ""
+    named = f" ({corpus})" if corpus else ""
     problems: list[Problem] = []
     for index, query in enumerate(queries):
         stale = [doc for doc in query.judgments if doc not in known]
@@ -133,7 +145,7 @@ def corpus_problems(
             Problem(
                 f"{len(stale)} judged doc id(s) not in the corpus{version}: {shown}",
                 "the documents were removed or given new ids since labelling: re-label them, "
-                "or check that the corpus matches the index build",
+                f"or check that the corpus{named} matches the index build",
                 source=source,
                 line=lines[index] if lines is not None else None,
                 query_id=query.id,
@@ -155,6 +167,7 @@ def check_corpus(golden: GoldenSet, corpus: CorpusSpec) -> None:
         source=golden.source,
         lines=None,
         corpus_version=golden.corpus_version,
+        corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
     )
     if problems:
         raise GoldenSetError(

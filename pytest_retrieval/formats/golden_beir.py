@@ -29,7 +29,7 @@ def qrels_files(folder: str) -> list[tuple[str, str]]:
     """``(split, path)`` of every qrels file of a BEIR folder, sorted by split name."""
     found: list[tuple[str, str]] = []
     top = os.path.join(folder, "qrels.tsv")
-    if os.path.isfile(top):
+    if os.path.lexists(top):  # a FIFO there is refused by the reader, not skipped
         found.append((DEFAULT_SPLIT, top))
     nested = os.path.join(folder, "qrels")
     if os.path.isdir(nested):
@@ -166,7 +166,7 @@ def read_beir(folder: str) -> Parsed:
         parsed.fail("is not a folder", "a BEIR golden set is a folder with queries.jsonl")
         return parsed
     files = qrels_files(folder)
-    if not os.path.isfile(queries_path):
+    if not os.path.lexists(queries_path):
         parsed.fail(
             "BEIR folder without queries.jsonl",
             'add queries.jsonl with one {"_id": ..., "text": ...} per line',

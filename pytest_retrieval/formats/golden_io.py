@@ -157,6 +157,7 @@ def load_golden(
                     source=line_source,
                     lines=parsed.lines,
                     corpus_version=parsed.corpus_version,
+                    corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
                 )
             )
         except GoldenSetError as exc:

@@ -173,7 +173,7 @@ def _records(path: str, fmt: str) -> list[tuple[int, object]]:
                     f"the worksheet is not valid CSV ({exc})",
                     fix=fix,
                     source=path,
-                    line=reader.line_num,
+                    line=reader.reader.line_num,  # the line being read (DictReader's lags)
                 )
             ) from None
     if fmt == "jsonl":
