@@ -241,7 +241,9 @@ def append_text(path: str | os.PathLike[str], text: str) -> None:
     docstring for why this is sound for ``$GITHUB_STEP_SUMMARY``.
     """
     data = text.encode("utf-8", "backslashreplace")
-    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of blocking forever.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(os.fspath(path), flags, 0o666)
     try:
         info = os.fstat(fd)
         regular = stat.S_ISREG(info.st_mode)

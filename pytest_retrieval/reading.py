@@ -119,6 +119,19 @@ def _kind(mode: int) -> str:
     return "not a plain file"
 
 
+def not_a_regular_file(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists but is neither a regular file nor a folder ("a FIFO
+    (named pipe)", "a character device"...; a symlink is followed), else None: for a file
+    another library opens (SQLite), which would wait on a FIFO or read a device."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _kind(mode)
+
+
 def _cannot_read(what: str, name: str, exc: OSError) -> InputError:
     return InputError(
         Problem(
@@ -573,26 +586,21 @@ def yaml_document(
                     column=mark.column + 1 if mark else None,
                 )
             ) from None
-        except yaml.reader.ReaderError as exc:  # a character YAML does not allow, by offset
-            at = exc.position
-            line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        except yaml.YAMLError as exc:  # the reader's (a character YAML refuses), by offset
+            at = getattr(exc, "position", None)
+            character = getattr(exc, "character", None)
+            line = text.count("\n", 0, at) + 1 if isinstance(at, int) else None
+            column = at - text.rfind("\n", 0, at) if isinstance(at, int) else None
+            said = f"U+{character:04X}: " if isinstance(character, int) else ""
             raise InputError(
                 Problem(
-                    f"the {what} is not valid YAML (U+{exc.character:04X}: {exc.reason})"
-                    if isinstance(exc.character, int)
-                    else f"the {what} is not valid YAML ({exc.reason})",
-                    fix=f"remove the control character; expected {expected}",
+                    f"the {what} is not valid YAML ({said}{getattr(exc, 'reason', exc)})",
+                    fix=f"remove the control character; expected {expected}"
+                    if said
+                    else f"expected {expected}",
                     source=source,
                     line=line,
                     column=column,
-                )
-            ) from None
-        except yaml.YAMLError as exc:
-            raise InputError(
-                Problem(
-                    f"the {what} is not valid YAML ({exc})",
-                    fix=f"expected {expected}",
-                    source=source,
                 )
             ) from None
         if node is not None:

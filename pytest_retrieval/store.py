@@ -172,6 +172,11 @@ class RunCache:
             ) from None
         if self.path.is_dir():
             raise CacheCorrupt(self.path, "is a directory, not a cache file")
+        from .reading import not_a_regular_file
+
+        kind = not_a_regular_file(self.path)
+        if kind is not None:  # SQLite would wait on a FIFO, or read a device
+            raise CacheCorrupt(self.path, f"is not a regular file but {kind}")
         self._connection = self._open()
 
     # Opening, with every way a file can fail to be ours turned into CacheCorrupt.

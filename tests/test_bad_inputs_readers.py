@@ -476,6 +476,17 @@ CLI_CASES = [
             "gates.yaml": b"version: 1\nthresholds:\n  - mrr >= 0.5 # caf\xe9\n",
         },
     ),
+    # --- the cache --------------------------------------------------------------------------
+    Cli(
+        # Before: "cannot be read (cannot rollback - no transaction is active)", SQLite's words
+        # for reading a device.
+        "cache-show-on-a-cache-file-that-is-a-symlink-to-dev-zero",
+        ("cache", "show", "--cache-dir", "cache"),
+        FAILED,
+        ("cache/runs.sqlite3: is not a regular file but a character device",),
+        files={"cache/.keep": ""},
+        symlinks={"cache/runs.sqlite3": "/dev/zero"},
+    ),
     # --- `pytest-retrieval run` ---------------------------------------------------------------
     Cli(
         # Before: OverflowError (a wait too long for the clock) as a traceback.
@@ -501,6 +512,7 @@ def _seed(root: Path, case: Cli) -> dict[Path, bytes]:
     seeded = {}
     for name, content in case.files.items():
         data = content.encode() if isinstance(content, str) else content
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
         seeded[root / name] = data
     for name in case.fifos:
@@ -575,8 +587,9 @@ def test_a_hostile_file_given_to_the_console_script_fails_cleanly_and_loses_noth
         assert (tmp_path / name).is_symlink()
     for name, fragment in case.written.items():
         assert fragment in (tmp_path / name).read_text(encoding="utf-8")
-    made = {p.name for p in tmp_path.iterdir()} - set(case.files) - set(case.fifos)
-    assert made - set(case.symlinks) - set(case.written) - {"__pycache__"} == set()
+    given = {name.split("/")[0] for name in [*case.files, *case.fifos, *case.symlinks]}
+    made = {p.name for p in tmp_path.iterdir()} - given
+    assert made - set(case.written) - {"__pycache__"} == set()
 
 
 # --- the plugin ----------------------------------------------------------------------------------
@@ -617,6 +630,8 @@ class Plugin:
     subprocess: bool = False
     #: Refused once the run started: the artifact is rewritten with the status "refused".
     stopped: bool = False
+    #: Environment variables; ``{root}`` is the project's folder.
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def _deep_cache_row(root: Path) -> None:
@@ -762,6 +777,15 @@ PLUGIN_CASES = [
         subprocess=True,
     ),
     Plugin(
+        # Before: opening it for writing waited forever for a reader, after the run.
+        "a-step-summary-that-is-a-fifo",
+        pytest.ExitCode.OK,
+        ("warning: could not append to $GITHUB_STEP_SUMMARY (No such device or address)",),
+        fifos=("summary.fifo",),
+        env={"GITHUB_STEP_SUMMARY": "{root}/summary.fifo"},
+        subprocess=True,
+    ),
+    Plugin(
         "a-corpus-that-is-a-fifo",
         PYTEST_USAGE,
         ("corpus.tsv: the corpus is not a regular file but a FIFO",),
@@ -770,6 +794,16 @@ PLUGIN_CASES = [
         subprocess=True,
     ),
     # --- the cache ----------------------------------------------------------------------------
+    Plugin(
+        # Before: SQLite's "cannot be opened (disk I/O error)".
+        "a-cache-file-that-is-a-fifo",
+        pytest.ExitCode.OK,
+        ("runs.sqlite3: is not a regular file but a FIFO", "this run calls the retriever"),
+        args=("--retrieval-cache=use",),
+        files={".retrieval-cache/.keep": ""},
+        fifos=(".retrieval-cache/runs.sqlite3",),
+        metrics={"mrr@2": 0.75},
+    ),
     Plugin(
         # Before: RecursionError reading the row: the run errored (exit 1). Replay reads only
         # the cache, so a damaged one refuses the run.
@@ -807,6 +841,7 @@ def _write_project(root: Path, case: Plugin) -> dict[Path, bytes]:
     seeded = {}
     for name, content in case.files.items():
         data = content.encode() if isinstance(content, str) else content
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
         seeded[root / name] = data
     for name in case.fifos:
@@ -824,10 +859,12 @@ def _overall(document: dict[str, object]) -> dict[str, float]:
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PLUGIN_CASES])
 def test_a_hostile_file_or_setting_given_to_pytest_fails_cleanly_and_loses_nothing(
-    case: Plugin, retrieval_project: RetrievalProject
+    case: Plugin, retrieval_project: RetrievalProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = retrieval_project.path
     seeded = _write_project(root, case)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value.replace("{root}", str(root)))
     pytester = retrieval_project.pytester
     if case.before is not None:
         assert pytester.runpytest(*QUIET_PLUGINS, *case.before).ret == pytest.ExitCode.OK
