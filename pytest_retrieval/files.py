@@ -233,6 +233,9 @@ def atomic_write(
         raise
 
 
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
 def append_text(path: str | os.PathLike[str], text: str) -> None:
     """Append ``text`` to ``path`` (created if missing), all or nothing.
 
@@ -242,8 +245,7 @@ def append_text(path: str | os.PathLike[str], text: str) -> None:
     """
     data = text.encode("utf-8", "backslashreplace")
     # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of blocking forever.
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(os.fspath(path), flags, 0o666)
+    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NONBLOCK, 0o666)
     try:
         info = os.fstat(fd)
         regular = stat.S_ISREG(info.st_mode)

@@ -125,7 +125,7 @@ def not_a_regular_file(path: str | os.PathLike[str]) -> str | None:
     another library opens (SQLite), which would wait on a FIFO or read a device."""
     try:
         mode = os.stat(path).st_mode
-    except OSError:
+    except (OSError, ValueError):  # missing, or a NUL in the path: the opener says which
         return None
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
@@ -158,6 +158,14 @@ def _open(name: str, what: str) -> tuple[int, os.stat_result, bool]:
         ) from None
     except OSError as exc:
         raise _cannot_read(what, name, exc) from None
+    except ValueError:  # "embedded null byte": a path no file system has
+        raise InputError(
+            Problem(
+                f"the {what} path holds a NUL character",
+                fix="check the setting's value",
+                source=name.replace("\x00", "\\x00"),
+            )
+        ) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):

@@ -319,7 +319,7 @@ _RECORDED_FIX = (
 def _recorded(record: Mapping[str, Any]) -> tuple[float | None, tuple[str, str, str] | None] | str:
     """A line's optional latency and error, or a message saying what is wrong with them."""
     latency = record.get("latency_ms")
-    if latency is not None and (not _is_score(latency) or float(latency) < 0):
+    if latency is not None and (not _is_score(latency) or not 0 <= float(latency) < math.inf):
         return f"latency_ms {_describe(latency)} is not a number of milliseconds (>= 0)"
     error = record.get("error")
     if error is None:
