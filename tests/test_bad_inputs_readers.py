@@ -750,6 +750,25 @@ PLUGIN_CASES = [
             "run.jsonl": '{"query_id": "q1", "ranking": ["d1"], "latency_ms": ' + DIGITS + "}\n"
         },
     ),
+    Plugin(
+        # Before: accepted, and the artifact then held `Infinity`, which is not JSON.
+        "a-jsonl-run-file-with-an-infinite-latency",
+        PYTEST_USAGE,
+        (
+            "run.jsonl:1: query 'q1': latency_ms Infinity is not a number of milliseconds "
+            "(finite, >= 0)",
+        ),
+        args=("--retrieval-run=run.jsonl",),
+        files={"run.jsonl": '{"query_id": "q1", "ranking": ["d1"], "latency_ms": 1e999}\n'},
+    ),
+    Plugin(
+        # A TOML string can hold a NUL; before, os.open's ValueError was an INTERNALERROR.
+        "a-run-file-path-holding-a-nul",
+        PYTEST_USAGE,
+        ("the run file path holds a NUL character",),
+        pyproject='[tool.pytest.ini_options]\nretrieval_golden = "golden.yaml"\n'
+        'retrieval_ks = "1,2"\nretrieval_run = "run\\u0000.jsonl"\n',
+    ),
     # --- side files ------------------------------------------------------------------------------
     Plugin(
         # Before: RecursionError in configure: INTERNALERROR, exit 3.

@@ -320,7 +320,7 @@ def _recorded(record: Mapping[str, Any]) -> tuple[float | None, tuple[str, str, 
     """A line's optional latency and error, or a message saying what is wrong with them."""
     latency = record.get("latency_ms")
     if latency is not None and (not _is_score(latency) or not 0 <= float(latency) < math.inf):
-        return f"latency_ms {_describe(latency)} is not a number of milliseconds (>= 0)"
+        return f"latency_ms {_describe(latency)} is not a number of milliseconds (finite, >= 0)"
     error = record.get("error")
     if error is None:
         return (None if latency is None else float(latency)), None
