@@ -89,6 +89,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
         what="baseline",
         expected="a pytest-retrieval baseline",
         fix=f"the file may be truncated: restore it from version control or {refresh}",
+        allow_duplicate_keys=True,  # ours, read at scale; checked field by field below
     )
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
         raise InputError(

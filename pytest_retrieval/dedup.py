@@ -214,7 +214,9 @@ def parse_duplicates(
         )
     mapping: dict[str, str] = {}
     problems: list[Problem] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    from .reading import split_lines
+
+    for number, line in split_lines(text):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in line.split("\t")]

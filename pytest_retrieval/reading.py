@@ -31,8 +31,10 @@ return values or raise :class:`~pytest_retrieval.errors.InputError`, never ``Rec
 integers at most :data:`MAX_NUMBER_DIGITS` digits (more could not even be converted to a
 float), YAML aliases expanding to at most :func:`yaml_expansion_limit` values (an alias bomb,
 a billion laughs, is a few hundred bytes), no recursive YAML alias, no YAML tag beyond the plain
-ones. Every error names the file, the line and column where there is one, what was expected and
-the fix.
+ones, no key written twice in one object or mapping (``json`` and the YAML loader would keep the
+last one silently). Every error names the file, the line and column where there is one, what
+was expected and the fix. :func:`split_lines` splits a whole file's text into lines by the rule
+of :func:`read_lines`.
 
 Every error is an :class:`~pytest_retrieval.errors.InputError` (the CLI's exit status 2, a
 usage error, exit status 4, under pytest); a missing file is ``FileNotFoundError``, left to the
@@ -119,6 +121,15 @@ def _kind(mode: int) -> str:
     return "not a plain file"
 
 
+def exists(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` names a directory entry, a broken or looping symlink included: a
+    reader then says what is wrong with it ("Too many levels of symbolic links", "not a
+    regular file"), where ``os.path.exists`` would call a symlink loop "not found". A path
+    holding a NUL exists too: its reader names the NUL."""
+    name = os.fspath(path)
+    return "\x00" in name or os.path.lexists(name)
+
+
 def not_a_regular_file(path: str | os.PathLike[str]) -> str | None:
     """What ``path`` is when it exists but is neither a regular file nor a folder ("a FIFO
     (named pipe)", "a character device"...; a symlink is followed), else None: for a file
@@ -133,12 +144,15 @@ def not_a_regular_file(path: str | os.PathLike[str]) -> str | None:
 
 
 def _cannot_read(what: str, name: str, exc: OSError) -> InputError:
+    import errno
+
+    fix = {
+        errno.ELOOP: "the path is a symbolic link loop: point the link at the file",
+        errno.EACCES: "make the file readable by this user (chmod), or name another",
+        errno.EPERM: "make the file readable by this user (chmod), or name another",
+    }.get(exc.errno or 0, "check the path and its permissions")
     return InputError(
-        Problem(
-            f"the {what} cannot be read: {exc.strerror or exc}",
-            fix="check the path and its permissions",
-            source=name,
-        )
+        Problem(f"the {what} cannot be read: {exc.strerror or exc}", fix=fix, source=name)
     )
 
 
@@ -340,6 +354,21 @@ def read_lines(path: str | os.PathLike[str], *, what: str = "file") -> Iterator[
             number += len(parts) - 1
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[tuple[int, str]]:
+    """``(line number, line)`` of every line of the whole-file ``text``, by the rule of
+    :func:`read_lines`: lines end at ``\\n``, ``\\r\\n`` or ``\\r`` and keep no line end, and
+    nothing else ends one. (``str.splitlines`` also splits at U+2028, U+0085, form feeds and
+    other separators, which are text inside a JSON string or a TSV cell, and would cut a record
+    in two; ``split("\\n")`` leaves old Mac files one line.) A final line end starts no line."""
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return list(enumerate(lines, start=1))
+
+
 def file_digest(path: str | os.PathLike[str], *, what: str = "file") -> str:
     """The sha256 (hex) of the bytes of the regular file ``path`` (the cache key's corpus and
     doc-id map fingerprints). A pipe cannot be fingerprinted (reading it would consume it):
@@ -373,6 +402,21 @@ _CONTAINERS = (dict, list)
 
 class _TooManyDigits(ValueError):
     pass
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return mapping
 
 
 def _bounded_int(text: str) -> int:
@@ -412,13 +456,21 @@ def load_json(
     line: int | None = None,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
     fix: str | None = None,
+    allow_duplicate_keys: bool = False,
 ) -> Any:
     """The value of the JSON ``text`` of ``source``, within the limits of the module docstring.
 
     ``expected`` says what the file should hold ("one JSON object per line: {...}"): the fix of
     every error is to write that, unless ``fix`` says otherwise. ``line``: the line of the file
     ``text`` is (a JSONL line), so errors name it; else JSON's own line numbers are the file's.
-    ``object_pairs_hook`` as in ``json.loads`` (to find duplicate keys).
+
+    A key written twice in one object is an InputError naming the key: ``json.loads`` would
+    keep the last one silently (a JSONL run line with two ``"ranking"`` keys, a worksheet row
+    with two grades). ``object_pairs_hook`` (as in ``json.loads``) replaces that check, for a
+    reader that lists duplicates itself; ``allow_duplicate_keys=True`` keeps the last one, for the
+    files this package writes and reads at scale (baselines, artifacts: the check makes
+    decoding their many small objects several times slower, and their content is checked
+    field by field after).
     """
 
     def fail(
@@ -430,6 +482,8 @@ def load_json(
     decode: dict[str, Any] = {}
     if object_pairs_hook is not None:
         decode["object_pairs_hook"] = object_pairs_hook
+    elif not allow_duplicate_keys:
+        decode["object_pairs_hook"] = _unique_keys
     if _LONG_NUMBER.search(text) is not None:  # rare: the bounded (slower) integer parser
         decode["parse_int"] = _bounded_int
     try:
@@ -445,6 +499,15 @@ def load_json(
         ) from None
     except RecursionError:
         raise fail(f"the {what} nests JSON values more than {MAX_DEPTH} levels deep") from None
+    except _DuplicateKey as exc:
+        raise InputError(
+            Problem(
+                f"key {exc.args[0]!r} appears twice in one object (JSON would keep only the last)",
+                fix="keep one of the two",
+                source=source,
+                line=line,
+            )
+        ) from None
     except ValueError as exc:  # ours, or Python's integer-string limit (4,300 digits)
         digits = exc.args[0] if isinstance(exc, _TooManyDigits) else None
         shown = f"{digits:,}" if isinstance(digits, int) else "thousands of"
@@ -503,11 +566,38 @@ def _yaml_problem(message: str, fix: str, node: yaml.Node | None, *, source: str
     )
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _check_own_keys(node: yaml.MappingNode, *, source: str) -> None:
+    """Refuse a key written twice in one YAML mapping (the safe loader keeps the last one
+    silently). Keys merged in through ``<<`` may be overridden, as YAML says; only a mapping's
+    own keys are compared, as written (tag and text)."""
+    import yaml
+
+    first: dict[tuple[str, str], int] = {}
+    for key_node, _value in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        written = (key_node.tag, str(key_node.value))
+        if written in first:
+            raise _yaml_problem(
+                f"key {str(key_node.value)!r} appears twice in one mapping (first on line "
+                f"{first[written]})",
+                "keep one of the two",
+                key_node,
+                source=source,
+            )
+        first[written] = key_node.start_mark.line + 1
+
+
 def check_yaml_nodes(root: yaml.Node, *, source: str, what: str = "file") -> None:
     """Refuse a YAML node tree that would blow up whoever builds values from it: a recursive
     alias, nesting deeper than :data:`MAX_DEPTH` (aliases included), aliases expanding to more
     than :func:`yaml_expansion_limit` values, an integer of more than
-    :data:`MAX_NUMBER_DIGITS` digits. Without recursion, in one pass over the distinct nodes."""
+    :data:`MAX_NUMBER_DIGITS` digits; and a key written twice in one mapping, which the safe
+    loader would resolve silently to the last. Without recursion, in one pass over the
+    distinct nodes."""
     import yaml
 
     sizes: dict[int, int] = {}
@@ -543,6 +633,8 @@ def check_yaml_nodes(root: yaml.Node, *, source: str, what: str = "file") -> Non
                 )
             sizes[key], heights[key] = 1, 0
             continue
+        if isinstance(node, yaml.MappingNode):
+            _check_own_keys(node, source=source)
         entered.add(key)
         stack.append((node, True))
         for child in _children(node):

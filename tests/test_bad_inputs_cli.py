@@ -165,8 +165,9 @@ CASES = [
         ("report", "run.json", "--html", "out.html"),
         USAGE,
         (
-            "run.json: the artifact does not match its schema (",
-            "write it again with pytest --retrieval-json PATH; do not edit it by hand",
+            "run.json: not a valid artifact:",
+            "run.json: field 'results[0].metrics': \"metrics\" must be an object of metric -> "
+            "value (write it again with pytest --retrieval-json PATH; do not edit it by hand)",
         ),
         files={"run.json": artifact(results=[{"stage": "retriever", "metrics": 5}])},
     ),

@@ -508,6 +508,237 @@ CLI_CASES = [
 ]
 
 
+#: The adversarial pass: what a hostile user tries next (empty files, symlink loops, a folder
+#: where a file belongs, keys written twice, old Mac line ends, lone surrogates, NaN). Each of
+#: these was accepted silently, misnamed or misread before.
+ADVERSARIAL_CLI = [
+    Cli(
+        # Before: exit 0 and every metric 0.0000 ("2 missing from the run"), where the same
+        # file given to pytest, or to `golden pool`, is refused.
+        "evaluate-an-empty-run-file",
+        ("evaluate", "--qrels", "qrels.txt", "--run", "empty.trec"),
+        USAGE,
+        (
+            "empty.trec: the run file has no ranked query (trec format) (write one line per "
+            "ranked document (qid Q0 docid rank score tag))",
+        ),
+        files={**BASE, "empty.trec": ""},
+    ),
+    Cli(
+        # Before: exit 0, "0 evaluated" and a table of dashes.
+        "evaluate-qrels-of-blank-lines-only",
+        ("evaluate", "--qrels", "blank.txt", "--run", "run.trec"),
+        USAGE,
+        ("blank.txt: the qrels file has no judgments (write one 'qid iter docid grade' line",),
+        files={**BASE, "blank.txt": "\n  \n\t\n"},
+    ),
+    Cli(
+        # Before: "golden set not found: loop.yaml", of a file that is there.
+        "validate-a-golden-set-that-is-a-symlink-loop",
+        ("golden", "validate", "loop.yaml"),
+        FAILED,
+        (
+            "loop.yaml: the golden set cannot be read: Too many levels of symbolic links (the "
+            "path is a symbolic link loop: point the link at the file)",
+        ),
+        symlinks={"loop.yaml": "loop.yaml"},
+        absent=("not found",),
+    ),
+    Cli(
+        "pool-a-run-that-is-a-symlink-loop",
+        (
+            "golden",
+            "pool",
+            "loop.trec",
+            "--depth",
+            "2",
+            "--golden",
+            "golden.yaml",
+            "--output",
+            "w.csv",
+        ),
+        FAILED,
+        ("loop.trec: the run file cannot be read: Too many levels of symbolic links",),
+        files=BASE,
+        symlinks={"loop.trec": "loop.trec"},
+        absent=("not found",),
+    ),
+    Cli(
+        "gate-with-a-gates-file-that-is-a-symlink-loop",
+        ("gate", "run.json", "--gates", "loop.yaml"),
+        USAGE,
+        ("loop.yaml: the gates file cannot be read: Too many levels of symbolic links",),
+        files={"run.json": artifact()},
+        symlinks={"loop.yaml": "loop.yaml"},
+        absent=("not found",),
+    ),
+    Cli(
+        # Before: read as a BEIR folder: "BEIR folder without queries.jsonl", "... without qrels".
+        "validate-a-golden-set-that-is-a-folder-named-yaml",
+        ("golden", "validate", "golden.yaml"),
+        FAILED,
+        ("golden.yaml: the golden set path is a directory (name a file)",),
+        files={"golden.yaml/.keep": ""},
+        absent=("BEIR",),
+    ),
+    Cli(
+        # Old Mac line ends (CR only), as every line reader of run files takes them. Before:
+        # one line, "not valid JSON (Extra data)".
+        "validate-a-jsonl-golden-set-with-old-mac-line-ends",
+        ("golden", "validate", "mac.jsonl"),
+        OK,
+        files={
+            "mac.jsonl": '{"id": "q1", "text": "refund window", "relevant": ["d1"]}\r'
+            '{"id": "q2", "text": "shipping", "relevant": ["d2"]}\r'
+        },
+        out=("ok: mac.jsonl: 2 queries",),
+    ),
+    Cli(
+        # Before: the topics file was one line, so q2 had "no text for this query".
+        "validate-trec-qrels-with-topics-in-old-mac-line-ends",
+        ("golden", "validate", "qrels.txt", "--format", "trec", "--topics", "topics.tsv"),
+        OK,
+        files={**BASE, "topics.tsv": "q1\trefund window\rq2\tshipping\r"},
+        out=("ok: qrels.txt: 2 queries",),
+    ),
+    Cli(
+        # A U+2028 (LINE SEPARATOR) inside a JSON string is text; str.splitlines cut the row
+        # there. Before: "ws.jsonl:1: the worksheet is not valid JSON (Unterminated string".
+        "merge-a-jsonl-worksheet-with-a-line-separator-in-a-cell",
+        ("golden", "merge", "golden.yaml", "ws.jsonl", "--output", "new.yaml"),
+        OK,
+        files={
+            **BASE,
+            "ws.jsonl": '{"query_id": "q1", "doc_id": "d3", "grade": 1, "text": "a\u2028b"}\n',
+        },
+        out=("merged 1 judgments into new.yaml (1 added",),
+        written={"new.yaml": "relevant: [d1, d3]"},
+    ),
+    Cli(
+        # Before: json.loads kept the last grade, 0, silently: a judgment the labeller never
+        # gave (merged as "1 added").
+        "merge-a-jsonl-worksheet-with-a-grade-written-twice",
+        ("golden", "merge", "golden.yaml", "ws.jsonl", "--output", "new.yaml"),
+        FAILED,
+        (
+            "ws.jsonl:1: key 'grade' appears twice in one object (JSON would keep only the "
+            "last) (keep one of the two)",
+        ),
+        files={**BASE, "ws.jsonl": '{"query_id": "q1", "doc_id": "d3", "grade": 2, "grade": 0}\n'},
+    ),
+    Cli(
+        # Before: the safe YAML loader kept the last grade silently.
+        "merge-a-yaml-worksheet-with-a-grade-written-twice",
+        ("golden", "merge", "golden.yaml", "ws.yaml", "--output", "new.yaml"),
+        FAILED,
+        ("ws.yaml:1:40: key 'grade' appears twice in one mapping (first on line 1)",),
+        files={**BASE, "ws.yaml": "- {query_id: q1, doc_id: d3, grade: 2, grade: 0}\n"},
+    ),
+    Cli(
+        # Before: csv.DictReader kept the last cell, 0, silently.
+        "merge-a-csv-worksheet-with-the-grade-column-twice",
+        ("golden", "merge", "golden.yaml", "ws.csv", "--output", "new.yaml"),
+        FAILED,
+        ("ws.csv:1: the worksheet's column 'grade' appears twice in the header (keep one)",),
+        files={**BASE, "ws.csv": "query_id,doc_id,grade,grade\nq1,d3,2,0\n"},
+    ),
+    Cli(
+        # Before: d1 was put in group "h" alone (the last key), and no copies were found.
+        "validate-with-duplicate-groups-naming-a-doc-twice",
+        ("golden", "validate", "golden.yaml", "--duplicates", "dup.json"),
+        USAGE,
+        ("dup.json: key 'd1' appears twice in one object (JSON would keep only the last)",),
+        files={**BASE, "dup.json": '{"d1": "g", "d2": "g", "d1": "h"}'},
+    ),
+    Cli(
+        # Before: both `thresholds:` lists were gated; YAML itself would keep only the last.
+        "gate-with-a-gates-file-writing-thresholds-twice",
+        ("gate", "run.json", "--gates", "gates.yaml"),
+        USAGE,
+        ("gates.yaml:4:1: key 'thresholds' appears twice in one mapping (first on line 2)",),
+        files={
+            "run.json": artifact(),
+            "gates.yaml": "version: 1\nthresholds:\n  - mrr >= 0.99\nthresholds:\n  - mrr >= 0\n",
+        },
+    ),
+    Cli(
+        # Before: "d\ud800" never matched a judged id (the golden set refuses it), and the
+        # worksheet wrote it back as the six characters \ud800, another id.
+        "pool-a-jsonl-run-with-a-lone-surrogate-doc-id",
+        (
+            "golden",
+            "pool",
+            "run.jsonl",
+            "--depth",
+            "2",
+            "--golden",
+            "golden.yaml",
+            "--output",
+            "w.csv",
+        ),
+        FAILED,
+        (
+            "run.jsonl:1: query 'q1': ranking item 1: the doc id contains a lone surrogate "
+            "(U+D800), which is not a character",
+        ),
+        files={**BASE, "run.jsonl": '{"query_id": "q1", "ranking": ["d\\ud800", "d3"]}\n'},
+    ),
+    Cli(
+        # Before: a worksheet written without a single text (the context columns blank), where
+        # `golden validate --corpus` and pytest refuse the same file.
+        "pool-with-an-empty-corpus",
+        (
+            "golden",
+            "pool",
+            "run.trec",
+            "--depth",
+            "2",
+            "--golden",
+            "golden.yaml",
+            "--output",
+            "w.csv",
+            "--corpus",
+            "corpus.jsonl",
+        ),
+        FAILED,
+        ("corpus.jsonl: the corpus holds no document id",),
+        files={**BASE, "corpus.jsonl": "\n\n"},
+    ),
+    Cli(
+        # Before: a line that is no document was skipped silently.
+        "pool-with-a-corpus-line-that-is-no-document",
+        (
+            "golden",
+            "pool",
+            "run.trec",
+            "--depth",
+            "2",
+            "--golden",
+            "golden.yaml",
+            "--output",
+            "w.csv",
+            "--corpus",
+            "corpus.jsonl",
+        ),
+        FAILED,
+        ("corpus.jsonl:2: not a JSON object with an '_id' (or 'id') string",),
+        files={**BASE, "corpus.jsonl": '{"_id": "d3", "text": "x"}\n["d1", "refunds"]\n'},
+    ),
+    Cli(
+        # Before: rendered (exit 0) with recall@1 = NaN; 7.5 and Infinity the same.
+        "report-an-artifact-with-a-nan-mean",
+        ("report", "run.json"),
+        USAGE,
+        (
+            "run.json: field 'results[0].metrics': recall@1 = nan is not a number between 0 "
+            "and 1 (or null)",
+        ),
+        files={"run.json": artifact().replace('"recall@1": 0.5', '"recall@1": NaN', 1)},
+    ),
+]
+CLI_CASES += ADVERSARIAL_CLI
+
+
 def _seed(root: Path, case: Cli) -> dict[Path, bytes]:
     seeded = {}
     for name, content in case.files.items():
@@ -632,6 +863,8 @@ class Plugin:
     stopped: bool = False
     #: Environment variables; ``{root}`` is the project's folder.
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Symbolic links made in the project: name -> target.
+    symlinks: Mapping[str, str] = field(default_factory=dict)
 
 
 def _deep_cache_row(root: Path) -> None:
@@ -847,6 +1080,73 @@ PLUGIN_CASES = [
 ]
 
 
+ADVERSARIAL_PLUGIN = [
+    Plugin(
+        # Before: json.loads kept the last "ranking", so q1 was scored on [d3] (mrr 0.5 where
+        # the file's first ranking gives 1), exit 0.
+        "a-jsonl-run-file-with-a-ranking-written-twice",
+        PYTEST_USAGE,
+        (
+            "run.jsonl:1: key 'ranking' appears twice in one object (JSON would keep only the "
+            "last) (keep one of the two)",
+        ),
+        args=("--retrieval-run=run.jsonl",),
+        files={
+            "run.jsonl": '{"query_id": "q1", "ranking": ["d1", "d3"], "ranking": ["d3"]}\n'
+            '{"query_id": "q2", "ranking": ["d2"]}\n'
+        },
+    ),
+    Plugin(
+        # Before: the last line won silently: d3's hits counted for d1.
+        "a-tsv-doc-id-map-mapping-a-chunk-to-two-documents",
+        PYTEST_USAGE,
+        (
+            "map.tsv:3: retrieval_doc_id_map: chunk 'd3' maps to 'd3' on line 2 and to 'd1' here",
+            "Fix: give each chunk id one document id",
+        ),
+        ini={"retrieval_doc_id_map": "map.tsv"},
+        files={"map.tsv": "d1\td1\nd3\td3\nd3\td1\nd9\td9\nd2\td2\n"},
+        stopped=True,
+    ),
+    Plugin(
+        "a-json-doc-id-map-writing-a-chunk-twice",
+        PYTEST_USAGE,
+        ("map.json: retrieval_doc_id_map: key 'd3' appears twice in one object",),
+        ini={"retrieval_doc_id_map": "map.json"},
+        files={"map.json": '{"d1": "d1", "d3": "d3", "d9": "d9", "d2": "d2", "d3": "d1"}'},
+        stopped=True,
+    ),
+    Plugin(
+        # Before: the last "_id" (d1) was the document, the first (d7) dropped silently.
+        "a-corpus-record-writing-its-id-twice",
+        PYTEST_USAGE,
+        ("corpus.jsonl:1: key '_id' appears twice in one object",),
+        ini={"retrieval_corpus": "corpus.jsonl"},
+        files={"corpus.jsonl": '{"_id": "d7", "_id": "d1"}\n{"_id": "d2"}\n'},
+    ),
+    Plugin(
+        "duplicate-groups-naming-a-doc-twice",
+        PYTEST_USAGE,
+        ("dup.json: key 'd1' appears twice in one object",),
+        ini={"retrieval_duplicates": "dup.json"},
+        files={"dup.json": '{"d1": "g", "d3": "g", "d1": "h"}'},
+    ),
+    Plugin(
+        # Before: "no such file or folder", of a link that is there.
+        "a-golden-set-that-is-a-symlink-loop",
+        PYTEST_USAGE,
+        (
+            "loop.yaml: the golden set cannot be read: Too many levels of symbolic links (the "
+            "path is a symbolic link loop: point the link at the file)",
+        ),
+        ini={"retrieval_golden": "loop.yaml"},
+        symlinks={"loop.yaml": "loop.yaml"},
+        absent=("no such file",),
+    ),
+]
+PLUGIN_CASES += ADVERSARIAL_PLUGIN
+
+
 def _write_project(root: Path, case: Plugin) -> dict[Path, bytes]:
     (root / "golden.yaml").write_text(GOLDEN, encoding="utf-8")
     (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")
@@ -865,6 +1165,8 @@ def _write_project(root: Path, case: Plugin) -> dict[Path, bytes]:
         seeded[root / name] = data
     for name in case.fifos:
         os.mkfifo(root / name)
+    for name, target in case.symlinks.items():
+        (root / name).symlink_to(target)
     return seeded
 
 
@@ -958,9 +1260,9 @@ def test_a_baseline_ranking_longer_than_its_depth_is_refused_not_rescored(
     assert (root / "base.json").read_bytes() == tampered
 
 
-def test_the_catalogue_has_35_cases_each_with_its_own_id() -> None:
+def test_the_catalogue_has_75_cases_each_with_its_own_id() -> None:
     cases = [c.id for c in CLI_CASES] + [c.id for c in PLUGIN_CASES] + ["baseline-longer"]
-    assert len(cases) >= 35
+    assert len(cases) >= 75
     assert len(set(cases)) == len(cases)
     statuses = {c.status for c in CLI_CASES}
     assert statuses == {USAGE, FAILED, OK}  # refused, listed as invalid, and now read right

@@ -131,7 +131,9 @@ def _pool_input(
         # Which file it is: an artifact or a baseline says so; anything else (not even JSON)
         # is read as a run file, whose reader names what is wrong with it.
         try:
-            head = load_json(read_text_file(path, what="run"), source=path, what="run")
+            head = load_json(
+                read_text_file(path, what="run"), source=path, what="run", allow_duplicate_keys=True
+            )
         except InputError:
             head = None
         schema = head.get("schema") if isinstance(head, dict) else None

@@ -9,10 +9,10 @@ retriever again. Exit status: 0 every check passed, 1 a check failed, 2 usage er
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
+from ..reading import exists
 from ..text import guard_line
 from ..verdict import Stop
 from .args import probability, tampered
@@ -145,7 +145,7 @@ def _gates_file(
 
     if path is None:
         return [], []
-    if not os.path.exists(path):  # a FIFO or a folder exists: the reader names what it is
+    if not exists(path):  # a FIFO, a folder or a symlink loop: the reader names what it is
         raise InputError(Problem("gates file not found", fix="check the path", source=path))
     return gates_file_entries(path)
 

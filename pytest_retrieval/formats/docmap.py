@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import InputError, Problem
-from ..reading import load_json, read_text_file
+from ..reading import load_json, read_text_file, split_lines
 
 _SETTING = "retrieval_doc_id_map"
 _JSON_SHAPE = 'a JSON object of chunk id -> document id: {"chunk-1": "doc-a"}'
@@ -51,8 +51,9 @@ def load_doc_map(path: str) -> dict[str, str]:
                 )
             )
         return {str(k): str(v) for k, v in data.items()}
-    mapping = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    mapping: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    for number, line in split_lines(text):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split("\t")
@@ -66,5 +67,19 @@ def load_doc_map(path: str) -> dict[str, str]:
                     line=number,
                 )
             )
-        mapping[parts[0].strip()] = parts[1].strip()
+        chunk, doc = parts[0].strip(), parts[1].strip()
+        if chunk in mapping and mapping[chunk] != doc:
+            # A dict would keep the last line silently: half the chunk's hits then count for
+            # a document the map's author may not have meant.
+            raise InputError(
+                Problem(
+                    f"{_SETTING}: chunk {chunk!r} maps to {mapping[chunk]!r} on line "
+                    f"{first_line[chunk]} and to {doc!r} here",
+                    fix="give each chunk id one document id",
+                    source=path,
+                    line=number,
+                )
+            )
+        mapping[chunk] = doc
+        first_line.setdefault(chunk, number)
     return mapping

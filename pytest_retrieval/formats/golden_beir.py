@@ -17,7 +17,7 @@ import os
 
 from ..errors import InputError
 from ..golden import DEFAULT_SPLIT, SURROGATE_FIX, Query, is_plain_name, surrogate_problem
-from ..reading import load_json
+from ..reading import load_json, split_lines
 from ..text import parse_int
 from .golden_parsed import Parsed, read_text
 from .golden_values import as_id, grade_problem, id_problem
@@ -45,7 +45,7 @@ def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
     if text is None:
         return {}
     queries: dict[str, tuple[int, str]] = {}
-    for line, row in enumerate(text.split("\n"), start=1):
+    for line, row in split_lines(text):
         if not row.strip():
             continue
         try:
@@ -111,7 +111,7 @@ def _read_qrels(
     text = read_text(parsed, path, what="BEIR qrels file")
     if text is None:
         return
-    for line, row in enumerate(text.split("\n"), start=1):
+    for line, row in split_lines(text):
         if not row.strip():
             continue
         fields = [field.strip() for field in row.split("\t")]

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, GoldenSet, Query
-from ..reading import construct_scalar, load_json, yaml_document, yaml_scalar_errors
+from ..reading import (
+    construct_scalar,
+    load_json,
+    split_lines,
+    yaml_document,
+    yaml_scalar_errors,
+)
 from .golden_parsed import Loc, Marks, Parsed, read_text
 from .golden_schema import HEADER_FIELDS, Defaults, SchemaReader
 from .golden_values import SourceInt
@@ -229,7 +235,7 @@ def read_json(path: str) -> Parsed:
 
 
 def _jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in split_lines(text):
         if line.strip():
             yield number, line
 

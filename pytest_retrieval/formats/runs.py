@@ -33,6 +33,7 @@ from typing import Any, Literal, TextIO
 
 from ..errors import InputError, Problem, RunFileError
 from ..files import atomic_write
+from ..golden import SURROGATE_FIX, surrogate_problem
 from ..reading import load_json
 from .trec import numbered_lines
 
@@ -192,6 +193,10 @@ def _item(raw: Any) -> tuple[str, float | None] | str:
         return f"the id {_describe(doc)} is not a string or an integer"
     if doc == "":
         return "an id is empty"
+    if isinstance(doc, str) and (bad := surrogate_problem(doc, "the doc id")) is not None:
+        # A JSON "\ud800": no judged id can hold it (the golden set's rule), so the document
+        # would be a silent miss, and a worksheet would write it back as other text.
+        return f"{bad} ({SURROGATE_FIX})"
     if score is not None and not _is_score(score):
         return f"the score {_describe(score)} of {_describe(doc)} is not a number"
     return str(doc), None if score is None else float(score)
@@ -237,6 +242,9 @@ def _load_jsonl(lines: Iterable[tuple[int, str]], name: str) -> RunFile:
             )
             continue
         qid = str(raw_qid)
+        if (not_text := surrogate_problem(qid, "the query id")) is not None:
+            problem(not_text, number, SURROGATE_FIX)
+            continue
         ranking = record.get("ranking")
         if not isinstance(ranking, list):
             found = 'no "ranking"' if ranking is None else f"ranking {_describe(ranking)}"

@@ -132,10 +132,20 @@ def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str
 
 
 def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
-    """Read a TREC qrels file into ``{query id: {doc id: grade}}`` (file order kept)."""
+    """Read a TREC qrels file into ``{query id: {doc id: grade}}`` (file order kept). A file
+    with no judgment (empty, blank or comments only) is a RunFileError: every query would be
+    "without judgments" and no number would be computed."""
     qrels: dict[str, dict[str, int]] = {}
     for _number, qid, doc, grade in read_qrels_records(path):
         qrels.setdefault(qid, {})[doc] = grade
+    if not qrels:
+        raise RunFileError(
+            Problem(
+                "the qrels file has no judgments",
+                fix=f"write one '{_QRELS_FIELDS}' line per judgment",
+                source=os.fspath(path),
+            )
+        )
     return qrels
 
 
@@ -147,10 +157,19 @@ def read_run(
     Order: score descending, ties broken by doc id descending as plain strings (trec_eval's
     ``strcmp``), the rank column ignored; or the file's line order with ``keep_file_order``.
     Fields after the tag are ignored. A doc id listed twice for one query is an error naming
-    both lines.
+    both lines. A file with no ranked document (empty, blank or comments only) is a
+    RunFileError, as a run file given to pytest is: it would score every query 0.
     """
     name = os.fspath(path)
     rows = scored_rows(numbered_lines(name), name, keep_file_order=keep_file_order)
+    if not rows:
+        raise RunFileError(
+            Problem(
+                "the run file has no ranked query (trec format)",
+                fix=f"write one line per ranked document ({_RUN_FIELDS})",
+                source=name,
+            )
+        )
     return {qid: [doc for _score, doc in docs] for qid, docs in rows.items()}
 
 

@@ -147,7 +147,7 @@ def _grade(value: object) -> int | str | None:
 def _records(path: str, fmt: str) -> list[tuple[int, object]]:
     """(line or record number, raw row) of every row of a worksheet file, read through the one
     safe reader and the guarded JSON and YAML decoders."""
-    from ..reading import load_json, load_yaml, read_text_file
+    from ..reading import load_json, load_yaml, read_text_file, split_lines
 
     text = read_text_file(path, what="worksheet")
     fix = f"write the worksheet as {fmt.upper()}, as `pytest-retrieval golden pool` does"
@@ -155,6 +155,16 @@ def _records(path: str, fmt: str) -> list[tuple[int, object]]:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         try:
             fieldnames = reader.fieldnames or ()
+            twice = sorted({c for c in fieldnames if c and list(fieldnames).count(c) > 1})
+            if twice:  # csv.DictReader keeps the last of the two cells silently
+                raise InputError(
+                    Problem(
+                        f"the worksheet's column {twice[0]!r} appears twice in the header",
+                        fix="keep one",
+                        source=path,
+                        line=1,
+                    )
+                )
             missing = [c for c in REQUIRED if c not in fieldnames]
             if missing:
                 raise InputError(
@@ -178,7 +188,7 @@ def _records(path: str, fmt: str) -> list[tuple[int, object]]:
             ) from None
     if fmt == "jsonl":
         rows: list[tuple[int, object]] = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in split_lines(text):
             if not line.strip():
                 continue
             expected = "one JSON object per line with query_id, doc_id and grade"
@@ -254,7 +264,10 @@ def read_worksheet(path: str | os.PathLike[str]) -> tuple[list[WorksheetRow], li
 def read_corpus_texts(path: str | os.PathLike[str]) -> dict[str, tuple[str | None, str | None]]:
     """``{doc id: (title, text)}`` of a BEIR ``corpus.jsonl`` (or folder) or ``id<TAB>text`` file.
 
-    For the worksheet's context columns only; an unreadable file raises InputError naming it.
+    For the worksheet's context columns only; an unreadable file, a line that is not a document
+    and a corpus with no document raise InputError naming the file (and the line), as the
+    corpus check's reader (:mod:`~pytest_retrieval.formats.corpus`) does: a worksheet
+    silently without texts would be labelled blind.
     """
     from ..reading import load_json, read_lines
 
@@ -275,12 +288,27 @@ def read_corpus_texts(path: str | os.PathLike[str]) -> dict[str, tuple[str | Non
                 line=number,
             )
             doc = record.get("_id", record.get("id")) if isinstance(record, dict) else None
-            if doc is None:
-                continue
+            if isinstance(doc, bool) or not isinstance(doc, (str, int)):
+                raise InputError(
+                    Problem(
+                        "not a JSON object with an '_id' (or 'id') string",
+                        fix="write one document per line, as in BEIR's corpus.jsonl",
+                        source=source,
+                        line=number,
+                    )
+                )
             out[str(doc)] = (_cell(record.get("title")), _cell(record.get("text")))
         else:
             doc, _tab, body = line.partition("\t")
             out[doc.strip()] = (None, _cell(body))
+    if not out:
+        raise InputError(
+            Problem(
+                "the corpus holds no document id",
+                fix="check that it is the corpus file: one id per line, or BEIR's corpus.jsonl",
+                source=source,
+            )
+        )
     return out
 
 

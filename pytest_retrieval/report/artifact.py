@@ -266,7 +266,14 @@ def read_artifact(path: str) -> dict[str, Any]:
         # A regular file of bounded size only (a symlink to /dev/zero never ends), decoded by
         # the one guarded decoder (depth, digits, the line and column of a syntax error).
         text = read_text_file(path, what="artifact")
-        data = load_json(text, source=path, what="artifact", expected="an artifact", fix=fix)
+        data = load_json(
+            text,
+            source=path,
+            what="artifact",
+            expected="an artifact",
+            fix=fix,
+            allow_duplicate_keys=True,  # ours, read at scale; checked field by field below
+        )
     except FileNotFoundError:
         raise InputError(
             Problem(
@@ -352,6 +359,7 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
                 )
             )
     problems.extend(_stop_problems(data, source))
+    problems.extend(_result_problems(data.get("results"), source))
     settings = data.get("settings")
     if isinstance(settings, dict):
         ks = settings.get("ks")
@@ -389,6 +397,40 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
         problems.extend(
             snapshot_problems(snapshot, source=f"{source} (snapshot)", fix=_REWRITE, complete=False)
         )
+    return problems
+
+
+def _result_problems(results: Any, source: str) -> list[Problem]:
+    """The overall and per-slice means a report shows and ``gate`` judges: each metric a
+    number from 0 to 1, or null (every metric of ours is a share). A NaN, an Infinity or a 7.5
+    edited in would be rendered, or pass a gate, as if the run had scored it."""
+    problems: list[Problem] = []
+    for index, row in enumerate(results if isinstance(results, list) else ()):
+        metrics = row.get("metrics") if isinstance(row, dict) else None
+        if metrics is None:
+            continue
+        if not isinstance(metrics, dict):
+            problems.append(
+                Problem(
+                    '"metrics" must be an object of metric -> value',
+                    fix=_REWRITE,
+                    source=source,
+                    field=f"results[{index}].metrics",
+                )
+            )
+            continue
+        for metric, value in metrics.items():
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is not None and not (number and 0.0 <= value <= 1.0):  # NaN fails too
+                problems.append(
+                    Problem(
+                        f"{metric} = {value!r} is not a number between 0 and 1 (or null)",
+                        fix=_REWRITE,
+                        source=source,
+                        field=f"results[{index}].metrics",
+                    )
+                )
+                break
     return problems
 
 
