@@ -14,10 +14,11 @@ through ``configure.build_session``, or the loader function itself). Two guards 
 The property test draws, for each driver, hostile bytes (BOMs, NULs, invalid UTF-8, UTF-16,
 5,000-digit numbers, nesting 100,000 deep, YAML alias bombs and recursive aliases, control
 characters, truncated and mutated valid files) and where the file is (a regular file, a FIFO
-with no writer, a symlink to ``/dev/zero``, a folder). Whatever it draws, the entry returns or
-refuses with the documented error (the console script's exit status 2, or 1 for the
-``golden`` commands' "invalid input"; an ``InputError`` from a loader) whose message names the
-file, and the line where the problem is a byte or a syntax error; never another exception,
+with no writer, a symlink to ``/dev/zero``, a folder, a symlink loop). Whatever it draws, the
+entry returns or refuses with the documented error (the console script's exit status 2, or 1
+for the ``golden`` commands' "invalid input"; an ``InputError`` from a loader) whose message
+names the file (a loop as a loop, not "not found"), and the line where the problem is a byte
+or a syntax error; never another exception,
 never a traceback, never a hang (each input runs under a time limit, and a memory limit), and
 the file is left byte for byte.
 """
@@ -187,7 +188,7 @@ class Driver:
     name: str
     seed: str
     run: Callable[[Path, str], Outcome]
-    kinds: tuple[str, ...] = ("file", "fifo", "dev-zero", "folder")
+    kinds: tuple[str, ...] = ("file", "fifo", "dev-zero", "folder", "loop")
     #: Whether a byte or syntax error is named at a line of the file (not a cache row's).
     located: bool = True
     #: Whether a FIFO, /dev/zero or a folder must be refused (pytest's ini search skips them).
@@ -305,14 +306,14 @@ DRIVERS = [
         "beir/queries.jsonl",
         '{"_id": "q1", "text": "refund window"}\n',
         cli("golden", "validate", "beir", failed_is_refusal=True),
-        kinds=("file", "fifo", "dev-zero"),
+        kinds=("file", "fifo", "dev-zero", "loop"),
     ),
     Driver(
         "validate-beir-qrels",
         "beir/qrels/test.tsv",
         "query-id\tcorpus-id\tscore\nq1\td1\t1\n",
         cli("golden", "validate", "beir", failed_is_refusal=True),
-        kinds=("file", "fifo", "dev-zero"),
+        kinds=("file", "fifo", "dev-zero", "loop"),
     ),
     Driver(
         "validate-corpus-jsonl",
@@ -714,6 +715,8 @@ def _feed(driver: Driver, kind: str, data: bytes) -> None:
             os.mkfifo(target)
         elif kind == "dev-zero":
             target.symlink_to("/dev/zero")
+        elif kind == "loop":
+            target.symlink_to(target.name)  # a link to itself: ELOOP
         else:
             target.mkdir()
         with time_limit(20), memory_limit():
@@ -726,6 +729,9 @@ def _feed(driver: Driver, kind: str, data: bytes) -> None:
             return
         shown = outcome.text
         assert driver.name in shown or driver.name.split("/")[0] in shown, shown
+        if kind == "loop":  # it is there: "not found" would send the user looking elsewhere
+            assert "symbolic link" in shown, shown
+            assert "not found" not in shown, shown
         if driver.located and any(marker in shown for marker in _LOCATED):
             # A byte or a syntax error has a place: the file and its line.
             assert re.search(re.escape(Path(driver.name).name) + r":\d+", shown), shown
