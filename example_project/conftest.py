@@ -12,10 +12,14 @@ Candidates = list[tuple[str, float]]
 
 @pytest.fixture(scope="session")
 def retriever_under_test() -> Callable[[str], Candidates]:
-    """First stage: BM25 over chunks, the candidate list the reranker sees."""
+    """First stage: BM25 over chunks, the candidate list the reranker sees.
 
-    def first_stage(query: str) -> Candidates:
-        return search(query, k=CANDIDATES)
+    It takes ``k``, so pytest-retrieval can ask for as many chunks as its cutoffs need in
+    documents: where 50 chunks collapse into fewer than 50 documents, the query is asked again
+    deeper (and the reranker is handed that deeper list)."""
+
+    def first_stage(query: str, k: int = CANDIDATES) -> Candidates:
+        return search(query, k=k)
 
     return first_stage
 

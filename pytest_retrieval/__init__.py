@@ -21,8 +21,8 @@ Golden sets:
     ``Query``, ``GoldenSet``, ``Label`` (a judgment's provenance), ``load_golden``,
     ``write_golden``.
 Scoring without pytest:
-    ``evaluate``, ``Evaluation``, ``MetricSpec``, ``DuplicateGroups`` and the per-query metric
-    functions
+    ``evaluate``, ``Evaluation``, ``Conventions``, ``MetricSpec``, ``DuplicateGroups`` and the
+    per-query metric functions
     ``recall_at_k``, ``precision_at_k``, ``hit_rate_at_k``, ``reciprocal_rank``,
     ``average_precision``, ``dcg``, ``ndcg_at_k``, ``r_precision``, ``judged_at_k`` (coverage).
 Retrievers:
@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "Conventions",
     "DuplicateGroups",
     "Evaluation",
     "GateUsageError",
@@ -117,7 +118,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("GoldenSet", "Label", "Query"), "golden"),
     **dict.fromkeys(("load_golden", "write_golden"), "formats.golden_io"),
-    **dict.fromkeys(("Evaluation", "evaluate"), "evaluate"),
+    **dict.fromkeys(("Conventions", "Evaluation", "evaluate"), "evaluate"),
     "DuplicateGroups": "dedup",
     **dict.fromkeys(
         (
@@ -146,7 +147,7 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from .dedup import DuplicateGroups
     from .errors import GoldenSetError, InputError, Problem, RunFileError
-    from .evaluate import Evaluation, evaluate
+    from .evaluate import Conventions, Evaluation, evaluate
     from .formats.golden_io import load_golden, write_golden
     from .gates import (
         GateUsageError,

@@ -3,10 +3,11 @@
 What a snapshot holds (per query and stage: every metric's value, the relevant documents' ranks,
 the ranking; the golden-set fingerprint, the labels and the settings that change numbers) and how
 one is built from a run is :mod:`pytest_retrieval.snapshot`; its names are importable from here
-too. Schema version 2 adds each query's judgments and a hash of its text (what lets
-``--retrieval-baseline-mode=rescore`` re-score the stored rankings against new labels, see
-:mod:`pytest_retrieval.rescore`). Version 1 baselines (rankings cut at :data:`TOP_KEPT`, no
-judgments) are still read.
+too. Schema version 3 keeps each query's whole document ranking as scored, its judgments and
+a hash of its text (what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings
+against new labels, see :mod:`pytest_retrieval.rescore`). Version 2 baselines (rankings cut at
+the retrieval depth) and version 1 (rankings cut at :data:`TOP_KEPT`, no judgments) are still
+read.
 
 The **baseline file** is a snapshot written as deterministic JSON (sorted keys, indent 2,
 rounded floats, trailing newline), only on an explicit update, atomically (:func:`dump_baseline`,
@@ -30,6 +31,7 @@ from .reading import load_json, read_text_file
 from .snapshot import BASELINE_SCHEMA as BASELINE_SCHEMA
 from .snapshot import BASELINE_SCHEMA_VERSION as BASELINE_SCHEMA_VERSION
 from .snapshot import DECIMALS as DECIMALS
+from .snapshot import TOP_KEPT as TOP_KEPT
 from .snapshot import QuerySnapshot as QuerySnapshot
 from .snapshot import Snapshot as Snapshot
 from .snapshot import average_snapshots as average_snapshots
@@ -39,11 +41,9 @@ from .snapshot import round_value as round_value
 from .snapshot import snapshot_mean as snapshot_mean
 from .snapshot import text_hash as text_hash
 
-#: Every baseline schema version this release reads (1: no judgments, top 10 ids only).
-READABLE_VERSIONS = (1, 2)
-#: How many ids of each ranking a version-1 snapshot kept; version 2 keeps the ranking to the
-#: retrieval depth (the ``depth`` setting it records).
-TOP_KEPT = 10
+#: Every baseline schema version this release reads (1: no judgments, top 10 ids only; 2:
+#: rankings cut at the retrieval depth; 3: whole rankings).
+READABLE_VERSIONS = (1, 2, 3)
 
 
 def dump_baseline(snapshot: Snapshot) -> str:
@@ -174,12 +174,6 @@ def snapshot_problems(
     if not isinstance(queries, Mapping):
         problem('"queries" must be an object of query id -> entry', field="queries")
         return problems
-    # Rankings are stored to the depth the file records (build_snapshot cuts them there): a
-    # longer one was edited, and re-scoring it (rescore mode) would score documents the
-    # retriever was never asked for.
-    recorded = data.get("settings")
-    depth = recorded.get("depth") if isinstance(recorded, Mapping) else None
-    depth = depth if type(depth) is int and depth > 0 else None
     for qid, entry in queries.items():
         if not isinstance(entry, Mapping):
             problem(f"expected an object, got {type(entry).__name__}", query_id=qid)
@@ -190,7 +184,7 @@ def snapshot_problems(
             problem('"labels" must be a string', query_id=qid, field="labels")
         if "slices" in entry and not _str_list(entry["slices"]):
             problem('"slices" must be a list of names', query_id=qid, field="slices")
-        for key in ("relevant_ranks", "top"):
+        for key in ("relevant_ranks", "top", "returned"):
             if key in entry and not isinstance(entry[key], Mapping):
                 problem(f'"{key}" must be an object of stage -> values', query_id=qid, field=key)
         ranks = entry.get("relevant_ranks")
@@ -201,19 +195,12 @@ def snapshot_problems(
                 ):
                     field = f"relevant_ranks.{stage}"
                     problem("must map doc ids to ranks >= 1 or null", query_id=qid, field=field)
-        top = entry.get("top")
-        if isinstance(top, Mapping):
-            for stage, ids in top.items():
-                if not _str_list(ids):
-                    problem("must be a list of doc ids", query_id=qid, field=f"top.{stage}")
-                elif depth is not None and len(ids) > depth:
-                    problem(
-                        f"the ranking holds {len(ids)} doc ids, more than the depth {depth} the "
-                        "file records (settings.depth): it was edited, and would be re-scored "
-                        "past what the retriever was asked for",
-                        query_id=qid,
-                        field=f"top.{stage}",
-                    )
+        for key in ("top", "returned"):  # returned: the ids as returned, where they repeated
+            rankings = entry.get(key)
+            if isinstance(rankings, Mapping):
+                for stage, ids in rankings.items():
+                    if not _str_list(ids):
+                        problem("must be a list of doc ids", query_id=qid, field=f"{key}.{stage}")
         # Version 2: the labels the values were scored with, and the text's hash (rescore).
         judgments = entry.get("judgments")
         if "judgments" in entry and (

@@ -26,6 +26,10 @@ from typing import Any, TypeVar
 
 #: ``PRAGMA user_version``: bumped on any incompatible change of the tables or the key.
 SCHEMA_VERSION = 1
+#: Part of every key's digest: bumped when what an entry must hold changes, so that older
+#: entries are misses rather than read as if they held it (2: the ids as returned beside the
+#: document ranking; an entry of 1 cannot say whether its call came back full).
+ENTRY_REVISION = 2
 
 _K = TypeVar("_K")
 
@@ -64,16 +68,22 @@ class CacheKey:
 
     @property
     def digest(self) -> str:
-        """sha256 hex of the canonical JSON of every field and the schema version."""
-        document = {"schema": SCHEMA_VERSION, **self.to_dict()}
+        """sha256 hex of the canonical JSON of every field, the schema version and the entry
+        revision."""
+        document = {"schema": SCHEMA_VERSION, "entry": ENTRY_REVISION, **self.to_dict()}
         text = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def retriever_identity(retriever: object) -> str:
-    """``module.qualname`` of a function, or of the class of a retriever object."""
+    """``module.qualname`` of a function, or of the class of a retriever object; a wrapper of
+    ours that holds the user's retriever (``HaystackPipeline``) names what it wraps through its
+    ``retrieval_identity()``."""
     import inspect
 
+    own = getattr(type(retriever), "retrieval_identity", None)
+    if callable(own) and type(retriever).__module__.startswith("pytest_retrieval."):
+        return str(own(retriever))
     target: Any = retriever
     # A function names itself; an object (a class instance with a retrieve method) by its class.
     if not (inspect.isfunction(retriever) or inspect.ismethod(retriever)):
@@ -153,13 +163,21 @@ def keys_for(
 @dataclass(frozen=True, slots=True)
 class CacheEntry:
     """One stored answer: the ranking (doc id strings, best first), optional scores (one per
-    id), the latency of the call that produced it (ms) and when it was stored (Unix seconds;
-    0 until stored)."""
+    id), the latency of the call that produced it (ms), when it was stored (Unix seconds;
+    0 until stored) and the ids as returned (repeats kept) when they differ from the ranking:
+    what re-scoring ``distinct@K`` and K counted in results needs, and what says whether the
+    call came back full (a query asked again deeper)."""
 
     ranking: tuple[str, ...]
     scores: tuple[float | None, ...] | None = None
     latency_ms: float | None = None
     created: float = field(default=0.0, compare=False)
+    returned: tuple[str, ...] | None = None
+
+    @property
+    def returned_count(self) -> int:
+        """How many results the call returned (repeats included)."""
+        return len(self.returned) if self.returned is not None else len(self.ranking)
 
     def __post_init__(self) -> None:
         if self.scores is not None and len(self.scores) != len(self.ranking):
@@ -174,7 +192,13 @@ class CacheEntry:
         if self.scores is not None:
             # JSON has no NaN/inf: keep them as strings so the entry round-trips exactly.
             scores = [s if s is None or math.isfinite(s) else repr(float(s)) for s in self.scores]
-        document = {"ranking": list(self.ranking), "scores": scores, "latency_ms": self.latency_ms}
+        document: dict[str, Any] = {
+            "ranking": list(self.ranking),
+            "scores": scores,
+            "latency_ms": self.latency_ms,
+        }
+        if self.returned is not None:  # only when ids repeated: the value is otherwise unchanged
+            document["returned"] = list(self.returned)
         return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -198,8 +222,17 @@ def entry_from_value(value: str, created: float) -> CacheEntry:
     latency = document.get("latency_ms")
     if latency is not None and not isinstance(latency, (int, float)):
         raise ValueError("latency_ms is not a number")
+    returned = document.get("returned")
+    if returned is not None and (
+        not isinstance(returned, list) or not all(isinstance(d, str) for d in returned)
+    ):
+        raise ValueError("returned is not a list of strings")
     return CacheEntry(
-        tuple(ranking), scores, None if latency is None else float(latency), float(created)
+        tuple(ranking),
+        scores,
+        None if latency is None else float(latency),
+        float(created),
+        None if returned is None else tuple(returned),
     )
 
 

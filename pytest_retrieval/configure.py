@@ -20,6 +20,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from .baseline import Snapshot
+    from .commitinfo import CommitInfo
     from .dedup import DuplicateGroups
     from .golden import GoldenSet
 
@@ -63,7 +64,9 @@ def start(
         cli_base=cli_base,
         overridden=overridden_keys(option("override_ini")),
     )
-    return build_session(settings, rootdir=rootpath, on_skip=on_skip, on_sealed=on_sealed)
+    return build_session(
+        settings, rootdir=rootpath, on_skip=on_skip, on_sealed=on_sealed, config_file=inipath
+    )
 
 
 def header(session: RetrievalSession) -> str:
@@ -86,12 +89,14 @@ def build_session(
     rootdir: Path,
     on_skip: Callable[[str], NoReturn],
     on_sealed: Callable[[str], NoReturn],
+    config_file: Path | None = None,
 ) -> RetrievalSession:
-    """Load and check everything the settings name; the session that will gate the run."""
+    """Load and check everything the settings name; the session that will gate the run.
+    ``config_file`` (the ini file) is one more input no report may be written over."""
     from .declared import load_budgets, load_declared_gates
     from .formats.golden_io import load_golden_files
 
-    check_outputs(settings)
+    check_outputs(settings, config_file=config_file)
     golden = load_golden_files(
         settings.golden,
         format=settings.golden_format,
@@ -106,7 +111,7 @@ def build_session(
 
     runs = load_runs(settings)
     duplicates = load_duplicate_groups(settings)
-    return RetrievalSession(
+    session = RetrievalSession(
         settings=settings,
         golden=golden,
         baseline=baseline,
@@ -116,7 +121,37 @@ def build_session(
         on_sealed=on_sealed,
         run_files=runs,
         duplicates=duplicates,
+        commit=commit_of(settings, rootdir),
     )
+    if settings.merge_base or any(b.since is not None for b in session.budgets):
+        from .runledger import anchor_baselines, merge_base_baseline
+
+        found = anchor_baselines(session, str(rootdir))
+        if settings.merge_base:
+            found[None] = merge_base_baseline(session, str(rootdir))
+        session.ledger_baselines = found
+    return session
+
+
+def commit_of(settings: Settings, rootdir: Path) -> CommitInfo | None:
+    """The commit the run measures (None outside a git work tree); with a ledger, a work
+    tree with a commit is required (an entry is keyed by it), and the merge-base with the
+    target branch is recorded when it can be found."""
+    from . import commitinfo
+
+    if not settings.ledger:
+        return commitinfo.describe(rootdir)
+    commitinfo.require_repository(rootdir, needed_by="retrieval_ledger")
+    found = commitinfo.describe(rootdir, target=commitinfo.target_branch(settings.target_branch))
+    if found is None:
+        raise commitinfo.GitError(
+            Problem(
+                "retrieval_ledger keys each run by its commit, and HEAD names no commit",
+                fix="commit first (git commit)",
+                source=str(rootdir),
+            )
+        )
+    return found
 
 
 def load_duplicate_groups(settings: Settings) -> DuplicateGroups | None:
@@ -140,21 +175,38 @@ def load_duplicate_groups(settings: Settings) -> DuplicateGroups | None:
     )
 
 
-def check_outputs(settings: Settings) -> None:
-    """Refuse a report path that can never be written (a directory, or a path through a file)
-    before the retriever runs, not after a long run. (A baseline to update is checked when it
-    is written: the run's verdict is shown first.)"""
-    from .files import path_problem
+def check_outputs(settings: Settings, *, config_file: Path | None = None) -> None:
+    """Refuse a report path that can never be written (a directory, or a path through a file),
+    or that is one of the run's inputs (the golden set, the gates file, a run file, the
+    baseline, ...: by resolved path and by inode, :func:`~pytest_retrieval.files.
+    clobbered_inputs`; ``config_file``, the ini file, too), before the retriever runs, not
+    after a long run. (Whether a baseline
+    to update can be written is checked when it is written: the run's verdict is shown first.)"""
+    from .files import path_problem, refuse_clobbering
 
     outputs = [
-        (settings.json, "JSON artifact"),
-        (settings.markdown, "Markdown report"),
-        (settings.html, "HTML report"),
+        (settings.json, "JSON artifact", "retrieval_json"),
+        (settings.markdown, "Markdown report", "retrieval_markdown"),
+        (settings.html, "HTML report", "retrieval_html"),
     ]
-    problems = [path_problem(path, what=what) for path, what in outputs if path]
+    problems = [path_problem(path, what=what) for path, what, _name in outputs if path]
     found = [p for p in problems if p is not None]
     if found:
         raise InputError(found)
+    refuse_clobbering(
+        [(f"the {what} ({name})", path) for path, what, name in outputs]
+        + [("the baseline to update", settings.baseline if settings.update_baseline else None)],
+        [
+            *(("the golden set", path) for path in settings.golden),
+            ("retrieval_corpus", settings.corpus),
+            ("retrieval_duplicates", settings.duplicates),
+            ("retrieval_doc_id_map", settings.doc_id_map),
+            ("retrieval_gates_file", settings.gates_file),
+            *((f"the {stage} run file", path) for stage, path in settings.run),
+            ("the baseline", None if settings.update_baseline else settings.baseline),
+            ("the pytest configuration file", config_file),
+        ],
+    )
 
 
 def load_baseline_setting(settings: Settings) -> Snapshot | None:
@@ -163,7 +215,11 @@ def load_baseline_setting(settings: Settings) -> Snapshot | None:
     A corrupt or foreign file is an InputError. Updating needs a path to write to.
     """
     from .baseline import load_baseline
+    from .runledger import check_usage
 
+    check_usage(settings)
+    if settings.merge_base:
+        return None  # the baseline is the merge-base's ledger entry (build_session)
     if settings.update_baseline and not settings.baseline:
         raise InputError(
             Problem(

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from .abstention import is_answerable
 from .errors import InputError, Problem
 from .gates import GateUsageError, Selection, _threshold_fix, check_threshold
 from .metrics import MetricSpec
@@ -44,19 +45,35 @@ DEFAULT_BUDGET = 0.01
 _OPTION_KEYS = ("stage", "split", "slice")
 
 
-def _selection(rest: str, problem: Callable[[str, str], InputError]) -> Selection:
-    """The ``stage=.. split=.. slice=..`` options after a gate or budget: each key at most once."""
+def _options(
+    rest: str, problem: Callable[[str, str], InputError], *, budget: bool = False
+) -> dict[str, str]:
+    """The ``stage=.. split=.. slice=..`` options after a gate or budget (and ``since=..``
+    after a budget): each key at most once, known keys only."""
     options: dict[str, str] = {}
+    keys = (*_OPTION_KEYS, "since") if budget else _OPTION_KEYS
     for token in rest.split():
         key, sep, value = token.partition("=")
-        if not sep or key not in _OPTION_KEYS or not value:
+        if key == "since" and sep and not budget:
+            raise problem(
+                "since= anchors a regression budget, not a threshold",
+                "write it under regressions: (retrieval_regression), e.g. ndcg@10 0.02 since=v1.0",
+            )
+        if not sep or key not in keys or not value:
             raise problem(
                 f"cannot read {token!r}",
-                "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice)",
+                "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice)"
+                + (", and since=ANCHOR (a tag, commit or ledger label)" if budget else ""),
             )
         if key in options:
             raise problem(f"{key} is given twice", f"keep one {key}=...")
         options[key] = value
+    return options
+
+
+def _selection(rest: str, problem: Callable[[str, str], InputError]) -> Selection:
+    """The ``stage=.. split=.. slice=..`` options after a gate: each key at most once."""
+    options = _options(rest, problem)
     return Selection(options.get("stage"), options.get("split"), options.get("slice"))
 
 
@@ -197,18 +214,27 @@ class Budget:
     #: None for the default checks.
     origin: str | None = field(default=None, compare=False)
     line_number: int | None = field(default=None, compare=False)
+    #: The anchor (``since=v1.0``: a tag, commit or ledger label) whose ledger entry this
+    #: budget is judged against, so the total drift since it is gated; None: the baseline.
+    since: str | None = None
 
     @property
     def item_name(self) -> str:
-        """Its test item's name, valid as a ``-k`` word: ``ndcg_at_10-budget_2pct-slice_x``."""
+        """Its test item's name, valid as a ``-k`` word: ``ndcg_at_10-budget_2pct-slice_x``
+        (``-since_v1.0`` for an anchored budget)."""
         metric, options = _item_words(self.spec, self.selection)
         amount = f"{_plain(self.amount * 100)}pct" if self.relative else _plain(self.amount)
-        return f"{metric}-budget_{amount}{options}"
+        since = f"-since_{_keyword(self.since)}" if self.since else ""
+        return f"{metric}-budget_{amount}{options}{since}"
+
+    def _label(self) -> str:
+        label = self.selection.label()
+        return f"{label} since={self.since}".strip() if self.since else label
 
     @property
     def name(self) -> str:
-        """Item name: ``ndcg@10[budget=2%,slice=multi-hop]``."""
-        label = self.selection.label().replace(" ", ",")
+        """Item name: ``ndcg@10[budget=2%,slice=multi-hop]`` (``...,since=v1.0]``)."""
+        label = self._label().replace(" ", ",")
         shown = self._amount()
         return f"{self.spec}[budget={shown}{',' + label if label else ''}]"
 
@@ -216,7 +242,7 @@ class Budget:
     def line(self) -> str:
         """The budget in the grammar :func:`parse_budget` reads back."""
         amount = self._amount()
-        label = self.selection.label()
+        label = self._label()
         return f"{self.spec} {amount}" + (f" {label}" if label else "")
 
     def _amount(self) -> str:
@@ -231,12 +257,19 @@ class Budget:
         return f"{self._amount()} of the baseline" if self.relative else self._amount()
 
     def properties(self) -> list[tuple[str, object]]:
-        """The JUnit properties of its regression item: what it checks, and where."""
-        return [("metric", str(self.spec)), ("budget", self.describe()), *_where(self.selection)]
+        """The JUnit properties of its regression item: what it checks, and where (and since
+        when, for an anchored budget)."""
+        since: list[tuple[str, object]] = [("since", self.since)] if self.since else []
+        return [
+            ("metric", str(self.spec)),
+            ("budget", self.describe()),
+            *_where(self.selection),
+            *since,
+        ]
 
 
 def parse_budget(line: str, *, source: str | None = None, line_number: int | None = None) -> Budget:
-    """Parse ``METRIC[:] BUDGET[%] [stage=S] [split=S] [slice=S]``."""
+    """Parse ``METRIC[:] BUDGET[%] [stage=S] [split=S] [slice=S] [since=ANCHOR]``."""
 
     def problem(message: str, fix: str) -> InputError:
         return InputError(
@@ -268,7 +301,9 @@ def parse_budget(line: str, *, source: str | None = None, line_number: int | Non
         amount /= 100.0
     if math.isnan(amount) or not 0.0 <= amount <= 1.0:
         raise problem("the budget must be between 0 and 1 (or 0% and 100%)", "write e.g. 0.02")
-    return Budget(spec, amount, relative, _selection(match["rest"], problem))
+    options = _options(match["rest"], problem, budget=True)
+    selection = Selection(options.get("stage"), options.get("split"), options.get("slice"))
+    return Budget(spec, amount, relative, selection, since=options.get("since"))
 
 
 def default_budgets(ks: Sequence[int], stages_hint: Sequence[str] = ()) -> list[Budget]:
@@ -371,9 +406,12 @@ def gates_file_entries(
 
 
 def gates_file_path(settings: Any, rootdir: Any) -> str | None:
-    """The gates file in use: the configured one, else retrieval-gates.yaml in the rootdir."""
+    """The gates file in use: the configured one, else retrieval-gates.yaml in the rootdir;
+    None when there is none, or it is turned off (``retrieval_gates_file`` set empty)."""
     import os
 
+    if settings.gates_file == "":
+        return None
     if settings.gates_file is not None:
         return str(settings.gates_file)
     candidate = os.path.join(str(rootdir), GATES_FILE_NAME)
@@ -396,11 +434,14 @@ def expand_slices(item: Declared, slices: Sequence[str]) -> list[Declared]:
 
 
 def _scorable_slices(settings: Any, golden: Any) -> list[str]:
-    # A slice of no-answer queries only has no value under no_relevant=skip: left out of "*".
+    # A slice whose queries have no relevant document (none graded min_grade or above) has no
+    # value under no_relevant=skip: left out of "*".
     names = []
     for name in golden.slices:
         members = [q for q in golden if name in q.slices]
-        if settings.no_relevant == "skip" and all(q.is_no_answer for q in members):
+        if settings.no_relevant == "skip" and not any(
+            is_answerable(q.judgments, settings.min_grade) for q in members
+        ):
             continue
         names.append(name)
     return names
@@ -435,12 +476,21 @@ def _unknown_names(
     return None
 
 
+#: Said under a gates-file line whose names the golden set lacks: the file is found in the
+#: rootdir whatever golden set the run is given (``--retrieval-golden=other.yaml``).
+GATES_FILE_OFF = (
+    "; if the gates file is for another golden set, give this one its own "
+    "(--retrieval-gates-file=PATH) or none (--retrieval-gates-file=)"
+)
+
+
 def _expand(
     entries: Sequence[tuple[str, str | None, int | None]],
     parse: Callable[..., Declared],
     settings: Any,
     golden: Any,
     what: str,
+    gates_file: str | None = None,
 ) -> list[Declared]:
     """Parse every line, check its split and slice names, expand ``slice=*``."""
     items: list[Declared] = []
@@ -454,6 +504,8 @@ def _expand(
         selection: Selection = item.selection
         problem = _unknown_names(line, selection, golden, source, number)
         if problem is not None:
+            if source is not None and source == gates_file:
+                problem = dataclasses.replace(problem, fix=f"{problem.fix}{GATES_FILE_OFF}")
             problems.append(problem)
             continue
         item = dataclasses.replace(item, origin=source, line_number=number)
@@ -477,7 +529,7 @@ def load_declared_gates(settings: Any, golden: Any, *, rootdir: Any) -> list[Thr
     path = gates_file_path(settings, rootdir)
     if path is not None:
         entries += [(line, path, number) for line, number in gates_file_entries(path)[0]]
-    return _expand(entries, parse_threshold, settings, golden, "gate(s)")
+    return _expand(entries, parse_threshold, settings, golden, "gate(s)", path)
 
 
 def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Budget]:
@@ -492,17 +544,32 @@ def load_budgets(settings: Any, golden: Any, *, rootdir: Any) -> list[Budget]:
     path = gates_file_path(settings, rootdir)
     if path is not None:
         entries += [(line, path, number) for line, number in gates_file_entries(path)[1]]
-    if entries and not settings.baseline:
+    if not entries:
+        return list(default_budgets(settings.ks)) if settings.baseline else []
+    budgets = _expand(entries, parse_budget, settings, golden, "budget(s)", path)
+    # A budget is judged against the baseline, an anchored one (since=) against the ledger.
+    plain = [b for b in budgets if b.since is None]
+    if plain and not settings.baseline:
         raise InputError(
             Problem(
                 "regression budgets are declared but no baseline is set",
-                fix="set retrieval_baseline = PATH (or pass --retrieval-baseline PATH)",
-                source=entries[0][1],
-                line=entries[0][2],
+                fix="set retrieval_baseline = PATH or merge-base (or pass "
+                "--retrieval-baseline PATH)",
+                source=plain[0].origin,
+                line=plain[0].line_number,
             )
         )
-    if not settings.baseline:
-        return []
-    if not entries:
-        return list(default_budgets(settings.ks))
-    return _expand(entries, parse_budget, settings, golden, "budget(s)")
+    anchored = [b for b in budgets if b.since is not None]
+    if anchored and not settings.ledger:
+        first = anchored[0]
+        raise InputError(
+            Problem(
+                f"{first.line!r} is judged against the run ledger's entry of "
+                f"{first.since}, but retrieval_ledger is not set",
+                fix="set retrieval_ledger = PATH (since= budgets read the anchor's recorded "
+                "run from it)",
+                source=first.origin,
+                line=first.line_number,
+            )
+        )
+    return budgets

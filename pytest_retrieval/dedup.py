@@ -15,7 +15,8 @@ The convention (written once; the README's "No-answer queries and duplicates" se
 * ``distinct@K`` is the share of the top K results that are not a copy of an earlier result:
   (groups first seen in the top K) / (results in the top K, at most K). ``None`` for an empty
   ranking. It needs no judgments and ignores the ``no_relevant`` convention. Without groups, a
-  copy is the same doc id returned twice.
+  copy is the same doc id returned twice: ``distinct@K`` is measured over the top K results as
+  returned, before the repeated-id rule of :mod:`pytest_retrieval.evaluate` keeps each id once.
 
 :func:`collapse` rewrites a run and its judgments so that the batch kernel scores groups: each
 doc id becomes its group's key (the group's smallest doc id, so it cannot collide with a doc
@@ -101,6 +102,16 @@ class DuplicateGroups:
         """The group key of a doc id (the id itself when it has no copy)."""
         return self.key_of.get(doc, doc)
 
+    def with_copies(self, ids: Iterable[str]) -> set[str]:
+        """``ids`` and every copy of them (the members of their groups): what counts as judged
+        when a copy stands for its group (the id checks of a pytest run and of ``evaluate``)."""
+        out = set(ids)
+        for doc in list(out):
+            key = self.key_of.get(doc)
+            if key is not None:
+                out.update(self._members[key])
+        return out
+
     def __len__(self) -> int:
         return len(self._members)
 
@@ -118,6 +129,33 @@ class DuplicateGroups:
         docs = sum(len(m) for m in self._members.values())
         where = f" from {self.source}" if self.source else ""
         return f"{len(self)} duplicate groups ({docs} documents){where}"
+
+
+#: The fingerprint of no duplicate groups at all.
+_NO_GROUPS = DuplicateGroups.from_groups(()).fingerprint
+
+
+def recorded_groups(value: object) -> object:
+    """The duplicate groups a recorded ``dedup`` setting stands for: its fingerprint.
+
+    :func:`pytest_retrieval.runbaseline.snapshot_settings` records ``SOURCE:FINGERPRINT``
+    (``file:…`` for ``retrieval_duplicates``, ``exact:…`` or ``near=0.9:…`` for
+    ``retrieval_dedup``). The same groups give the same numbers wherever they came from, so
+    only the fingerprint counts; no groups at all (an empty file, a corpus without copies)
+    score as no deduplication, so they compare as an absent setting (None).
+    """
+    if not isinstance(value, str) or ":" not in value:
+        return value
+    fingerprint = value.rpartition(":")[2]
+    return None if fingerprint == _NO_GROUPS else fingerprint
+
+
+def groups_fingerprint(groups: DuplicateGroups | None) -> str | None:
+    """What :func:`recorded_groups` gives for a run scored with ``groups``: their fingerprint,
+    None for no groups at all."""
+    if groups is None or groups.fingerprint == _NO_GROUPS:
+        return None
+    return groups.fingerprint
 
 
 def collapse(
@@ -168,9 +206,14 @@ def distinct_column(
     run: Mapping[str, Sequence[str]],
     k: int,
     groups: DuplicateGroups | None,
+    *,
+    returned: Mapping[str, Sequence[str]] | None = None,
 ) -> list[float | None]:
-    """``distinct@K`` of each query of ``query_ids`` (``None`` when missing or empty)."""
-    return [distinct_at_k(run.get(qid) or (), k, groups) for qid in query_ids]
+    """``distinct@K`` of each query of ``query_ids`` (``None`` when missing or empty), over its
+    results as returned: ``returned[qid]`` where given (a ranking whose ids repeat), else
+    ``run[qid]``."""
+    given = returned or {}
+    return [distinct_at_k(given.get(qid) or run.get(qid) or (), k, groups) for qid in query_ids]
 
 
 # --- groups from a file ---------------------------------------------------------------------
@@ -262,7 +305,12 @@ def load_duplicates(path: str, *, setting: str = "retrieval_duplicates") -> Dupl
         raise InputError(
             Problem(
                 "duplicates file not found",
-                fix="check retrieval_duplicates (relative paths are from the ini file's folder)",
+                fix=f"check {setting}"
+                + (
+                    " (relative paths are from the ini file's folder)"
+                    if setting.startswith("retrieval_")
+                    else ""
+                ),
                 source=path,
             )
         ) from None

@@ -136,9 +136,16 @@ def changed_rankings(
         before = first.get(outcome.query_id)
         if before is None or before.error is not None or outcome.error is not None:
             continue
-        if dict(before.rankings) != dict(outcome.rankings):
+        if _answer(before) != _answer(outcome):
             changed.append(outcome.query_id)
     return tuple(changed)
+
+
+def _answer(outcome: QueryOutcome) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """What a probe compares of an outcome: its rankings and the ids as returned (the same
+    documents from chunks in another order change distinct@K and, with K counted in results,
+    every metric)."""
+    return dict(outcome.rankings), dict(outcome.returned)
 
 
 def compare_runs(
@@ -168,10 +175,10 @@ def compare_runs(
         again = [run[qid] for run in runs if qid in run]
         if not again or any(o.error is not None for o in again):
             continue
-        rankings = [dict(o.rankings) for o in again]
+        rankings = [_answer(o) for o in again]
         if any(r != rankings[0] for r in rankings[1:]):
             changed.append(qid)
-        elif rankings[0] != dict(first[qid].rankings):
+        elif rankings[0] != _answer(first[qid]):
             if qid in served and len(rankings) > 1:
                 stale.append(qid)
             else:
@@ -190,7 +197,8 @@ def run_checks(
     """After the main run: the determinism probe (``retrieval_determinism_probe`` queries
     re-run, rankings compared) and, when updating a baseline from several runs, the extra
     runs. ``queries`` are the scorable ones; ``rerun(None)`` runs them all again,
-    ``rerun(ids)`` only those (the session's run, with the main run's options).
+    ``rerun(ids)`` only those (the session's run, with the main run's options, each query
+    asked at the depth its ranking came from).
 
     The probe runs only with a baseline: ``compared`` (one was loaded to compare against) or
     while one is written. Queries that failed in the main run are never re-run (a crash would

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,37 @@ RAY_MISSING = "--executor ray needs Ray, which is not installed in this environm
 RAY_FIX = (
     "pip install 'pytest-retrieval[ray]' (or pip install 'ray[data]'), or use --executor local"
 )
+
+
+#: What ``--ray-address`` takes (checked before Ray sees it: Ray answers a port out of range by
+#: retrying for minutes and then exiting the process).
+RAY_ADDRESS_FORMS = "auto, local, HOST:PORT or ray://HOST[:PORT]"
+# Host-name labels, underscores allowed (Docker Compose service names have them).
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a host name, IPv4, or [IPv6]
+_RAY_ADDRESS = re.compile(
+    rf"(?:ray://{_HOST}(?::(?P<client_port>[0-9]{{1,5}}))?|{_HOST}:(?P<port>[0-9]{{1,5}}))\Z",
+    re.ASCII,
+)
+
+
+def ray_address_problem(address: str, source: str = "--ray-address") -> Problem | None:
+    """Why ``address`` is not a Ray address (:data:`RAY_ADDRESS_FORMS`), or None; ``source``
+    names where it was given (``--ray-address``, or Ray's own ``RAY_ADDRESS``)."""
+    if address in ("auto", "local"):
+        return None
+    match = _RAY_ADDRESS.match(address)
+    port = None if match is None else (match.group("port") or match.group("client_port"))
+    if match is not None and (port is None or 1 <= int(port) <= 65535):
+        return None
+    shown = repr(address) if len(address) <= 80 else repr(address[:80]) + "..."
+    why = f"port {port} is not in 1..65535" if match is not None else "not a Ray address"
+    return Problem(
+        f"{shown}: {why}",
+        fix=f"give {RAY_ADDRESS_FORMS}, e.g. ray://head-node:10001; or drop it to start a "
+        "local Ray instance",
+        source=source,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +133,27 @@ class RayRunner:
     """
 
     def __init__(self, retriever: str, reranker: str | None, options: dict[str, Any]) -> None:
-        self.retriever = _build(retriever, "--retriever")
-        self.reranker = _build(reranker, "--reranker")
+        from .specs import UserCodeError
+
         self.options = RunOptions(**options)
+        #: A factory that failed here: an actor whose constructor raises dies, and reaches the
+        #: driver as Ray's own traceback; kept, it is sent back with the first batch instead.
+        self.failure: UserCodeError | None = None
+        try:
+            self.retriever = _build(retriever, "--retriever")
+            self.reranker = _build(reranker, "--reranker")
+        except UserCodeError as exc:
+            self.failure = exc
+            self.retriever = self.reranker = None
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self.failure is not None:
+            problem = self.failure.problems[0]
+            failed = json.dumps({_USER_CODE: [problem.message, problem.fix, self.failure.trace]})
+            return {
+                "position": list(batch["position"]),
+                "outcome": [failed] * len(batch["query_id"]),
+            }
         requests = [
             QueryRequest(str(qid), str(text)) for qid, text in zip(batch["query_id"], batch["text"])
         ]
@@ -116,6 +164,21 @@ class RayRunner:
             "position": list(batch["position"]),
             "outcome": [json.dumps(encode_outcome(o), separators=(",", ":")) for o in outcomes],
         }
+
+
+#: The key of an actor's "the factory failed" answer (an outcome is a JSON array, never this).
+_USER_CODE = "user_code_error"
+
+
+def _decoded(text: str) -> QueryOutcome:
+    """An actor's outcome; its factory's failure raised as the usage error it is."""
+    data = json.loads(text)
+    if isinstance(data, dict) and _USER_CODE in data:
+        from .specs import UserCodeError
+
+        message, fix, trace = data[_USER_CODE]
+        raise UserCodeError(Problem(message, fix=fix), trace)
+    return decode_outcome(data)
 
 
 def _cause(exc: BaseException) -> BaseException | None:
@@ -139,6 +202,30 @@ def _import_ray() -> Any:
     return ray
 
 
+def _init_ray(ray: Any, kwargs: dict[str, Any]) -> None:
+    """``ray.init``; a cluster it cannot reach (or an address it refuses) is a usage error naming
+    the address. Ray ends a connection it gave up on with ``sys.exit``: that is caught too, here
+    only."""
+    address = kwargs.get("address")
+    source = "--ray-address"
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address, source = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, TimeoutError, ValueError, RuntimeError, SystemExit) as exc:
+        if address is None:
+            raise
+        detail = str(exc).split("\n", 1)[0][:300] or type(exc).__name__
+        raise InputError(
+            Problem(
+                f"cannot connect to the Ray cluster at {address!r}: {detail}",
+                fix="check that the cluster is up and the address is its head node's "
+                f"(ray status), or drop {source} to start a local Ray instance",
+                source=source,
+            )
+        ) from None
+
+
 def run_ray(
     requests: Sequence[QueryRequest],
     *,
@@ -157,6 +244,12 @@ def run_ray(
     """
     from .specs import import_object
 
+    # Without --ray-address, ray.init() connects to RAY_ADDRESS when it is set.
+    given = address or os.environ.get("RAY_ADDRESS") or None
+    if given:
+        problem = ray_address_problem(given, "--ray-address" if address else "RAY_ADDRESS")
+        if problem is not None:
+            raise InputError(problem)
     import_object(retriever, "--retriever")
     if reranker:
         import_object(reranker, "--reranker")
@@ -172,7 +265,7 @@ def run_ray(
             # same folders as this process (the current folder first, as `python -m` does).
             path = os.pathsep.join([os.getcwd(), *[p for p in sys.path if p]])
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
-        ray.init(**kwargs)
+        _init_ray(ray, kwargs)
         started = True
     try:
         dataset = ray.data.from_items(
@@ -205,7 +298,7 @@ def run_ray(
     finally:
         if started:
             ray.shutdown()
-    by_position = {int(row["position"]): decode_outcome(json.loads(row["outcome"])) for row in rows}
+    by_position = {int(row["position"]): _decoded(row["outcome"]) for row in rows}
     if sorted(by_position) != list(range(len(requests))):  # pragma: no cover - Ray's contract
         raise RuntimeError(f"Ray returned {len(by_position)} outcomes for {len(requests)} queries")
     return [by_position[i] for i in range(len(requests))]

@@ -19,7 +19,6 @@ from .metrics import MetricSpec
 from .text import for_terminal
 
 if TYPE_CHECKING:
-    from .dedup import DuplicateGroups
     from .retriever import QueryOutcome
 
 #: How many returned ids a worst-query line shows.
@@ -109,17 +108,17 @@ def explain_score(
     outcomes: Mapping[str, QueryOutcome],
     *,
     redacted: Callable[[Query], bool],
-    duplicates: DuplicateGroups | None,
-    min_grade: int,
     limit: int,
-    floor: float | None,
 ) -> list[str]:
     """The lines under a score: how many queries were scored, the failed and worst ones.
 
     ``outcomes`` is the run (query id → outcome), ``redacted`` the session's held-out rule,
-    ``limit`` how many queries a list shows (``retrieval_worst``), ``floor`` the stage's score
-    floor.
+    ``limit`` how many queries a list shows (``retrieval_worst``). What was relevant, the
+    duplicate groups and the stage's score floor are the evaluation's own conventions
+    (:attr:`.Evaluation.conventions`), so the explanation can never speak of other ones.
     """
+    conventions = evaluation.conventions
+    duplicates = conventions.duplicates
     n = evaluation.counts[str(spec)]
     if spec.name == "abstain_rate":
         lines = [f"no-answer queries scored: {n} (abstain_rate is defined on them only)"]
@@ -130,8 +129,7 @@ def explain_score(
             f"queries scored: {n}, skipped (no relevant document): "
             f"{len(evaluation.skipped_no_relevant)}"
         ]
-    if evaluation.deduplicated:
-        assert duplicates is not None
+    if duplicates is not None:
         lines.append(f"scored per duplicate group: {duplicates.describe()}")
     by_id = {q.id: q for q in queries}
     failed = [o for o in outcomes.values() if o.error is not None and o.query_id in by_id]
@@ -153,7 +151,13 @@ def explain_score(
         []
         if spec.name in ("abstain_rate", "answer_rate", "distinct")
         else worst_queries(
-            spec, queries, evaluation, ranking, redacted=redacted, min_grade=min_grade, limit=limit
+            spec,
+            queries,
+            evaluation,
+            ranking,
+            redacted=redacted,
+            min_grade=conventions.min_grade,
+            limit=limit,
         )
     )
     if spec.name in ("abstain_rate", "answer_rate"):
@@ -166,7 +170,7 @@ def explain_score(
                 outcomes,
                 redacted=redacted,
                 limit=limit,
-                floor=floor,
+                floor=conventions.floor_for(stage),
             )
         )
     if worst:

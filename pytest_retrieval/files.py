@@ -267,7 +267,14 @@ def append_text(path: str | os.PathLike[str], text: str) -> None:
 
 def path_problem(path: str | os.PathLike[str], *, what: str = "file") -> Problem | None:
     """Why ``path`` can never be written as a file, if the file system already says so: it is a
-    directory, or one of its folders is a file. None otherwise (permissions are the write's)."""
+    directory, one of its folders is a file, or it holds a NUL character (no file system has
+    such a name). None otherwise (permissions are the write's)."""
+    if "\x00" in os.fspath(path):
+        return Problem(
+            f"cannot write the {what}: the path holds a NUL character",
+            fix="name a file without one",
+            source=os.fspath(path).replace("\x00", "\\x00"),
+        )
     target = Path(path)
     if target.is_dir():
         return Problem(
@@ -285,3 +292,84 @@ def path_problem(path: str | os.PathLike[str], *, what: str = "file") -> Problem
                 source=str(target),
             )
     return None
+
+
+# --- an output is never one of the inputs ------------------------------------------------------
+
+#: ``(what, path)``: a file a command reads or writes, named as its option is (``--output``).
+Named = tuple[str, "str | os.PathLike[str] | None"]
+
+
+def _stat_id(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):  # missing, unreadable, or a NUL in the name
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _real(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> str | None:
+    """How ``a`` and ``b`` name one file, or None when they do not: ``"the same file"`` (one
+    resolved path: the same spelling, ``./``, ``..``, a symlinked folder), ``"a symbolic link to
+    it"`` (``a`` is a link to ``b``, or the reverse) or ``"a hard link to it"`` (one inode,
+    ``(st_dev, st_ino)``, under two names)."""
+    first, second = os.fspath(a), os.fspath(b)
+    if "\x00" in first or "\x00" in second:  # names no file (path_problem refuses it)
+        return None
+    if _real(first) == _real(second):
+        if os.path.islink(first) or os.path.islink(second):
+            return "a symbolic link to it"
+        return "the same file"
+    found = _stat_id(first)
+    return "a hard link to it" if found is not None and found == _stat_id(second) else None
+
+
+def _inside(output: str, folder: str) -> bool:
+    """True when ``output`` is an existing file somewhere inside the input folder ``folder``
+    (a BEIR folder's qrels, corpus or queries): writing it would change the input."""
+    if "\x00" in output or "\x00" in folder:
+        return False
+    if not os.path.isdir(folder) or not os.path.isfile(output):
+        return False
+    real, base = _real(output), _real(folder)
+    return real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def clobbered_inputs(outputs: Sequence[Named], inputs: Sequence[Named]) -> list[Problem]:
+    """Every output (``(what, path)``; None paths are skipped) that is one of the ``inputs``, a
+    file inside an input folder, or another output: writing it would replace what was read (or
+    what was just written). Compared by resolved path and by ``(st_dev, st_ino)``, so a
+    symlink, a hard link or another spelling of the same file is caught."""
+    problems: list[Problem] = []
+    given = [(what, os.fspath(path)) for what, path in outputs if path is not None]
+    read = [(what, os.fspath(path)) for what, path in inputs if path is not None]
+    for position, (what, path) in enumerate(given):
+        against = read + [(w, p) for w, p in given[:position]]
+        for other_what, other in against:
+            how = same_file(path, other)
+            if how is None and _inside(path, other):
+                how = "a file inside it"
+            if how is None:
+                continue
+            kind = "an output too" if (other_what, other) in given else "an input"
+            problems.append(
+                Problem(
+                    f"{what} {path} is {other_what} {other} ({how}): writing it would replace "
+                    f"{kind}; nothing was written",
+                    fix=f"name a new file for {what}",
+                )
+            )
+            break
+    return problems
+
+
+def refuse_clobbering(outputs: Sequence[Named], inputs: Sequence[Named]) -> None:
+    """Raise :class:`~pytest_retrieval.errors.InputError` when an output would replace an input
+    or another output (:func:`clobbered_inputs`); call it before anything is written."""
+    problems = clobbered_inputs(outputs, inputs)
+    if problems:
+        raise InputError(problems)

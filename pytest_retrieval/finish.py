@@ -8,7 +8,9 @@ never imports what draws it.
 The baseline-update policy: a baseline is written only with the update flag, only when the
 retriever ran, and never from a run where queries failed (a baseline must not record failures as
 quality), that was refused or errored (its numbers mean nothing: the committed file is left as
-it is) or that was interrupted (an interrupted session writes nothing at all).
+it is), in which no ranking holds a judged id (a baseline of zeros, even with
+``retrieval_id_check = off``: :func:`.runchecks.without_judged_ids`) or that was interrupted (an
+interrupted session writes nothing at all).
 
 A refused or errored run (:class:`~pytest_retrieval.verdict.Stop`) prints its reason and fix
 first, as one block, with no summary table; its report files say ``refused`` or ``errored``.
@@ -130,6 +132,10 @@ def finish(
         notes.extend(Line(f"retrieval: {line}") for line in written)
     if write_error is not None:
         notes.append(write_error)
+    ledger_lines, ledger_failed = _ledger_notes(session, plugin_version)
+    notes.extend(ledger_lines)
+    if ledger_failed:
+        status = EXIT_USAGE_ERROR
     if stop is not None:  # the reason first, in one block: no table of meaningless numbers
         return Finish(
             exit_status=status,
@@ -266,6 +272,10 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
         )
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
     refused = _unrepresentative(session)
+    if refused is None:
+        from .runchecks import without_judged_ids
+
+        refused = without_judged_ids(session)
     if refused is not None:
         return Line(f"pytest-retrieval: baseline not written to {path}: {refused}", "red"), (
             EXIT_TESTS_FAILED
@@ -287,6 +297,26 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
         "review the diff and commit it"
     )
     return Line(f"retrieval: {note}", "green"), None
+
+
+def _ledger_notes(session: RetrievalSession, plugin_version: str) -> tuple[list[Line], bool]:
+    """The baseline taken from the ledger (said once), and this run recorded in it; whether
+    recording failed (red, and a usage error: the history would silently lose the run)."""
+    notes = [
+        Line(f"retrieval: {source.note}")
+        for source in session.ledger_baselines.values()
+        if source.note is not None and source.snapshot is not None
+    ]
+    failed = False
+    if session.settings.ledger:
+        from .runledger import headroom, record
+
+        notes.extend(Line(f"retrieval: {text}") for text in headroom(session))
+        text, failed = record(session, plugin_version=plugin_version)
+        notes.append(
+            Line(f"pytest-retrieval: {text}", "red") if failed else Line(f"retrieval: {text}")
+        )
+    return notes, failed
 
 
 def _write_reports(

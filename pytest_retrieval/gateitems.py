@@ -7,7 +7,8 @@ that declares it, as any test file collects its tests (so a path selection, ``--
 :func:`uncollected` for a whole-suite run), the items' names, the JUnit properties an item
 carries before it runs (:func:`declared_properties`) and those its outcome adds, with its
 failure message (:func:`outcome_properties`); for any other test, the properties of the gates it
-asserted (:func:`recorded_properties`) and the warning for a gate it never compared.
+asserted (:func:`recorded_properties`, after :func:`end_of_call` settles its Score comparisons)
+and the warning for a gate it never compared.
 """
 
 from __future__ import annotations
@@ -186,6 +187,18 @@ def recorded_properties(outcomes: Sequence[GateOutcome], nodeid: str) -> Propert
         if outcome.nodeid == nodeid:
             found.extend(outcome.properties())
     return found
+
+
+def end_of_call(
+    session: RetrievalSession, nodeid: str, before: int, *, failed: bool
+) -> tuple[Properties, list[str]]:
+    """A test's call ended (``failed``: it raised, other than a skip): settle its Score
+    comparisons by that outcome (:meth:`~.session.RetrievalSession.settle_test`), leave the
+    test; return the JUnit properties of the gates it recorded (``before``: how many gate
+    records there were when it started) and the warnings for gates it never compared."""
+    session.settle_test(failed=failed)
+    properties = recorded_properties(session.gate_outcomes[before:], nodeid)
+    return properties, [uncompared(nodeid, gate) for gate in session.leave_test()]
 
 
 def uncompared(nodeid: str, gate: Gate) -> str:

@@ -7,6 +7,8 @@ Two families of helpers, usable in any test of a session where the plugin has a 
   the bare statement gates, and so does ``assert assert_recall_at(50) >= 0.9``.
 * **Scores** (``recall_at(50)``): a :class:`Score` whose comparisons return plain bools, for
   ``assert recall_at(50) >= 0.9`` (pytest's assertion rewriting then shows our explanation).
+  A comparison with a number is recorded as a gate too (``kind="score"``), so the reports list
+  it like an ``assert_*`` gate; :class:`Score` says when (its test decides a failed one).
 
 Each helper takes keyword ``slice=``, ``split=`` and ``stage=``. Declared gates use the same
 grammar everywhere (ini lines, the gates YAML file, the ``gate`` CLI)::
@@ -108,12 +110,31 @@ class Selection:
         return " ".join(parts)
 
 
+#: The kinds of gate a test records: ``assert`` (an ``assert_*`` helper) and ``score`` (a
+#: Score twin compared with a number); every other kind is declared (``threshold``).
+TEST_KINDS = frozenset({"assert", "score"})
+
+
+def gate_source(kind: str) -> str:
+    """``test`` for a gate a test records (:data:`TEST_KINDS`), ``declared`` for an ini or
+    gates-file line (the one rule the session's records and the artifact's rows both use)."""
+    return "test" if kind in TEST_KINDS else "declared"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Score:
     """A metric's mean over a selection of queries. Comparisons with a number return bools.
 
     ``value`` is ``None`` when no query could be scored (every one skipped); such a score
     compares False with anything.
+
+    A Score from the session (``recall_at(50)``) carries ``recorder``: each comparison with a
+    number (``>=``, ``>``, ``<=``, ``<``, either way round) is also recorded as a gate of kind
+    ``score``, so ``assert recall_at(50) >= 0.9`` appears in every report as
+    ``assert_recall_at(50) >= 0.9`` does. ``float(score)``, ``score.value``, ``format`` and
+    ``repr`` record nothing. Two Scores compare by their values (False when either has none) and
+    record nothing: that comparison has no threshold to report. Not a truth value, and not
+    compared with ``==`` or ``!=`` (a TypeError that says what to write instead).
     """
 
     spec: MetricSpec
@@ -125,9 +146,20 @@ class Score:
     slice: str | None = None
     ci: tuple[float, float] | None = None
     explanation: tuple[str, ...] = field(default=(), repr=False)
+    recorder: Callable[[Score, str, float], None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def _compare(self, op: str, other: object) -> bool:
+        if isinstance(other, Score):
+            return (
+                self.value is not None
+                and other.value is not None
+                and OPS[op](self.value, other.value)
+            )
         threshold = check_threshold(other)
+        if self.recorder is not None:
+            self.recorder(self, op, threshold)
         return self.value is not None and OPS[op](self.value, threshold)
 
     def __ge__(self, other: object) -> bool:
@@ -142,10 +174,24 @@ class Score:
     def __lt__(self, other: object) -> bool:
         return self._compare("<", other)
 
+    def __eq__(self, other: object) -> bool:
+        raise TypeError(_no_equality(self, "=="))
+
+    def __ne__(self, other: object) -> bool:
+        raise TypeError(_no_equality(self, "!="))
+
+    __hash__ = object.__hash__  # by identity, as before: a Score is a value of one run
+
     def __float__(self) -> float:
         if self.value is None:
             raise ValueError(f"{self.spec} has no value: no query could be scored")
         return self.value
+
+    def __format__(self, spec: str) -> str:
+        """``f"{score:.3f}"`` formats the value (``n/a`` without one); ``f"{score}"`` is repr."""
+        if not spec:
+            return repr(self)
+        return "n/a" if self.value is None else format(self.value, spec)
 
     def __bool__(self) -> bool:
         raise TypeError(
@@ -156,6 +202,15 @@ class Score:
         shown = "n/a" if self.value is None else f"{self.value:.4f}"
         where = Selection(self.stage, self.split, self.slice).label()
         return f"Score({self.spec}={shown}{' ' + where if where else ''}, n={self.n})"
+
+
+def _no_equality(score: Score, op: str) -> str:
+    # ``assert recall_at(10) != 0`` compared identities and always held: a silent green.
+    return (
+        f"a Score is not compared with {op}: a mean of floats is rarely exactly a number, and "
+        f"{op} is no gate; compare with a threshold (assert {score.spec.name}_at(...) >= 0.9) "
+        "or use its value (float(score), score.value)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +236,9 @@ class GateOutcome:
 
     @property
     def source(self) -> str:
-        """``test`` for a gate asserted in a test, ``declared`` for an ini or gates-file line."""
-        return "test" if self.kind == "assert" else "declared"
+        """``test`` for a gate asserted in a test (an ``assert_*`` gate or a compared Score),
+        ``declared`` for an ini or gates-file line."""
+        return gate_source(self.kind)
 
     def properties(self) -> list[tuple[str, object]]:
         """The JUnit properties of a gate asserted in a test (one group per gate, in the
@@ -466,6 +522,14 @@ def describe_op_failure(value: float | None, op: str, threshold: float) -> str:
 def explain_comparison(op: str, left: object, right: object) -> list[str] | None:
     """pytest's explanation of ``assert recall_at(50) >= 0.9``: the comparison and the worst
     queries; None unless one side is a :class:`Score`."""
+    if isinstance(left, Score) and isinstance(right, Score):
+        return [
+            f"{_side(left)} {op} {_side(right)} does not hold",
+            f"{left.spec} [{_where(left)}]:",
+            *(f"  {line}" for line in left.explanation),
+            f"{right.spec} [{_where(right)}]:",
+            *(f"  {line}" for line in right.explanation),
+        ]
     if isinstance(left, Score):
         score, other = left, right
     elif isinstance(right, Score):
@@ -474,6 +538,18 @@ def explain_comparison(op: str, left: object, right: object) -> list[str] | None
         op = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}.get(op, op)
     else:
         return None
-    where = Selection(score.stage, score.split or "overall", score.slice).label()
     shown = "n/a" if score.value is None else f"{score.value:.4f}"
-    return [f"{score.spec} = {shown} {op} {other!r} does not hold [{where}]", *score.explanation]
+    return [
+        f"{score.spec} = {shown} {op} {other!r} does not hold [{_where(score)}]",
+        *score.explanation,
+    ]
+
+
+def _where(score: Score) -> str:
+    return Selection(score.stage, score.split or "overall", score.slice).label()
+
+
+def _side(score: Score) -> str:
+    """``recall@10 [stage=reranker split=overall] = 0.8000`` (one side of two Scores)."""
+    shown = "n/a" if score.value is None else f"{score.value:.4f}"
+    return f"{score.spec} [{_where(score)}] = {shown}"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .errors import InputError, Problem
 from .formats.worksheet import WorksheetRow, surfaced
-from .golden import MACHINE_PREFIX, GoldenSet, Label, Query
+from .golden import MACHINE_PREFIX, MAX_GRADE, GoldenSet, Label, Query
 
 #: ``prefill(query_id, query_text, doc_id, doc_title, doc_text) -> grade or None``.
 Prefill = Callable[[str, str | None, str, str | None, str | None], int | None]
@@ -115,11 +115,12 @@ def _prefilled(
     grade = prefill(query.id, query.text, doc, title, text)
     if grade is None:
         return None
-    if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
+    if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
+        shown = repr(grade) if len(repr(grade)) <= 60 else f"{repr(grade)[:60]}..."
         raise InputError(
             Problem(
-                f"--prefill {name} returned {grade!r} for query {query.id!r}, doc {doc!r}; "
-                "expected an integer grade >= 0 or None",
+                f"--prefill {name} returned {shown} for query {query.id!r}, doc {doc!r}; "
+                f"expected an integer grade from 0 to {MAX_GRADE}, or None",
                 fix="return a grade such as 0, 1 or 2, or None to leave the row blank",
             )
         )

@@ -5,7 +5,10 @@ relevant, k)`` and friends) and reproduce its worked examples exactly. Conventio
 everywhere in pytest-retrieval:
 
 * ``retrieved`` is a ranked sequence of doc ids, best first. A doc id that appears more than once
-  counts once, at its first rank; later copies are non-relevant filler that still take up a rank.
+  counts once, at its first (best) rank; later repeats are removed, so the ids after them move
+  up (the repeated-id rule of docs/metrics.md: the document ranking of chunks mapped to their
+  documents). Copies under *different* ids (duplicate groups, :mod:`pytest_retrieval.dedup`)
+  are another matter: batch evaluation scores those as filler.
 * ``relevant`` is either a collection of relevant doc ids (each grade 1) or a mapping of doc id to
   an integer grade. A grade of at least ``min_grade`` (default 1) is relevant for the binary
   metrics; grades <= 0 are non-relevant; unjudged ids (absent from the mapping) are non-relevant.
@@ -79,18 +82,14 @@ def _relevant_set(relevant: Relevance, min_grade: int) -> Collection[str]:
 def _ranking(retrieved: Iterable[str], k: int | None) -> Iterable[str]:
     if isinstance(retrieved, str):
         raise TypeError(f"retrieved must be a sequence of doc ids, not the string {retrieved!r}")
-    return retrieved if k is None else islice(retrieved, k)
+    # Each id once, at its first (best) rank: the repeated-id rule.
+    documents = dict.fromkeys(retrieved)
+    return documents if k is None else islice(documents, k)
 
 
 def _hit_ranks(retrieved: Iterable[str], relevant: Collection[str], k: int | None) -> list[int]:
-    """1-based ranks of the first occurrence of each relevant doc within the top ``k``."""
-    seen: set[str] = set()
-    ranks = []
-    for rank, doc in enumerate(_ranking(retrieved, k), start=1):
-        if doc in relevant and doc not in seen:
-            seen.add(doc)
-            ranks.append(rank)
-    return ranks
+    """1-based document ranks of the relevant docs within the top ``k`` documents."""
+    return [rank for rank, doc in enumerate(_ranking(retrieved, k), start=1) if doc in relevant]
 
 
 def recall_at_k(
@@ -172,8 +171,8 @@ def judged_at_k(retrieved: Sequence[str], judgments: Relevance, k: int) -> float
     Coverage of what the retriever showed: a doc is judged when it has any grade, 0 included
     (a collection of ids counts each as judged). The denominator is the number of results
     actually in the top K, so a short ranking is not called unjudged for results it never
-    returned, and an empty ranking has no coverage to measure (``None``). A duplicate id takes
-    a position like any other result and is judged when its doc is. A negative grade (TREC's
+    returned, and an empty ranking has no coverage to measure (``None``). A repeated id counts
+    once, at its first rank, as in the quality metrics. A negative grade (TREC's
     "in the pool, not judged") is unjudged, as in trec_eval. Unlike the quality metrics
     it is defined for no-answer queries: their unjudged results are holes all the same.
     """
@@ -240,7 +239,7 @@ def ndcg_at_k(
 ) -> float | None:
     """NDCG@K = DCG@K / IDCG@K; the ideal ranks all judged grades, sorted descending.
 
-    A duplicate id gains only at its first rank. ``k=None`` scores the whole ranking (trec_eval's
+    A repeated id counts once, at its first rank. ``k=None`` scores the whole ranking (trec_eval's
     ``ndcg``). ``None`` when no judged grade is positive (the ideal DCG would be zero).
     """
     if k is not None:
@@ -254,14 +253,7 @@ def ndcg_at_k(
     positive = sorted((g for g in grades.values() if g > 0), reverse=True)
     if not positive:
         return None
-    seen: set[str] = set()
-    actual: list[int] = []
-    for doc in _ranking(retrieved, k):
-        if doc in seen:
-            actual.append(0)
-            continue
-        seen.add(doc)
-        actual.append(grades.get(doc, 0))
+    actual = [grades.get(doc, 0) for doc in _ranking(retrieved, k)]
     ideal = positive if k is None else positive[:k]
     top = positive[0]
     if top > SAFE_TOP_GRADE:  # 2**grade would overflow: scale both sums alike

@@ -63,6 +63,10 @@ class Option:
     #: The value is a comma-separated list (``retrieval_ks = 1,3``): a TOML array in
     #: pyproject.toml (``retrieval_ks = [1, 3]``) is read as one.
     listed: bool = False
+    #: An empty value (``--retrieval-gates-file=``, or the ini key written with nothing after
+    #: ``=``) turns the setting off instead of being refused: the setting is then ``""``, not
+    #: its default (which may be a file found by itself).
+    empty_is_off: bool = False
 
     @property
     def ini(self) -> str:
@@ -262,10 +266,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "depth",
-        "how many results to ask the retriever for (default: the largest K)",
+        "how many results to ask the retriever for first (default: the largest K, or as many "
+        "as it was built to return if more); a query whose results collapse into fewer "
+        "documents than the largest K is asked again deeper",
         None,
         parse_count(1, MAX_DEPTH),
         metavar="N",
+    ),
+    Option(
+        "max_depth",
+        "how deep a query is asked again when its results collapse into fewer documents than "
+        "the largest K (default 10 x the first depth)",
+        None,
+        parse_count(1, MAX_DEPTH),
+        metavar="N",
+    ),
+    Option(
+        "cutoff_unit",
+        "what K counts: documents (default; chunks of one document count once, at their best "
+        "rank, and queries are asked deeper to fill K) or results (the K results as returned, "
+        "collapsed within them)",
+        "documents",
+        parse_choice("documents", "results"),
+        metavar="documents|results",
     ),
     Option(
         "cache",
@@ -357,11 +380,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "gates_file",
-        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists)",
+        "YAML file of gates (default: retrieval-gates.yaml in the rootdir when it exists; "
+        "empty: no gates file)",
         None,
         parse_text,
         metavar="PATH",
         is_path=True,
+        empty_is_off=True,
     ),
     Option(
         "summary",
@@ -441,11 +466,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "baseline",
-        "the committed baseline file to check regressions against",
+        "the committed baseline file to check regressions against, or merge-base: the "
+        "merge-base's run in retrieval_ledger (a file of that name: ./merge-base)",
+        None,
+        parse_text,
+        metavar="PATH|merge-base",
+        is_path=True,
+    ),
+    Option(
+        "ledger",
+        "record every run in this ledger file (SQLite; default off), the history "
+        "retrieval_baseline = merge-base and since= budgets read",
         None,
         parse_text,
         metavar="PATH",
         is_path=True,
+    ),
+    Option(
+        "target_branch",
+        "the branch a merge-base baseline is taken with (default: the CI's base-ref variable, "
+        "GITHUB_BASE_REF or CI_MERGE_REQUEST_TARGET_BRANCH_NAME, then main)",
+        None,
+        parse_text,
+        metavar="BRANCH",
     ),
     Option(
         "update_baseline",

@@ -92,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(active.close)
     warning = unsealed_warning(session.settings, is_worker=plugin.is_worker)
     if warning is not None:
-        config.issue_config_time_warning(pytest.PytestWarning(warning), stacklevel=2)
+        config.issue_config_time_warning(pytest.PytestWarning(_safe(warning)), stacklevel=2)
     config.pluginmanager.register(plugin, "retrieval-session")
 
 
@@ -117,11 +117,13 @@ def _preflight(config: pytest.Config, *, golden: bool) -> None:
 
 
 def _safe(text: str) -> str:
-    """Our message, with no line starting as a GitHub Actions workflow command (``::``): user
-    text inside it is escaped already, this is the last guard before the log."""
-    from .text import guard_lines
+    """The plugin's one line writer's escaping (every line it prints, every usage error and
+    warning goes through it): control characters and bidi overrides escaped in each line, no
+    line starting as a GitHub Actions workflow command (``::``). User text escaped where the
+    message was built is unchanged by it (:func:`~pytest_retrieval.text.terminal_text`)."""
+    from .text import terminal_text
 
-    return guard_lines(text)
+    return terminal_text(text)
 
 
 def _skip(reason: str) -> NoReturn:
@@ -166,7 +168,7 @@ class RetrievalPlugin:
         """Name the effective golden set (path, queries, fingerprint)."""
         from .configure import header
 
-        return [header(self.session)]
+        return [_safe(header(self.session))]
 
     @pytest.fixture(autouse=True)
     def _retrieval_on_demand(self, request: pytest.FixtureRequest) -> Generator[None, None, None]:
@@ -177,19 +179,23 @@ class RetrievalPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
-        """Name the running test for gate records; warn about gates never compared."""
+        """Name the running test for gate records; settle its Scores; warn of uncompared gates."""
         self.session.enter_test(item.nodeid)
         before = len(self.session.gate_outcomes)
+        failed = False
         try:
             return (yield)
+        except BaseException as exc:
+            failed = not isinstance(exc, pytest.skip.Exception)
+            raise
         finally:
-            from .gateitems import recorded_properties, uncompared
+            from .gateitems import end_of_call
 
+            properties, messages = end_of_call(self.session, item.nodeid, before, failed=failed)
             if not isinstance(item, _GateItem):  # a declared gate sets its own
-                outcomes = self.session.gate_outcomes[before:]
-                item.user_properties.extend(recorded_properties(outcomes, item.nodeid))
-            for gate in self.session.leave_test():
-                item.warn(pytest.PytestWarning(uncompared(item.nodeid, gate)))
+                item.user_properties.extend(properties)
+            for message in messages:
+                item.warn(pytest.PytestWarning(_safe(message)))
 
     def pytest_assertrepr_compare(
         self, config: pytest.Config, op: str, left: object, right: object
@@ -267,7 +273,7 @@ class RetrievalPlugin:
         """Print what :func:`~pytest_retrieval.finish.finish` decided."""
         for title, text, markup in self.finished.output() if self.finished else ():
             if title:
-                terminalreporter.write_sep("=", text, **markup)
+                terminalreporter.write_sep("=", _safe(text), **markup)
             else:
                 terminalreporter.write_line(_safe(text), **markup)
 
@@ -343,7 +349,7 @@ def _ensure_run(active: RetrievalPlugin, request: pytest.FixtureRequest) -> None
 
 
 def _warn(message: str) -> None:
-    warnings.warn(pytest.PytestWarning(f"pytest-retrieval: {message}"), stacklevel=1)
+    warnings.warn(pytest.PytestWarning(_safe(f"pytest-retrieval: {message}")), stacklevel=1)
 
 
 def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] | None:

@@ -316,6 +316,7 @@ def compare(
         hole_queries=len(holed),
         hole_delta=hole_delta,
         baseline_stage=baseline_stage,
+        since=budget.since,
     )
 
 

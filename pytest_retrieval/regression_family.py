@@ -58,6 +58,17 @@ def describe(size: int, alpha: float, method: str, test: str = "drop") -> str:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class Against:
+    """What one budget is compared with when it is not the session's baseline: a baseline from
+    the run ledger (the merge-base's entry, a ``since=`` anchor's), its comparison options and
+    how messages name it."""
+
+    baseline: Snapshot | None
+    options: CompareOptions
+    path: str
+
+
 def _shift(budget: Budget, paired: Paired, options: CompareOptions) -> float:
     """The budget in metric units in beyond-budget mode (the shifted test), else 0."""
     if options.budget_test != "beyond-budget":
@@ -73,19 +84,28 @@ def family(
     *,
     options: CompareOptions = DEFAULT_OPTIONS,
     baseline_path: str = "the baseline",
+    against: Mapping[str, Against] | None = None,
 ) -> Family:
     """Pair every budget and adjust their one-sided p-values together (``options.multiplicity``).
 
-    Deterministic: the same snapshots, budgets and seed give the same family, so each xdist
-    worker can compute it and read its own check's result.
+    ``against`` maps a budget's name to what it is compared with instead of ``baseline`` (a
+    ledger entry): checks against different baselines are one family all the same, adjusted
+    over joint sign flips of the queries they share. Deterministic: the same snapshots,
+    budgets and seed give the same family, so each xdist worker can compute it and read its
+    own check's result.
     """
     from .multiplicity import FamilyItem, adjust_family
 
     items: list[FamilyItem] = []
     for budget in budgets:
         # The stages each budget compares are pair_queries' (the checks pair the same).
-        paired = pair_queries(
-            baseline, current, budget, options=options, baseline_path=baseline_path
+        other = (against or {}).get(budget.name)
+        paired = (
+            pair_queries(baseline, current, budget, options=options, baseline_path=baseline_path)
+            if other is None
+            else pair_queries(
+                other.baseline, current, budget, options=other.options, baseline_path=other.path
+            )
         )
         if isinstance(paired, RegressionOutcome):
             continue

@@ -128,6 +128,8 @@ class RegressionOutcome:
     #: since the baseline; :func:`pytest_retrieval.stages.stage_change` words it). None when
     #: the check compared nothing, or in an artifact written before it was recorded.
     baseline_stage: str | None = None
+    #: The anchor of a ``since=`` budget (judged against its ledger entry); None: the baseline.
+    since: str | None = None
 
     @property
     def stage_change(self) -> str | None:
@@ -179,6 +181,7 @@ class RegressionOutcome:
             "hole_queries": self.hole_queries,
             "hole_delta": self.hole_delta,
             "baseline_stage": self.baseline_stage,
+            "since": self.since,
         }
 
     @classmethod
@@ -236,4 +239,5 @@ class RegressionOutcome:
             hole_queries=int(data.get("hole_queries", 0)),
             hole_delta=data.get("hole_delta"),
             baseline_stage=data.get("baseline_stage"),
+            since=data.get("since") if isinstance(data.get("since"), str) else None,
         )

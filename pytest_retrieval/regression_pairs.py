@@ -27,7 +27,8 @@ from functools import partial
 from typing import Any
 
 from .declared import Budget
-from .dedup import DuplicateGroups
+from .dedup import recorded_groups
+from .evaluate import Conventions
 from .gates import Selection
 from .regression_outcome import RegressionOutcome
 from .snapshot import QuerySnapshot, Snapshot, round_value
@@ -47,6 +48,11 @@ class CompareOptions:
     shown: int = 5
     multiplicity: str = "maxt"  # or "minp", "holm", "none"
     budget_test: str = "drop"  # or "beyond-budget"
+    #: What the rescore mode scores the stored rankings with: the session's conventions
+    #: (duplicate groups included). None: the current snapshot's recorded settings, without
+    #: duplicate groups (a snapshot records their fingerprint only; the rescore mode then
+    #: refuses a snapshot scored per group, :func:`.rescore.why_not_rescorable`).
+    conventions: Conventions | None = None
 
 
 #: The options when none are given (the default argument of the rule's functions).
@@ -85,34 +91,16 @@ def _incomparable(
         message=message,
         budget=budget.amount,
         baseline_stage=baseline_stage,
+        since=budget.since,
     )
-
-
-def _groups_of(value: Any) -> Any:
-    """The duplicate groups a recorded ``dedup`` setting stands for: its fingerprint.
-
-    :func:`pytest_retrieval.runbaseline.snapshot_settings` records ``SOURCE:FINGERPRINT``
-    (``file:…`` for ``retrieval_duplicates``, ``exact:…`` or ``near=0.9:…`` for
-    ``retrieval_dedup``). The same groups give the same numbers wherever they came from, so
-    only the fingerprint counts; no groups at all (an empty file, a corpus without copies)
-    score as no deduplication, so they compare as an absent setting.
-    """
-    if not isinstance(value, str) or ":" not in value:
-        return value
-    fingerprint = value.rpartition(":")[2]
-    return None if fingerprint == _NO_GROUPS else fingerprint
-
-
-#: The fingerprint of no duplicate groups at all.
-_NO_GROUPS = DuplicateGroups.from_groups(()).fingerprint
 
 
 def setting_differs(key: str, baseline: Any, current: Any) -> bool:
     """True when one setting that changes numbers (a snapshot's ``settings[key]``, None when
     absent) makes two snapshots incomparable. Duplicate groups compare by what they are
-    (:func:`_groups_of`), not by where they came from."""
+    (:func:`.dedup.recorded_groups`), not by where they came from."""
     if key == "dedup":
-        return bool(_groups_of(baseline) != _groups_of(current))
+        return bool(recorded_groups(baseline) != recorded_groups(current))
     return bool(baseline != current)
 
 
@@ -255,10 +243,19 @@ def pair_queries(
         if options.mode == "rescore":
             from .rescore import rescore, why_not_rescorable
 
-            reason = why_not_rescorable(baseline, current)
+            conventions = options.conventions
+            try:
+                if conventions is None:
+                    conventions = Conventions.from_recorded(current.settings)
+            except ValueError as exc:
+                return incomparable(
+                    f"incomparable in rescore mode: the run's recorded settings cannot be "
+                    f"scored ({exc}); refresh the baseline (--retrieval-update-baseline)"
+                )
+            reason = why_not_rescorable(baseline, current, conventions, metric=metric)
             if reason is not None:
                 return incomparable(f"incomparable in rescore mode: {reason}")
-            rescored = rescore(baseline, current, [metric])
+            rescored = rescore(baseline, current, [metric], conventions)
             baseline, current = rescored.baseline, rescored.current
             changed = list(rescored.changed)
             kept = len(rescored.baseline.queries)

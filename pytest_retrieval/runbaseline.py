@@ -15,6 +15,7 @@ records each regression outcome; what goes into them is decided here:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .metrics import MetricSpec
@@ -22,7 +23,9 @@ from .metrics import MetricSpec
 if TYPE_CHECKING:
     from .baseline import Snapshot
     from .declared import Budget
+    from .evaluate import Conventions
     from .regression import CompareOptions, Family
+    from .regression_family import Against
     from .retriever import QueryOutcome
     from .session import RetrievalSession
     from .settings import Settings
@@ -51,16 +54,23 @@ def run_snapshot(session: RetrievalSession, specs: Sequence[MetricSpec]) -> Snap
         if session.unsealed
         else []
     )
+    outcomes = session.outcomes or {}
     return build_snapshot(
         session.visible_golden(),
         {stage: session.evaluation(stage, specs) for stage in stages},
         session.ranking,
         metric_names=[str(s) for s in specs],
-        min_grade=settings.min_grade,
         settings=snapshot_settings(session),
         heldout_ids=held,
         index_version=settings.index_version,
+        returned_of=partial(_returned, outcomes),
     )
+
+
+def _returned(outcomes: Mapping[str, QueryOutcome], qid: str, stage: str) -> tuple[str, ...] | None:
+    """The ids of one query's stage as returned, where they differ from its ranking."""
+    outcome = outcomes.get(qid)
+    return outcome.returned.get(stage) if outcome is not None else None
 
 
 def snapshot_settings(session: RetrievalSession) -> dict[str, Any]:
@@ -97,8 +107,8 @@ def baseline_snapshot(session: RetrievalSession) -> Snapshot:
                 per_stage,
                 ranking,
                 metric_names=list(first.metrics),
-                min_grade=settings.min_grade,
                 settings=first.settings,
+                returned_of=partial(_returned, outcomes),
             )
         )
     return average_snapshots(runs)
@@ -109,8 +119,9 @@ def failed_in_extra_runs(extra_runs: Sequence[Mapping[str, QueryOutcome]]) -> li
     return sorted({o.query_id for run in extra_runs for o in run.values() if o.error is not None})
 
 
-def compare_options(settings: Settings) -> CompareOptions:
-    """The statistics options of every regression check of a session."""
+def compare_options(settings: Settings, conventions: Conventions | None = None) -> CompareOptions:
+    """The statistics options of every regression check of a session, with the session's
+    ``conventions`` (what the rescore mode scores the stored rankings with)."""
     from .regression import CompareOptions
 
     return CompareOptions(
@@ -123,21 +134,41 @@ def compare_options(settings: Settings) -> CompareOptions:
         shown=settings.worst,
         multiplicity=settings.multiplicity,
         budget_test=settings.budget_test,
+        conventions=conventions,
     )
 
 
+def against(session: RetrievalSession, budget: Budget) -> Against | None:
+    """What ``budget`` is compared with when its baseline comes from the run ledger (the
+    merge-base's entry), or None for the session's baseline. A ledger baseline is re-scored
+    under today's labels (:func:`.runledger.rescored`), so the queries both runs have are
+    compared (intersect) whatever ``retrieval_baseline_mode`` says."""
+    import dataclasses
+
+    from .regression_family import Against
+
+    source = session.ledger_baseline_for(budget)
+    if source is None:
+        return None
+    options = compare_options(session.settings, session.conventions)
+    return Against(source.snapshot, dataclasses.replace(options, mode="intersect"), source.label)
+
+
 def regression_family(session: RetrievalSession, *, baseline_path: str) -> Family:
-    """Every declared budget of the session adjusted together (the session keeps the first).
+    """Every declared budget of the session adjusted together (the session keeps the first),
+    those compared with a ledger entry included (:func:`against`).
 
     Deterministic (same run, baseline, budgets and seed), so every xdist worker computes
     the same family and reads its own check from it.
     """
     from .regression import family
 
+    others = {b.name: a for b in session.budgets if (a := against(session, b)) is not None}
     return family(
         session.baseline,
         session.snapshot(),
         session.budgets,
-        options=compare_options(session.settings),
+        options=compare_options(session.settings, session.conventions),
         baseline_path=baseline_path,
+        against=others,
     )

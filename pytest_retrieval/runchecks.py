@@ -1,10 +1,7 @@
 """Checks of a run that make numbers meaningless when they fail, said loudly with the fix.
 
-* **Short rankings**: a ranking shorter than a cutoff is scored as if the missing ranks held
-  nothing relevant. When the retriever returns fewer results than the cutoffs scored (LangChain's
-  default ``k=4`` under ``recall@20``), every metric past the longest ranking is flat, and the
-  numbers say nothing about ranks the retriever never returned. :func:`short_rankings` finds it
-  per stage; the summary, the reports and the artifact show it with the framework's depth knob.
+* **Short rankings** (:mod:`pytest_retrieval.shortrankings`, whose names are importable from
+  here too): a ranking shorter than a cutoff scored, the knob that fills it.
 * **Ids that never match**: when judged documents exist but (almost) no returned id is ever a
   judged id (chunk UUIDs, page contents returned as ids, a doc-id setting that was not picked
   up), every metric is 0 for a reason that is not retrieval quality. :func:`id_mismatch` stops the
@@ -30,19 +27,52 @@ cutoffs and queries they look at, and which finding stops the run: a refusal, a 
 from __future__ import annotations
 
 import re
-import statistics
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
+from .shortrankings import (
+    Call,
+    Measured,
+    ShortRankings,
+    collapse_fix,
+    collapsed_calls,
+    depth_problem,
+    find_short_rankings,
+    short_rankings,
+    stage_rankings,
+)
 from .text import for_terminal
 from .verdict import Stop
 
 if TYPE_CHECKING:
     from .retriever import QueryOutcome
     from .session import RetrievalSession
+
+__all__ = [
+    "SPELLING_WORDS",
+    "Call",
+    "Coverage",
+    "IdMatch",
+    "Measured",
+    "ShortRankings",
+    "collapse_fix",
+    "collapsed_calls",
+    "coverage_of",
+    "depth_problem",
+    "every_query_failed",
+    "find_short_rankings",
+    "id_match",
+    "id_mismatch",
+    "normalisation_mismatch",
+    "normalisation_pairs",
+    "refusal",
+    "short_rankings",
+    "spelling_pairs",
+    "stage_rankings",
+]
 
 #: Below this share of queries with any judged id in their ranking, the ids "almost never" match
 #: (with at least :data:`MIN_QUERIES_FOR_SHARE` queries; with fewer, only "never" counts).
@@ -52,118 +82,6 @@ EXAMPLES = 4
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _SEPARATORS = ("::", "#", "|", "/", "_", "-", ":")
-
-
-@dataclass(frozen=True, slots=True)
-class ShortRankings:
-    """One stage's rankings are shorter than the cutoffs scored."""
-
-    stage: str
-    #: The largest cutoff that is scored (metrics, gates, budgets).
-    cutoff: int
-    #: How many results were asked for.
-    depth: int
-    longest: int
-    median: float
-    short: int
-    queries: int
-    #: The cutoffs past the longest ranking: their metrics are flat.
-    flat: tuple[int, ...]
-    #: How to ask this retriever for more results, when known.
-    hint: str | None = None
-    #: The rankings come from stored run files (``retrieval_run``): nothing was asked for.
-    stored: bool = False
-
-    @property
-    def message(self) -> str:
-        """One paragraph: what is short, which metrics it flattens, and the fix."""
-        return f"{self.finding}. Fix: {self.fix}"
-
-    @property
-    def finding(self) -> str:
-        """What is short and which metrics it flattens (the message without its fix)."""
-        flat = ", ".join(f"@{k}" for k in self.flat)
-        median = f"{self.median:g}"
-        asked = "as stored in the run file" if self.stored else f"{self.depth} were asked for"
-        text = (
-            f"short rankings [{self.stage}]: {self.short} of {self.queries} rankings are shorter "
-            f"than the cutoff {self.cutoff} (longest {self.longest}, median {median}; {asked})"
-        )
-        if flat:
-            text += f"; every metric at {flat} is scored on at most {self.longest} results"
-        return text
-
-    @property
-    def fix(self) -> str:
-        """How to get rankings as long as the cutoffs, or to turn the check off."""
-        fix = self.hint or (
-            f"write the run file with {self.cutoff} results per query (pytest-retrieval run "
-            f"--depth {self.cutoff}), or lower retrieval_ks"
-            if self.stored
-            else f"make the retriever return {self.depth} results per query, or lower retrieval_ks"
-        )
-        return f"{fix} (retrieval_short_rankings = off if the corpus is that small)"
-
-    def to_dict(self) -> dict[str, object]:
-        """Builtins, for the artifact."""
-        return {
-            "kind": "short_rankings",
-            "stage": self.stage,
-            "cutoff": self.cutoff,
-            "depth": self.depth,
-            "longest": self.longest,
-            "median": self.median,
-            "short": self.short,
-            "queries": self.queries,
-            "flat": list(self.flat),
-            "hint": self.hint,
-            "message": self.message,
-        }
-
-
-def short_rankings(
-    stage: str,
-    rankings: Sequence[Sequence[str]],
-    *,
-    cutoffs: Collection[int],
-    depth: int,
-    hint: str | None = None,
-    stored: bool = False,
-) -> ShortRankings | None:
-    """The short-ranking finding of one stage, or None when the rankings are long enough.
-
-    A ranking is short when it holds fewer results than ``min(largest cutoff, depth)`` (an empty
-    ranking counts too: it is how a retriever says "nothing"). The stage is reported when even
-    the longest ranking is shorter than that (the metrics past it are flat, and the depth did not
-    reach the retriever), or when the median ranking is less than half of it. Shorter rankings
-    beside full ones (chunks collapsing into documents, a score threshold, a small corpus) are
-    not reported.
-    """
-    if not rankings or not cutoffs:
-        return None
-    cutoff = max(cutoffs)
-    needed = min(cutoff, depth)
-    lengths = [len(r) for r in rankings]
-    short = sum(1 for n in lengths if n < needed)
-    longest = max(lengths)
-    if longest >= needed and statistics.median(lengths) * 2 >= needed:
-        # Some ranking is full length, so the depth reaches the retriever; most are at least
-        # half as long: chunks collapsing into documents, or a retriever that returns fewer for
-        # some queries. Not reported: every cutoff is scored on the results there are.
-        return None
-    flat = tuple(sorted(k for k in set(cutoffs) if k > longest))
-    return ShortRankings(
-        stage=stage,
-        cutoff=cutoff,
-        depth=depth,
-        longest=longest,
-        median=statistics.median(lengths),
-        short=short,
-        queries=len(lengths),
-        flat=flat,
-        hint=hint,
-        stored=stored,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +98,9 @@ class IdMatch:
     pattern: str | None
     #: The rule says the numbers would be meaningless (see :func:`id_match`).
     refused: bool
+    #: When no ranking holds a known id: returned ids that equal one once spelling is ignored
+    #: (:func:`spelling_pairs`), each with that id.
+    spelling: dict[str, str] = field(default_factory=dict)
 
 
 def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> IdMatch | None:
@@ -190,20 +111,80 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
     :data:`MIN_QUERIES_FOR_SHARE` non-empty rankings; with fewer rankings than that, only when
     the returned ids also have a recognisably wrong shape (chunk ids of judged documents,
     generated UUIDs, page contents): a retriever that is merely bad on a small golden set looks
-    the same as one with the wrong ids.
+    the same as one with the wrong ids. Whatever the golden set's size, it also refuses the run
+    when more rankings hold a known id spelled otherwise (:func:`spelling_pairs`: case,
+    separators, a path, a file extension) than hold one as given: a doc map that writes
+    ``refund_policy`` for ``refund-policy`` leaves only the one-word ids matching, and the
+    metrics near 0 for a reason that is not retrieval quality.
     """
     ranked = {qid: r for qid, r in rankings.items() if r}
     if not ranked or not known:
         return None
     matching = sum(1 for r in ranked.values() if any(doc in known for doc in r))
     small = len(ranked) < MIN_QUERIES_FOR_SHARE
-    if matching and (small or matching / len(ranked) >= MISMATCH_SHARE):
+    spelling = spelling_pairs(ranked, known)
+    spelled = sum(1 for r in ranked.values() if any(doc in spelling for doc in r))
+    if spelled <= matching:  # a stray variant beside ids that match: not the explanation
+        spelling = {}
+    if matching and not spelling and (small or matching / len(ranked) >= MISMATCH_SHARE):
         return IdMatch(matching, len(ranked), [], [], None, refused=False)  # nothing to show
     returned = _examples(doc for r in ranked.values() for doc in r)
     expected = _examples(sorted(known))
     pattern = _pattern_fix(returned, known)
+    if spelling and pattern is None:
+        pattern = SPELLING_FIX
     refused = bool(matching) or pattern is not None or not small
-    return IdMatch(matching, len(ranked), returned, expected, pattern, refused)
+    return IdMatch(matching, len(ranked), returned, expected, pattern, refused, spelling)
+
+
+#: File extensions a returned id may carry where the golden set names the document without one.
+_EXTENSIONS = re.compile(
+    r"\.(md|mdx|markdown|txt|rst|html?|pdf|docx?|json|jsonl|ya?ml|csv|xml|ipynb)$", re.I
+)
+
+SPELLING_FIX = (
+    "return ids spelled as the golden set spells them (the same case and separators, no path "
+    "or file extension): fix the id the retriever returns, or retrieval_doc_id / "
+    "retrieval_doc_id_map / retrieval_doc_id_separator, or write the golden set's ids as the "
+    "index spells them"
+)
+
+
+#: What the words of an id may be joined with: ``refund-policy``, ``refund_policy``, ``Refund
+#: Policy`` name one document.
+SPELLING_WORDS = "case, separators (-, _, white space), a path or a file extension"
+
+_WORD_JOINS = re.compile(r"[\s_-]+")
+
+
+def _spelling(doc: str) -> str:
+    """``doc`` with what does not name a document removed: a path (up to the last ``/`` or
+    ``\\``), a file extension; case folded, runs of ``-``, ``_`` and white space one ``-``,
+    none at either end."""
+    text = doc.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    text = _EXTENSIONS.sub("", text).strip().casefold()
+    return _WORD_JOINS.sub("-", text).strip("-")
+
+
+def spelling_pairs(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> dict[str, str]:
+    """Returned ids that are no ``known`` id but equal one once case, separators, a path or a
+    file extension is ignored (``'REFUND-POLICY'``, ``'refund_policy'``,
+    ``'docs/refund-policy.md'`` against ``'refund-policy'``; :data:`SPELLING_WORDS`), each with
+    that id. Ids are compared as given everywhere else; this only explains why they do not match
+    (:func:`id_match` refuses a run in which more rankings hold such an id than a known one)."""
+    folded: dict[str, str] = {}
+    for k in sorted(known):
+        folded.setdefault(_spelling(k), k)
+    folded.pop("", None)
+    pairs: dict[str, str] = {}
+    for ranking in rankings.values():
+        for doc in ranking:
+            if doc in pairs or doc in known:
+                continue
+            match = folded.get(_spelling(doc))
+            if match is not None:
+                pairs[doc] = match
+    return pairs
 
 
 def id_mismatch(
@@ -224,6 +205,17 @@ def id_mismatch(
         return None
     which = "of a judged document" if what == "judged" else "in the corpus"
     outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
+    if found.spelling:
+        shown = list(found.spelling.items())[:EXAMPLES]
+        lines = [
+            f"the returned ids do not match the golden set's: {found.matching} of "
+            f"{found.ranked} rankings [{stage}] hold an id {which}, but {len(found.spelling)} "
+            f"returned id(s) equal {what} ids once {SPELLING_WORDS} is ignored, so {outcome} "
+            "for a reason that is not retrieval quality:",
+            *(f"  returned {doc!r}, {what} {match!r}" for doc, match in shown),
+        ]
+        fix = f"{found.pattern}\n(retrieval_id_check = off turns this check off.)"
+        return Stop.refused("\n".join(lines), fix)
     lines = [
         f"the returned ids do not match the golden set's: {found.matching} of {found.ranked} "
         f"rankings [{stage}] hold an id {which}, so {outcome} for a reason that is not "
@@ -429,61 +421,6 @@ def rankings_ran(outcomes: Mapping[str, QueryOutcome], stage: str) -> list[tuple
     return [o.rankings[stage] for o in outcomes.values() if stage in o.rankings and o.error is None]
 
 
-def depth_problem(session: RetrievalSession, spec: MetricSpec, stage: str) -> str | None:
-    """Why ``spec`` cannot be gated at ``stage`` (None when it can): a metric deeper than the
-    results asked for, or than every ranking the retriever returned, would be scored on a
-    shorter list. The session refuses the gate with this explanation."""
-    assert session.outcomes is not None
-    if spec.k is None:
-        return None
-    depth = session.effective_depth
-    ran = rankings_ran(session.outcomes, stage)
-    longest = max((len(r) for r in ran), default=0)
-    if spec.k > depth and longest <= depth:
-        return (
-            f"{spec} needs the top {spec.k} results, but the retriever was asked for "
-            f"{depth} (retrieval_depth, default: the largest of retrieval_ks); add {spec.k} "
-            "to retrieval_ks or raise retrieval_depth"
-        )
-    if ran and longest < spec.k and session.settings.short_rankings != "off":
-        hint = session.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
-        stored = bool(session.run_files)
-        fix = hint or (
-            f"write the run file with at least {spec.k} results per query"
-            if stored
-            else f"make the retriever return at least {spec.k} results per query"
-        )
-        asked = "as stored in the run file" if stored else f"{depth} asked for"
-        return (
-            f"{spec} cannot be scored: every ranking [{stage}] is shorter than {spec.k} "
-            f"(longest {longest}, {asked}), so it would be scored on at most "
-            f"{longest} results. Fix: {fix}; if {spec.k} is deeper than you need, gate a "
-            f"smaller K (retrieval_short_rankings = off if the corpus is that small)"
-        )
-    return None
-
-
-def find_short_rankings(session: RetrievalSession) -> list[ShortRankings]:
-    """Per stage of the session's run: rankings shorter than the cutoffs scored."""
-    if not session.outcomes or session.settings.short_rankings == "off":
-        return []
-    found = []
-    for stage in session.stages:
-        depth = session.effective_depth
-        hint = session.hint_for(depth) if stage == RETRIEVER_STAGE else None
-        finding = short_rankings(
-            stage,
-            rankings_ran(session.outcomes, stage),
-            cutoffs=session.cutoffs(),
-            depth=depth,
-            hint=hint,
-            stored=bool(session.run_files),
-        )
-        if finding is not None:
-            found.append(finding)
-    return found
-
-
 def gated_cutoffs(session: RetrievalSession) -> dict[str, tuple[int, ...]]:
     """Per stage, the cutoffs the gates look at (declared, recorded or budgeted; a gate
     without a stage looks at the final one). When no gate names a cutoff, the final stage
@@ -594,24 +531,59 @@ def doc_id_problem(session: RetrievalSession) -> Stop | None:
     )
 
 
-def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
-    """The refusal when returned ids differ from judged ids only in their Unicode
-    normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
-    ranking a corpus id); every stage is checked, the first finding is the error."""
-    outcomes = session.outcomes
-    if not outcomes or session.settings.id_check == "off":
-        return None
+def visible_rankings(
+    session: RetrievalSession,
+) -> Iterator[tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]]:
+    """Per stage of the run: ``(stage, rankings, with_answers)``, the rankings of the visible
+    queries that ran, and those of the answerable ones among them (a no-answer query's ranking
+    need not hold a judged id)."""
+    outcomes = session.outcomes or {}
     visible = [q for q in session.scorable_queries() if q.split != session.heldout_name]
-    # A no-answer query's ranking need not hold a judged id: only answerable ones are counted.
     answerable = {q.id for q in visible if any(g > 0 for g in q.judgments.values())}
-    judged = {doc for q in session.golden for doc in q.judgments}
     for stage in session.stages or (RETRIEVER_STAGE,):
         rankings = {
             q.id: outcomes[q.id].rankings.get(stage, ())
             for q in visible
             if q.id in outcomes and outcomes[q.id].error is None
         }
-        with_answers = {qid: r for qid, r in rankings.items() if qid in answerable}
+        yield stage, rankings, {qid: r for qid, r in rankings.items() if qid in answerable}
+
+
+def judged_ids(session: RetrievalSession) -> set[str]:
+    """The ids that count as judged: every judged id, and with duplicate groups every member
+    of a judged id's group (a copy stands for its group, so a ranking of copies is scored)."""
+    judged = {doc for q in session.golden for doc in q.judgments}
+    groups = session.duplicates
+    return groups.with_copies(judged) if groups is not None else judged
+
+
+def without_judged_ids(session: RetrievalSession) -> str | None:
+    """Why no baseline may be written from this run, when no ranking of an answerable query
+    holds a judged id at some stage (every metric there is 0: a baseline of zeros would let
+    every later run pass its budgets), whatever ``retrieval_id_check`` says; None otherwise."""
+    if not session.outcomes:
+        return None
+    judged = judged_ids(session)
+    for stage, _rankings, with_answers in visible_rankings(session):
+        ranked = [r for r in with_answers.values() if r]
+        if ranked and judged and not any(doc in judged for r in ranked for doc in r):
+            return (
+                f"no ranking [{stage}] holds a judged id (0 of {len(ranked)} rankings of "
+                "queries with a relevant document), so every metric is 0 and a baseline of "
+                "zeros would let every later run pass; make the returned ids the golden set's "
+                "(see retrieval_id_check) and run again"
+            )
+    return None
+
+
+def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
+    """The refusal when returned ids differ from judged ids only in their Unicode
+    normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
+    ranking a corpus id); every stage is checked, the first finding is the error."""
+    if not session.outcomes or session.settings.id_check == "off":
+        return None
+    judged = judged_ids(session)
+    for stage, rankings, with_answers in visible_rankings(session):
         # The normal-form check first: ids that only look alike are its case, not the generic one.
         problem = normalisation_mismatch(rankings, judged, what="judged", stage=stage)
         if problem is None:

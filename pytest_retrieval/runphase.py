@@ -34,6 +34,7 @@ from .verdict import Stop
 if TYPE_CHECKING:
     from .determinism import DeterminismProbe
     from .report.payload import RunBundle
+    from .retriever.items import RetrieverCall
     from .runsource import Sharded
     from .session import RetrievalSession
 
@@ -94,28 +95,35 @@ def run_queries(
     progress: Progress | None = None,
     requests: Sequence[QueryRequest] | None = None,
     only: Sequence[str] | None = None,
+    at_depth: Mapping[str, int] | None = None,
+    on_call: Callable[[RetrieverCall], None] | None = None,
 ) -> list[QueryOutcome]:
-    """Call the retriever (and reranker) on every scorable query, at the session's depth;
-    or only on ``requests`` (what the cache did not serve).
+    """Call the retriever (and reranker) on every scorable query, at the session's depth plan
+    (:attr:`.RetrievalSession.depth_plan`: the first depth, queries whose chunks collapse into
+    too few documents asked again deeper); or only on ``requests`` (what the cache did not
+    serve).
 
     Returns the outcomes (store them with :meth:`.RetrievalSession.set_outcomes`); a TypeError
     means the retriever object has no method we can call. ``only`` restricts the run to these
-    ids (the determinism probe).
+    ids (the determinism probe), each asked first at its depth in ``at_depth`` (the depth its
+    ranking came from); ``on_call`` receives every successful retriever call (the cache).
     """
     from .retriever import run_pipeline
 
     settings = session.settings
+    plan = session.depth_plan
     if requests is None:
         queries = session.scorable_queries()
         if only is not None:
             wanted = set(only)
             queries = [q for q in queries if q.id in wanted]
-        requests = [QueryRequest(q.id, q.text or "") for q in queries]
+        depths = at_depth or {}
+        requests = [QueryRequest(q.id, q.text or "", depths.get(q.id)) for q in queries]
     return run_pipeline(
         requests,
         retriever,
         reranker,
-        depth=session.effective_depth,
+        depth=session.first_depth,
         concurrency=settings.concurrency,
         timeout=settings.timeout or None,
         batch_size=settings.batch_size,
@@ -123,6 +131,9 @@ def run_queries(
         doc_map=doc_map,
         doc_id_separator=settings.doc_id_separator,
         progress=progress,
+        fill=plan.fill if plan is not None else None,
+        max_depth=plan.max_depth if plan is not None else None,
+        on_call=on_call,
     )
 
 
@@ -215,6 +226,7 @@ class RunPhase:
         if not session.run_files:  # a stored run is gated without building the retriever
             retriever = self._build(fixture, "retriever_under_test")
             reranker = self._build(fixture, "reranker_under_test")
+            session.plan_depth(retriever)  # how deep it is asked, and why
 
         from .runchecks import every_query_failed, refusal
         from .runsource import describe_runs
@@ -282,7 +294,10 @@ class RunPhase:
         doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
         progress = self.progress(len(session.scorable_queries()))
 
-        def compute(requests: Sequence[QueryRequest]) -> list[QueryOutcome]:
+        def compute(
+            requests: Sequence[QueryRequest],
+            on_call: Callable[[RetrieverCall], None] | None = None,
+        ) -> list[QueryOutcome]:
             return run_queries(
                 session,
                 retriever,
@@ -291,11 +306,21 @@ class RunPhase:
                 doc_map=doc_map,
                 progress=progress,
                 requests=requests,
+                on_call=on_call,
             )
 
+        first: dict[str, int] = {}
+
         def rerun(only: Sequence[str] | None) -> list[QueryOutcome]:
+            # The probe re-runs a query at the depth its ranking came from (its last call's).
             return run_queries(
-                session, retriever, reranker, doc_id=doc_id, doc_map=doc_map, only=only
+                session,
+                retriever,
+                reranker,
+                doc_id=doc_id,
+                doc_map=doc_map,
+                only=only,
+                at_depth=first if only is not None else None,
             )
 
         try:
@@ -309,6 +334,7 @@ class RunPhase:
                 warn=self.warn,
                 distribute=distribute,
             )
+            first.update((o.query_id, o.asked) for o in outcomes if o.asked is not None)
             probe: DeterminismProbe | None = None
             extra: list[list[QueryOutcome]] = []
             # Replay never calls the retriever: no probe. Under xdist, once per session.
@@ -319,7 +345,8 @@ class RunPhase:
                     session.scorable_queries(),
                     outcomes,
                     rerun,
-                    compared=session.baseline is not None,
+                    compared=session.baseline is not None
+                    or any(b.snapshot is not None for b in session.ledger_baselines.values()),
                 )
         except TypeError as exc:  # the retriever object has no usable method
             self.stop(
@@ -334,10 +361,10 @@ class RunPhase:
 
 def _stop_text(session: RetrievalSession, found: Stop) -> str:
     """Record ``found`` in the session (the first stop is kept) and return the text every test
-    that needs the run fails with (guarded for CI logs: no line starts a workflow command)."""
-    from .text import guard_lines
+    that needs the run fails with (escaped for terminals and CI logs, line by line)."""
+    from .text import terminal_text
 
     session.set_stop(found)
     stop = session.stop
     assert stop is not None
-    return guard_lines(stop.text)
+    return terminal_text(stop.text)

@@ -18,9 +18,17 @@ A query is served from the cache only whole: with a reranker, both stages must h
 reranker's entry is missing, the query is run through both stages again, because the reranker
 is handed the retriever's own return values (documents, nodes), which the cache does not keep.
 
+Each retriever call is its own entry, keyed by the depth it asked for: a query asked again
+deeper (its chunks collapsed into too few documents, :mod:`.depthplan`) has an entry per
+depth. The lookup walks them as the run did: an entry whose collapsed ranking fell short while
+its call came back full leads to the entry of the next depth; the first depth without an entry
+is where the live call starts.
+
 A damaged or foreign cache file (:class:`~pytest_retrieval.store.CacheCorrupt`) is never read as
-results: ``use`` warns and runs without the cache, ``refresh`` warns, moves the file aside
-(``runs.sqlite3.corrupt``) and starts a new one, ``replay`` stops.
+results: ``use`` warns and runs without the cache, ``refresh`` warns, moves a damaged file of
+ours aside (``runs.sqlite3.corrupt``) and starts a new one (another program's file is left as
+it is, and the run goes on without the cache), ``replay`` stops. A read-only cache serves its
+hits and stores nothing, with one warning saying so.
 
 Running with run files *and* a cache is refused (:func:`load_runs`): a stored run is not the
 retriever's output, and caching it would only hide which of the two was gated.
@@ -35,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
+from .retriever.items import RetrieverCall, deeper
 from .settings import Settings
 from .stages import pipeline_order
 from .store import (
@@ -45,7 +54,6 @@ from .store import (
     cache_file,
     corpus_fingerprint,
     doc_id_fingerprint,
-    keys_for,
     mode_reads,
     mode_writes,
     retriever_identity,
@@ -57,8 +65,13 @@ if TYPE_CHECKING:
     from .session import RetrievalSession
 
 #: Computes the outcomes of a list of queries (the live retriever, one outcome per request, in
-#: the order given).
-Compute = Callable[[Sequence[QueryRequest]], list[QueryOutcome]]
+#: the order given): ``compute(requests)``, or ``compute(requests, on_call)`` where queries may
+#: be asked again deeper (``on_call`` then receives every successful retriever call).
+Compute = Callable[..., list[QueryOutcome]]
+
+#: ``deepen(asked, returned, documents)``: the depth a query is asked again at, or None
+#: (:func:`~pytest_retrieval.retriever.items.deeper` with the session's depth plan).
+Deepen = Callable[[int, int, int], "int | None"]
 
 #: Runs a list of requests and says where their outcomes came from (one shard's work).
 Process = Callable[[Sequence[QueryRequest]], "tuple[list[QueryOutcome], RunInfo]"]
@@ -363,35 +376,70 @@ def key_templates(settings: Settings, *, retriever: Any, reranker: Any, depth: i
 
 
 def _lookup(
-    cache: RunCache, requests: Sequence[QueryRequest], keys: KeyTemplates
-) -> dict[int, QueryOutcome]:
+    cache: RunCache,
+    requests: Sequence[QueryRequest],
+    keys: KeyTemplates,
+    deepen: Deepen | None = None,
+) -> tuple[dict[int, QueryOutcome], dict[int, int]]:
     """The requests (by position) whose every stage has an entry, as outcomes (without latency:
-    no call was made, which is how :func:`served_from_cache` tells them)."""
-    first = cache.get_many(keys_for({i: r.text for i, r in enumerate(requests)}, keys.retriever))
-    if keys.reranker is None:
-        return {
-            i: QueryOutcome(
-                requests[i].id,
-                rankings={RETRIEVER_STAGE: entry.ranking},
-                scores=_scores_of((RETRIEVER_STAGE, entry)),
+    no call was made, which is how :func:`served_from_cache` tells them); and, for the others
+    whose first stage was found at some depth but not deep enough (or whose reranker entry is
+    missing), the depth their live call starts at."""
+    base = keys.retriever.depth
+    pending = {i: base for i in range(len(requests))}
+    first: dict[int, tuple[int, CacheEntry]] = {}
+    start: dict[int, int] = {}
+    while pending:
+        found = cache.get_many(
+            {
+                i: replace(keys.retriever, query=requests[i].text, depth=depth)
+                for i, depth in pending.items()
+            }
+        )
+        deeper_still: dict[int, int] = {}
+        for i, depth in pending.items():
+            entry = found.get(i)
+            if entry is None:
+                if depth != base:
+                    start[i] = depth
+                continue
+            more = (
+                deepen(depth, entry.returned_count, len(entry.ranking))
+                if deepen is not None
+                else None
             )
-            for i, entry in first.items()
-        }
-    second = cache.get_many(
-        keys_for(
-            {i: requests[i].text for i in first},
-            keys.reranker,
-            candidates={i: entry.ranking for i, entry in first.items()},
-        )
-    )
-    return {
-        i: QueryOutcome(
+            if more is None:
+                first[i] = (depth, entry)
+            else:
+                deeper_still[i] = more
+        pending = deeper_still
+
+    def outcome(i: int, *stages: tuple[str, CacheEntry]) -> QueryOutcome:
+        depth = first[i][0]
+        return QueryOutcome(
             requests[i].id,
-            rankings={RETRIEVER_STAGE: first[i].ranking, RERANKER_STAGE: entry.ranking},
-            scores=_scores_of((RETRIEVER_STAGE, first[i]), (RERANKER_STAGE, entry)),
+            rankings={stage: entry.ranking for stage, entry in stages},
+            scores=_scores_of(*stages),
+            returned={s: e.returned for s, e in stages if e.returned is not None},
+            asked=depth if depth != base else None,
         )
+
+    if keys.reranker is None:
+        return {i: outcome(i, (RETRIEVER_STAGE, entry)) for i, (_d, entry) in first.items()}, start
+    reranker = keys.reranker
+    second = cache.get_many(
+        {
+            i: replace(reranker, query=requests[i].text, depth=depth, candidates=entry.ranking)
+            for i, (depth, entry) in first.items()
+        }
+    )
+    for i, (depth, _entry) in first.items():
+        if i not in second and depth != base:
+            start[i] = depth  # both stages again, at the depth the candidates came from
+    return {
+        i: outcome(i, (RETRIEVER_STAGE, first[i][1]), (RERANKER_STAGE, entry))
         for i, entry in second.items()
-    }
+    }, start
 
 
 def _scores_of(*entries: tuple[str, CacheEntry]) -> dict[str, tuple[float | None, ...]]:
@@ -400,34 +448,52 @@ def _scores_of(*entries: tuple[str, CacheEntry]) -> dict[str, tuple[float | None
 
 
 def _entries(
-    requests: Sequence[QueryRequest], outcomes: Sequence[QueryOutcome], keys: KeyTemplates
+    requests: Sequence[QueryRequest],
+    outcomes: Sequence[QueryOutcome],
+    keys: KeyTemplates,
+    calls: Sequence[RetrieverCall] | None = None,
 ) -> list[tuple[CacheKey, CacheEntry]]:
     """The successful answers of a live run as cache entries (a failed stage is not stored,
-    so it is retried next time)."""
+    so it is retried next time): the retriever's final answer per query, or, when ``calls``
+    are given (queries may have been asked again), every retriever call at its own depth."""
+    base = keys.retriever.depth
     items: list[tuple[CacheKey, CacheEntry]] = []
+    if calls is not None:
+        for call in calls:
+            depth = call.depth if call.depth is not None else base
+            items.append(
+                (
+                    replace(keys.retriever, query=requests[call.index].text, depth=depth),
+                    CacheEntry(call.ranking, call.scores, call.latency_ms, returned=call.returned),
+                )
+            )
     for request, outcome in zip(requests, outcomes, strict=True):
         first = outcome.rankings.get(RETRIEVER_STAGE)
         if first is None:
             continue
-        items.append(
-            (
-                replace(keys.retriever, query=request.text),
-                CacheEntry(
-                    first,
-                    scores=outcome.scores.get(RETRIEVER_STAGE),
-                    latency_ms=outcome.latency_ms.get(RETRIEVER_STAGE),
-                ),
+        depth = outcome.asked if outcome.asked is not None else base
+        if calls is None:
+            items.append(
+                (
+                    replace(keys.retriever, query=request.text, depth=depth),
+                    CacheEntry(
+                        first,
+                        scores=outcome.scores.get(RETRIEVER_STAGE),
+                        latency_ms=outcome.latency_ms.get(RETRIEVER_STAGE),
+                        returned=outcome.returned.get(RETRIEVER_STAGE),
+                    ),
+                )
             )
-        )
         second = outcome.rankings.get(RERANKER_STAGE)
         if keys.reranker is not None and second is not None:
             items.append(
                 (
-                    replace(keys.reranker, query=request.text, candidates=first),
+                    replace(keys.reranker, query=request.text, depth=depth, candidates=first),
                     CacheEntry(
                         second,
                         scores=outcome.scores.get(RERANKER_STAGE),
                         latency_ms=outcome.latency_ms.get(RERANKER_STAGE),
+                        returned=outcome.returned.get(RERANKER_STAGE),
                     ),
                 )
             )
@@ -464,12 +530,16 @@ def through_cache(
     redacted: Callable[[str], bool] = lambda _qid: False,
     warn: Callable[[str], None] | None = None,
     index_version: str | None = None,
+    deepen: Deepen | None = None,
 ) -> tuple[list[QueryOutcome], RunInfo]:
     """The outcomes of ``requests`` in ``mode`` (``use``, ``refresh`` or ``replay``), calling
     ``compute`` only for what the cache does not serve; and how many came from where.
 
-    Raises :class:`~pytest_retrieval.errors.InputError` in ``replay`` when a query has no entry
-    or the cache cannot be read. ``warn`` receives each reason the cache was not used.
+    ``deepen`` (queries asked again deeper): the lookup follows a query's entries depth by
+    depth, a live call starts at the first depth without one, and every call is stored at its
+    own depth. Raises :class:`~pytest_retrieval.errors.InputError` in ``replay`` when a query
+    has no entry or the cache cannot be read. ``warn`` receives each reason the cache was not
+    used.
     """
     notes: list[str] = []
 
@@ -496,35 +566,57 @@ def through_cache(
     except CacheCorrupt as exc:
         if mode == "replay":
             raise refused(exc) from None
-        if mode == "refresh":
-            note(f"{exc}; refresh moved it aside to {path.name}.corrupt and starts a new cache")
+        if mode == "refresh" and exc.ours:
             try:
                 cache = RunCache.rebuild(path)
             except (CacheCorrupt, OSError) as again:
-                note(str(again))
+                note(
+                    f"{exc}; refresh could not move it aside ({again}), so this run stores nothing"
+                )
+            else:
+                note(f"{exc}; refresh moved it aside to {path.name}.corrupt and starts a new cache")
         else:
             note(f"{exc}; this run calls the retriever for every query")
+    if cache is not None and cache.read_only and mode_writes(mode):
+        note(
+            f"retrieval cache {path}: read-only (its folder or the file cannot be written): "
+            + ("hits are served from it, " if mode_reads(mode) else "")
+            + "this run's answers are not stored"
+        )
     try:
         hits: dict[int, QueryOutcome] = {}
+        start: dict[int, int] = {}
         if cache is not None and mode_reads(mode):
             try:
-                hits = _lookup(cache, requests, keys)
+                hits, start = _lookup(cache, requests, keys, deepen)
             except CacheCorrupt as exc:
                 if mode == "replay":
                     raise refused(exc) from None
                 note(f"{exc}; this run calls the retriever for every query")
                 cache.close()
                 cache = None
-        todo = [r for i, r in enumerate(requests) if i not in hits]
+                hits, start = {}, {}
+        todo = [
+            replace(r, depth=start[i]) if i in start else r
+            for i, r in enumerate(requests)
+            if i not in hits
+        ]
         if mode == "replay" and todo:
             raise _replay_missing(path, todo, len(requests), redacted)
-        fresh = compute(todo) if todo else []
+        calls: list[RetrieverCall] | None = None
+        if not todo:
+            fresh = []
+        elif deepen is not None:
+            calls = []
+            fresh = compute(todo, calls.append)
+        else:
+            fresh = compute(todo)
         if len(fresh) != len(todo):  # pragma: no cover - the runner's contract
             raise RuntimeError(f"{len(fresh)} outcomes for {len(todo)} queries")
         stored = 0
-        if cache is not None and mode_writes(mode) and fresh:
+        if cache is not None and not cache.read_only and mode_writes(mode) and fresh:
             try:
-                stored = cache.put_many(_entries(todo, fresh, keys))
+                stored = cache.put_many(_entries(todo, fresh, keys, calls))
             except CacheCorrupt as exc:
                 note(f"{exc}; this run's answers were not stored")
     finally:
@@ -598,8 +690,16 @@ def obtain(
     by_id = {q.id: q for q in queries}
     path = cache_file(settings.cache_directory(rootdir))
     keys = key_templates(
-        settings, retriever=retriever, reranker=reranker, depth=session.effective_depth
+        settings, retriever=retriever, reranker=reranker, depth=session.first_depth
     )
+    plan = session.depth_plan
+    deepen: Deepen | None = None
+    if plan is not None and plan.fill is not None:
+        fill, cap = plan.fill, plan.max_depth
+
+        def deepen(asked: int, returned: int, documents: int) -> int | None:
+            return deeper(asked, returned, documents, fill=fill, max_depth=cap)
+
     seen: set[str] = set()
 
     def warn_once(message: str) -> None:  # every shard meets a damaged cache: one warning
@@ -617,6 +717,7 @@ def obtain(
             redacted=lambda qid: session.is_redacted(by_id[qid]),
             warn=warn_once,
             index_version=settings.index_version,
+            deepen=deepen,
         )
 
     if distribute is None or settings.cache == "replay":

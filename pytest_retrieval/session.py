@@ -16,17 +16,26 @@ can never raise a number; the session also fails with the list of such queries.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import runbaseline, summary
+from . import runbaseline, runledger, summary
 from .determinism import DeterminismProbe
-from .evaluate import Evaluation, evaluate
+from .evaluate import Conventions, Evaluation, evaluate_documents
 from .explain import explain_score
-from .gates import Gate, GateOutcome, GateUsageError, Score, Selection, is_pytest_outcome
+from .gates import (
+    TEST_KINDS,
+    Gate,
+    GateOutcome,
+    GateUsageError,
+    Score,
+    Selection,
+    is_pytest_outcome,
+)
 from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
@@ -34,15 +43,18 @@ from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
 from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
 from .stages import final_stage, pipeline_order
-from .verdict import Stop, Verdict
+from .verdict import Status, Stop, Verdict
 
 if TYPE_CHECKING:
     from .abstention import Sweep
     from .baseline import Snapshot
+    from .commitinfo import CommitInfo
     from .declared import Budget, Threshold
     from .dedup import DuplicateGroups
+    from .depthplan import DepthPlan
     from .formats.runs import RunFile
     from .regression import Family, RegressionOutcome
+    from .runledger import LedgerBaseline
     from .runsource import RunInfo
 
 
@@ -64,6 +76,19 @@ def _raise_sealed(reason: str) -> NoReturn:
     raise SealedSplit(reason)
 
 
+def _gate_key(outcome: GateOutcome) -> tuple[object, ...]:
+    """What makes two gates of one test the same gate."""
+    return (
+        outcome.nodeid,
+        outcome.metric,
+        outcome.op,
+        outcome.threshold,
+        outcome.stage,
+        outcome.split,
+        outcome.slice,
+    )
+
+
 @dataclass
 class RetrievalSession:
     """The golden set, the run and everything scored from it, for one test session."""
@@ -82,6 +107,11 @@ class RetrievalSession:
     run_files: Mapping[str, RunFile] = field(default_factory=dict)
     #: Duplicate groups: every metric is scored per group (:mod:`.dedup`); None: no groups.
     duplicates: DuplicateGroups | None = None
+    #: The commit this run measures (:mod:`.commitinfo`; None outside a git work tree).
+    commit: CommitInfo | None = None
+    #: Baselines taken from the run ledger (:mod:`.runledger`): ``None`` keys the merge-base's
+    #: (``retrieval_baseline = merge-base``).
+    ledger_baselines: Mapping[str | None, LedgerBaseline] = field(default_factory=dict)
     # What the session learns as it goes; changed only through its methods.
     outcomes: dict[str, QueryOutcome] | None = field(default=None, init=False)
     gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
@@ -91,6 +121,8 @@ class RetrievalSession:
     depth_hint: str | None = field(default=None, init=False)
     #: Where the run came from (the retriever, the cache, run files): :func:`.runsource.obtain`.
     run_info: RunInfo | None = field(default=None, init=False)
+    #: How deep the retriever was asked, and why (:mod:`.depthplan`); None for run files.
+    depth_plan: DepthPlan | None = field(default=None, init=False)
     current_test: str | None = field(default=None, init=False)
     _ensure_run: Callable[[], None] | None = field(default=None, init=False)
     #: The determinism probe's finding (None: not run), and the extra runs of a multi-run
@@ -100,7 +132,10 @@ class RetrievalSession:
     #: Why the run has no numbers (refused or errored, :class:`~.verdict.Stop`); None: it has.
     stop: Stop | None = field(default=None, init=False)
     _family: Family | None = field(default=None, init=False)
+    _conventions: Conventions | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
+    #: Failed Score comparisons of the running test, kept only if it fails (:meth:`settle_test`).
+    _unsettled: list[GateOutcome] = field(default_factory=list)
     _cache: dict[tuple[str, tuple[str, ...]], Evaluation] = field(default_factory=dict)
     #: Snapshots by metric list: every budget and the artifact ask for one (a pass over every
     #: query each); the run does not change between them.
@@ -240,10 +275,13 @@ class RetrievalSession:
         retriever_name: str | None,
         depth_hint: str | None = None,
         run_info: RunInfo | None = None,
+        depth_plan: DepthPlan | None = None,
     ) -> None:
         """Take over what the xdist workers learned (the controller's merged payload)."""
         if run_info is not None:
             self.run_info = run_info
+        if depth_plan is not None:
+            self.depth_plan = depth_plan
         if outcomes is not None:
             self.set_outcomes(outcomes, retriever_name=retriever_name, depth_hint=depth_hint)
         elif retriever_name is not None:
@@ -311,6 +349,17 @@ class RetrievalSession:
             raise GateUsageError(f"unknown stage {stage!r}; this run has: {known}")
         return stage
 
+    @property
+    def conventions(self) -> Conventions:
+        """How every number of this session is scored: one value, built once from the settings
+        and the duplicate groups (:meth:`.evaluate.Conventions.from_settings`), passed by every
+        scoring path of the session (this run, extra baseline runs, the rescore mode)."""
+        found = self._conventions
+        if found is None:
+            found = Conventions.from_settings(self.settings, duplicates=self.duplicates)
+            self._conventions = found  # two threads at once build equal values: either stays
+        return found
+
     def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
         """Every scorable query scored at ``stage`` on ``specs`` (cached)."""
         outcomes = self._require_run()
@@ -327,21 +376,25 @@ class RetrievalSession:
         self, outcomes: Mapping[str, QueryOutcome], stage: str, specs: Sequence[MetricSpec]
     ) -> Evaluation:
         """``outcomes`` (this run, or an extra baseline run) scored at ``stage`` over the
-        scorable queries with every convention of the session: gain, grades, zero-relevant
-        queries, duplicate groups, the score floor, unjudged documents."""
+        scorable queries with the session's :attr:`conventions` (gain, grades, zero-relevant
+        queries, duplicate groups, the stage's score floor, unjudged documents, repeated ids)."""
         queries = self.scorable_queries()
         run = stage_run(outcomes, queries, stage)
-        return evaluate(
+        # The document rankings, and the ids as returned where they repeated: the one rule of
+        # evaluate (repeats at their best rank, K in the unit set, distinct@K as returned).
+        returned = {
+            q.id: outcomes[q.id].returned[stage]
+            for q in queries
+            if q.id in run and stage in outcomes[q.id].returned
+        }
+        return evaluate_documents(
             run,
             {q.id: q.judgments for q in queries},
             specs,
-            gain=self.settings.gain,  # type: ignore[arg-type]
-            min_grade=self.settings.min_grade,
-            no_relevant=self.settings.no_relevant,  # type: ignore[arg-type]
-            duplicates=self.duplicates,
+            returned=returned,
             scores=stage_scores(outcomes, stage),
-            score_floor=self.settings.floor_for(stage),
-            unjudged=self.settings.unjudged,  # type: ignore[arg-type]
+            conventions=self.conventions,
+            stage=stage,
         )
 
     def abstention_sweep(self, stage: str) -> Sweep | None:
@@ -358,8 +411,8 @@ class RetrievalSession:
             run,
             {q.id: q.judgments for q in queries},
             stage_scores(outcomes, stage),
-            min_grade=self.settings.min_grade,
-            floor=self.settings.floor_for(stage),
+            min_grade=self.conventions.min_grade,
+            floor=self.conventions.floor_for(stage),
         )
 
     def _evaluation_for(self, stage: str, spec: MetricSpec) -> Evaluation:
@@ -372,21 +425,46 @@ class RetrievalSession:
 
     @property
     def effective_depth(self) -> int:
-        """How many results the retriever is asked for per query.
+        """The configured depth: how many results each ranking is meant to hold (the depth
+        baselines record).
 
         ``retrieval_depth`` when set; otherwise the largest of ``retrieval_ks`` and of every K
         the declared gates and budgets name, so that each of them is scored on a full list.
+        What the retriever is asked for first, and which queries are asked again deeper, is
+        :attr:`depth_plan`'s (:func:`.depthplan.plan_depth`).
         """
         if self.settings.depth is not None:
             return self.settings.retrieval_depth
         declared = [t.spec.k for t in self.thresholds] + [b.spec.k for b in self.budgets]
         return max([self.settings.retrieval_depth, *(k for k in declared if k)])
 
+    def plan_depth(self, retriever: Any) -> DepthPlan:
+        """Decide (and keep) how deep ``retriever`` is asked (:func:`.depthplan.plan_depth`)."""
+        from .depthplan import plan_depth
+        from .retriever import RetrieverShapeError, describe_retriever
+
+        try:
+            shape = describe_retriever(retriever, self.effective_depth)
+        except RetrieverShapeError:  # the runner refuses it with its own message
+            shape = None
+        plan = plan_depth(
+            self.settings, cutoff=max(self.cutoffs()), depth=self.effective_depth, shape=shape
+        )
+        with self._lock:
+            self.depth_plan = plan
+        return plan
+
+    @property
+    def first_depth(self) -> int:
+        """The depth of each query's first retriever call (the depth plan's, once decided)."""
+        plan = self.depth_plan
+        return plan.first if plan is not None else self.effective_depth
+
     def verdict(self) -> Verdict:
         """Failed gates, regressions and queries: the one verdict of this session."""
         return Verdict.count(
             (g.passed for g in self.gate_outcomes),
-            (r.passed for r in self.regression_outcomes),
+            (Status(r.status) for r in self.regression_outcomes),
             failed_queries=len(self.failed_queries()),
             queries=len(self.scorable_queries()),
             stop=self.stop,
@@ -414,10 +492,7 @@ class RetrievalSession:
             evaluation,
             outcomes,
             redacted=self.is_redacted,
-            duplicates=self.duplicates,
-            min_grade=self.settings.min_grade,
             limit=self.settings.worst,
-            floor=self.settings.floor_for(stage),
         )
         if ci is not None:
             explanation.insert(
@@ -426,6 +501,7 @@ class RetrievalSession:
                 f"[{ci[0]:.4f}, {ci[1]:.4f}]",
             )
         return Score(
+            recorder=self.record_score,
             ci=ci,
             spec=spec,
             value=value,
@@ -451,9 +527,50 @@ class RetrievalSession:
         )
         return (ci.low, ci.high)
 
-    def _record(self, outcome: GateOutcome) -> None:
+    def _record(self, outcome: GateOutcome) -> bool:
+        """Append ``outcome``; False (nothing appended) when its test already recorded the same
+        gate: a Score compared twice, or a Score twin and its ``assert_*`` gate, is one gate."""
+        key = _gate_key(outcome) if outcome.nodeid is not None else None
         with self._lock:
+            if outcome.kind in TEST_KINDS and any(
+                o.kind in TEST_KINDS and _gate_key(o) == key for o in self.gate_outcomes
+            ):
+                return False
             self.gate_outcomes.append(outcome)
+            return True
+
+    def record_score(self, score: Score, op: str, threshold: float) -> None:
+        """Record a Score twin compared with a number (``assert recall_at(50) >= 0.9``) as a
+        gate of kind ``score`` (:func:`.judge.judge`, the message an ``assert_*`` gate has).
+
+        It raises nothing (the user's ``assert`` does). Compared in a test, a comparison that does
+        not hold stays only if the test fails (:meth:`settle_test`): one side of an ``or`` that
+        held, an ``if`` or ``assert not (...)`` is not a failed gate.
+        """
+        outcome = judge(
+            score,
+            score.spec,
+            Selection(score.stage, score.split, score.slice),
+            op,
+            threshold,
+            confidence=self.settings.confidence,
+            kind="score",
+            name=None,
+            nodeid=self.current_test,
+        )
+        if self._record(outcome) and not outcome.passed and outcome.nodeid is not None:
+            with self._lock:
+                self._unsettled.append(outcome)
+
+    def settle_test(self, *, failed: bool) -> None:
+        """The test that is ending ``failed`` or not: keep its failed Score comparisons only if
+        it failed (the comparison then was its failing assertion, or beside it)."""
+        with self._lock:
+            unsettled, self._unsettled = self._unsettled, []
+            if failed or not unsettled:
+                return
+            drop = {id(o) for o in unsettled}
+            self.gate_outcomes = [o for o in self.gate_outcomes if id(o) not in drop]
 
     def check(
         self,
@@ -557,24 +674,45 @@ class RetrievalSession:
                 self._family = computed
             return self._family
 
+    def ledger_baseline_for(self, budget: Budget) -> LedgerBaseline | None:
+        """The baseline ``budget`` takes from the run ledger (its ``since=`` anchor's entry, or
+        the merge-base's), or None when it is compared with the baseline file."""
+        if budget.since is not None:
+            return self.ledger_baselines.get(budget.since)
+        if self.settings.merge_base:
+            return self.ledger_baselines.get(None)
+        return None
+
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
-        """Check one budget against the loaded baseline; record and return the outcome."""
+        """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
+        record and return the outcome."""
         from .regression import compare
 
         if self.settings.update_baseline:
             reason = "this run updates the baseline; regressions are checked on the next run"
             self.on_skip(reason)
         self._require_run()
+        source = self.ledger_baseline_for(budget)
+        if source is not None and source.skip is not None:
+            # No entry to compare with (a new ledger): skipped with the fix, never red.
+            with self._lock:
+                self.regression_outcomes.append(runledger.skipped(budget, source.skip))
+            self.on_skip(source.skip)
+        against = runbaseline.against(self, budget)
         # The stages compared (stage=S with S; else the final stage of each side, whatever
         # their names) are the regression rule's: regression_pairs.compared_stages.
         outcome = compare(
-            self.baseline,
+            self.baseline if against is None else against.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            options=runbaseline.compare_options(self.settings),
-            baseline_path=baseline_path,
+            options=runbaseline.compare_options(self.settings, self.conventions)
+            if against is None
+            else against.options,
+            baseline_path=baseline_path if against is None else against.path,
             family_result=self.regression_family(baseline_path=baseline_path),
         )
+        if source is not None and source.note:
+            outcome = dataclasses.replace(outcome, message=f"{outcome.message}\n{source.note}")
         with self._lock:
             self.regression_outcomes.append(outcome)
         if outcome.status == "skipped":

@@ -32,6 +32,9 @@ from .optionvalues import InvalidValue
 
 #: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).
 DEFAULT_CACHE_DIR = ".retrieval-cache"
+#: The keyword of ``retrieval_baseline`` that takes the baseline from the run ledger; read
+#: before paths are resolved (a file of that name is written ``./merge-base``).
+MERGE_BASE = "merge-base"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,8 @@ class Settings:
     short_rankings: str = "warn"
     id_check: str = "on"
     depth: int | None = None
+    max_depth: int | None = None
+    cutoff_unit: str = "documents"
     cache: str = "off"
     cache_dir: str | None = None
     index_version: str | None = None
@@ -69,6 +74,7 @@ class Settings:
     heldout: bool = False
     heldout_details: bool = False
     thresholds: tuple[str, ...] = ()
+    #: The gates file: None finds retrieval-gates.yaml in the rootdir, "" is none at all.
     gates_file: str | None = None
     summary: str = "compact"
     worst: int = 5
@@ -88,6 +94,14 @@ class Settings:
     budget_test: str = "drop"
     determinism_probe: int = 5
     baseline_runs: int = 1
+    ledger: str | None = None
+    target_branch: str | None = None
+
+    @property
+    def merge_base(self) -> bool:
+        """True when the baseline is the merge-base's run in the ledger
+        (``retrieval_baseline = merge-base``), not a file."""
+        return self.baseline == MERGE_BASE
 
     @property
     def active(self) -> bool:
@@ -118,12 +132,6 @@ class Settings:
         """True when metrics are scored per duplicate group (a file or ``dedup``)."""
         return self.duplicates is not None or self.dedup != "off"
 
-    def floor_for(self, stage: str) -> float | None:
-        """The score floor of ``stage`` (its own, else the default one); None when unset.
-        ``-inf`` is ``empty`` (any result answers)."""
-        floors = dict(self.score_floor)
-        return floors.get(stage, floors.get(""))
-
     def floors_dict(self) -> dict[str, float | str]:
         """The floors as builtins (``"*"`` for every stage, ``"empty"`` for -inf)."""
         return {
@@ -149,8 +157,9 @@ class Settings:
     def affecting_numbers(self) -> dict[str, Any]:
         """The settings that change metric values (recorded in baselines and artifacts).
 
-        ``unjudged`` is recorded only when it is not the default, so baselines written before
-        the setting existed (which scored unjudged documents as non-relevant) stay comparable.
+        ``unjudged`` and ``cutoff_unit`` are recorded only when they are not the default, so
+        baselines written before the settings existed (which scored unjudged documents as
+        non-relevant, K in documents) stay comparable.
         """
         out: dict[str, Any] = {
             "gain": self.gain,
@@ -164,6 +173,8 @@ class Settings:
             out["dedup"] = "file" if self.duplicates is not None else self.dedup
         if self.unjudged != "nonrelevant":
             out["unjudged"] = self.unjudged
+        if self.cutoff_unit != "documents":
+            out["cutoff_unit"] = self.cutoff_unit
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -212,11 +223,15 @@ def resolve(
             base = cli_base
         else:
             ini_value = ini.get(option.name)
-            if ini_value not in (None, "", [], ()):
+            # pytest gives None for a key the ini file lacks, "" for one written empty.
+            if ini_value not in (None, "", [], ()) or (option.empty_is_off and ini_value == ""):
                 raw = ini_value
                 from_ini = True
                 base = ini_base
         if raw is None:
+            continue
+        if option.empty_is_off and isinstance(raw, str) and not raw.strip():
+            values[option.name] = ""  # off: not the default, which may find a file by itself
             continue
         named = option.flag_name if option.flag else option.ini
         where = partial(_where, option, from_ini=from_ini, overridden=overridden, ini=ini_source)
@@ -237,7 +252,9 @@ def resolve(
                 Problem(str(exc), fix=f"see `pytest --help` for {named}", source=where(shown))
             )
             continue
-        if option.is_path and base is not None:
+        if option.name == "baseline" and value == MERGE_BASE:
+            pass  # the keyword, never a path
+        elif option.is_path and base is not None:
             value = _resolve_paths(value, base)
         values[option.name] = value
     depth, ks = values.get("depth"), values.get("ks", DEFAULT_KS)
@@ -248,6 +265,18 @@ def resolve(
                 f"({max(ks)}): metrics at K > {depth} would be scored on a shorter list",
                 fix=f"raise retrieval_depth to at least {max(ks)}, or drop the larger cutoffs",
                 source="retrieval_depth",
+            )
+        )
+    max_depth = values.get("max_depth")
+    if max_depth is not None and max_depth < max(depth or 0, max(ks)):
+        wanted = max(depth or 0, max(ks))
+        problems.append(
+            Problem(
+                f"retrieval_max_depth = {max_depth} is below the depth of the first call "
+                f"({wanted}): no query could be asked again deeper",
+                fix=f"raise retrieval_max_depth above {wanted} (default 10 x the first depth), "
+                "or remove it",
+                source="retrieval_max_depth",
             )
         )
     if values.get("duplicates") is not None and values.get("dedup", "off") != "off":

@@ -75,14 +75,31 @@ CREATE TABLE IF NOT EXISTS shards (
 # --- the compact codec ------------------------------------------------------------------------
 
 
+def _depth_fields(outcome: QueryOutcome) -> dict[str, Any]:
+    """The ids as returned, the depth asked and why asking deeper failed, where present."""
+    extra: dict[str, Any] = {}
+    if outcome.returned:
+        extra["returned"] = outcome.returned
+    if outcome.asked is not None:
+        extra["asked"] = outcome.asked
+    if outcome.deeper_error is not None:
+        extra["deeper_error"] = outcome.deeper_error
+    return extra
+
+
 def encode_outcome(outcome: QueryOutcome) -> list[Any]:
     """One outcome as a short JSON-ready array (``[id, rankings, latency, error, type, stage,
-    scores]``, the trailing fields left out when empty)."""
+    scores, depth]``, the trailing fields left out when empty; ``depth`` holds the ids as
+    returned where they repeated, the depth asked when it was not the run's, and why asking
+    deeper failed)."""
     row: list[Any] = [outcome.query_id, outcome.rankings, outcome.latency_ms]
-    if outcome.error is not None or outcome.scores:
+    extra = _depth_fields(outcome)
+    if outcome.error is not None or outcome.scores or extra:
         row += [outcome.error, outcome.error_type, outcome.error_stage]
-    if outcome.scores:
+    if outcome.scores or extra:
         row.append(outcome.scores)
+    if extra:
+        row.append(extra)
     return row
 
 
@@ -92,6 +109,7 @@ def decode_outcome(row: Sequence[Any]) -> QueryOutcome:
     if len(row) > 3:
         error, error_type, error_stage = row[3], row[4], row[5]
     scores = row[6] if len(row) > 6 else {}
+    extra = row[7] if len(row) > 7 else {}
     return QueryOutcome(
         query_id=row[0],
         rankings={stage: tuple(ranking) for stage, ranking in row[1].items()},
@@ -100,6 +118,9 @@ def decode_outcome(row: Sequence[Any]) -> QueryOutcome:
         error_type=error_type,
         error_stage=error_stage,
         scores={stage: tuple(values) for stage, values in scores.items()},
+        returned={stage: tuple(ids) for stage, ids in extra.get("returned", {}).items()},
+        asked=extra.get("asked"),
+        deeper_error=extra.get("deeper_error"),
     )
 
 

@@ -1,10 +1,15 @@
 """A snapshot: per-query quality of one run, comparable with another run's.
 
 A **snapshot** holds, per query (outside the held-out split) and per stage, every metric's value,
-the rank of each relevant document and the ranking to the retrieval depth; plus the golden-set
-fingerprint, a label hash per query, the query's judgments and a hash of its text (schema
-version 2: what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings against
-new labels, see :mod:`pytest_retrieval.rescore`), and the settings that change numbers.
+the rank of each relevant document and the whole document ranking that was scored (and the ids
+as returned where they repeated); plus the golden-set fingerprint, a label hash per query, the
+query's judgments and a hash of its text (what lets ``--retrieval-baseline-mode=rescore``
+re-score the stored rankings against new labels exactly as a fresh baseline would, see
+:mod:`pytest_retrieval.rescore`), and the settings that change numbers.
+
+Schema versions: 3 (written now) keeps the whole rankings; 2 kept each ranking cut at the
+retrieval depth (``settings["depth"]``, :func:`stored_cut`), so a metric scored on the whole
+ranking cannot always be re-scored from it; 1 kept the top 10 and no judgments.
 
 This module is the model: :class:`Snapshot` and its document form (``to_dict`` / ``from_dict``,
 floats rounded to :data:`DECIMALS` decimals), built from a run's evaluations
@@ -30,7 +35,9 @@ from .golden import GoldenSet
 from .stages import final_stage
 
 BASELINE_SCHEMA = "pytest-retrieval/baseline"
-BASELINE_SCHEMA_VERSION = 2
+BASELINE_SCHEMA_VERSION = 3
+#: How many ids of each ranking a version-1 snapshot kept.
+TOP_KEPT = 10
 #: Decimals kept for every float in a baseline (enough for 4-decimal reports, short diffs).
 DECIMALS = 6
 
@@ -76,7 +83,9 @@ class QuerySnapshot:
     labels: str
     metrics: Mapping[str, Mapping[str, float | None]]  # stage -> metric -> value
     relevant_ranks: Mapping[str, Mapping[str, int | None]]  # stage -> doc -> rank (None: missing)
-    top: Mapping[str, tuple[str, ...]]  # stage -> the ranking, to the retrieval depth
+    #: stage -> the document ranking that was scored, whole (version 3; version 2 cut it at the
+    #: retrieval depth, version 1 at 10: :func:`stored_cut`).
+    top: Mapping[str, tuple[str, ...]]
     #: stage -> metric -> run-to-run standard deviation (ddof=1) over the baseline's runs; empty
     #: for a single-run snapshot (the key is then left out of the file).
     spread: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
@@ -84,6 +93,10 @@ class QuerySnapshot:
     judgments: Mapping[str, int] | None = None
     #: :func:`text_hash` of the query text (version 2; ``None`` in a version-1 baseline).
     text: str | None = None
+    #: stage -> the ids as returned (repeats kept), whole, for the stages where they differ
+    #: from the document ranking: what re-scoring ``distinct@K`` and K counted in results
+    #: needs. Empty when nothing repeated (the key is then left out of the file).
+    returned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins, floats rounded."""
@@ -107,6 +120,8 @@ class QuerySnapshot:
             out["judgments"] = dict(self.judgments)
         if self.text is not None:
             out["text"] = self.text
+        if self.returned:
+            out["returned"] = {s: list(r) for s, r in self.returned.items()}
         return out
 
     @classmethod
@@ -124,6 +139,7 @@ class QuerySnapshot:
             spread={s: dict(v) for s, v in (data.get("spread") or {}).items()},
             judgments=dict(judgments) if isinstance(judgments, Mapping) else None,
             text=str(text) if text is not None else None,
+            returned={s: tuple(r) for s, r in (data.get("returned") or {}).items()},
         )
 
 
@@ -275,37 +291,53 @@ def _first_ranks(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, i
     return {doc: first.get(doc) for doc in relevant}
 
 
+def stored_cut(snapshot: Snapshot) -> int | None:
+    """How far the stored rankings of ``snapshot`` may have been cut: None when they are whole
+    (schema version 3, or a version-2 snapshot that recorded no depth), else the depth they
+    were cut at (version 2: ``settings["depth"]``; version 1: the top 10). A stored ranking
+    shorter than the cut was not cut."""
+    if snapshot.schema_version >= 3:
+        return None
+    if snapshot.schema_version < 2:
+        return TOP_KEPT
+    raw = snapshot.settings.get("depth")
+    return raw if type(raw) is int and raw > 0 else None
+
+
 def build_snapshot(
     visible: GoldenSet,
     per_stage: Mapping[str, Evaluation],
     ranking_of: Callable[[str, str], tuple[str, ...]],
     *,
     metric_names: Sequence[str],
-    min_grade: int,
     settings: Mapping[str, Any],
     heldout_ids: Sequence[str] = (),
     index_version: str | None = None,
+    returned_of: Callable[[str, str], tuple[str, ...] | None] | None = None,
 ) -> Snapshot:
     """Per-query values, relevant ranks, judgments and rankings of every ``visible`` query.
 
-    Each ranking is kept to ``settings["depth"]`` (the depth asked of the retriever) when the
-    settings record one, else whole. Held-out queries never enter with per-query detail:
-    ``heldout_ids`` (when the split is unsealed) only adds their means.
+    What is relevant (for the ranks kept) is each evaluation's own ``min_grade``
+    (:attr:`.Evaluation.conventions`: the values and the ranks come from one convention).
+    Each ranking is kept whole, as it was scored (a metric without a cutoff reads all of it, so
+    the rescore mode needs all of it); ``returned_of(qid, stage)`` gives the ids as returned
+    where they differ from the ranking (None elsewhere), kept whole too. Held-out queries never
+    enter with per-query detail: ``heldout_ids`` (when the split is unsealed) only adds their
+    means.
     """
     stages = tuple(per_stage)
-    raw_depth = settings.get("depth")
-    depth = raw_depth if type(raw_depth) is int and raw_depth > 0 else None
     columns = {
         stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in per_stage.items()
     }
     names = list(metric_names)
     stage_columns = {stage: [e.columns[n] for n in names] for stage, e in per_stage.items()}
+    grades = {stage: e.conventions.min_grade for stage, e in per_stage.items()}
     queries: dict[str, QuerySnapshot] = {}
     for query in visible:
-        relevant = [d for d, g in query.judgments.items() if g >= min_grade]
         metrics: dict[str, dict[str, float | None]] = {}
         ranks: dict[str, dict[str, int | None]] = {}
         tops: dict[str, tuple[str, ...]] = {}
+        as_returned: dict[str, tuple[str, ...]] = {}
         for stage in stages:
             row = columns[stage].get(query.id)
             metrics[stage] = (
@@ -314,8 +346,12 @@ def build_snapshot(
                 else dict.fromkeys(names)
             )
             ranking = ranking_of(query.id, stage)
+            relevant = [d for d, g in query.judgments.items() if g >= grades[stage]]
             ranks[stage] = _first_ranks(ranking, relevant)
-            tops[stage] = tuple(ranking[:depth]) if depth is not None else tuple(ranking)
+            tops[stage] = tuple(ranking)
+            given = returned_of(query.id, stage) if returned_of is not None else None
+            if given is not None:
+                as_returned[stage] = tuple(given)
         queries[query.id] = QuerySnapshot(
             split=query.split,
             slices=query.slices,
@@ -325,6 +361,7 @@ def build_snapshot(
             top=tops,
             judgments=dict(query.judgments),
             text=text_hash(query.text),
+            returned=as_returned,
         )
     heldout: dict[str, Any] = {}
     if heldout_ids:
@@ -385,6 +422,7 @@ def average_snapshots(runs: Sequence[Snapshot]) -> Snapshot:
             relevant_ranks=query.relevant_ranks,
             top=query.top,
             spread=spread,
+            returned=query.returned,
         )
     return Snapshot(
         fingerprint=first.fingerprint,

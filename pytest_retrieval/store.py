@@ -26,17 +26,30 @@ written with ``INSERT OR REPLACE`` on the key hash, so two writers of one key le
 
 Damage: a file that is not an SQLite database (random bytes), an SQLite database of another
 program, a cache of an unknown schema version, or a damaged file (truncated, a row whose checksum
-does not match) raises :class:`CacheCorrupt` naming the file and the fix (delete it or run
-``pytest-retrieval cache clear``). Nothing is ever returned from such a file; :meth:`RunCache.
-rebuild` moves it aside and starts an empty cache.
+does not match) raises :class:`CacheCorrupt` naming the file, what it is (:attr:`CacheCorrupt.
+kind`) and the fix. Nothing is ever returned from such a file.
+
+Ownership: pytest-retrieval deletes or moves aside only a file it can tell it wrote: an SQLite
+file carrying its ``application_id`` in the header (:func:`is_our_cache`), damaged or of
+another schema version (``kind == "damaged"``; :meth:`RunCache.rebuild`, ``cache clear``).
+Another program's SQLite database (``"foreign"``) and a file that is not SQLite at all
+(``"unknown"``: nothing says whose it is) are never deleted nor moved: the message says to move
+it away or to point ``retrieval_cache_dir`` at another folder.
+
+Read-only: a cache in a folder (or a file) that cannot be written is opened read-only
+(:attr:`RunCache.read_only`): hits are served, nothing is stored, and the messages say
+"read-only", never "damaged". A cache that does not exist yet in a read-only folder is
+``kind == "read-only"``: there is nothing to read, and it cannot be created.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -67,25 +80,97 @@ BUSY_TIMEOUT_S = 60.0
 _K = TypeVar("_K")
 
 
-class CacheCorrupt(Exception):
-    """The cache file cannot be trusted; its message names the file and the fix.
+#: What a :class:`CacheCorrupt` is about: ``damaged`` (ours, broken or of another schema
+#: version: it may be deleted or moved aside), ``foreign`` (another program's SQLite database),
+#: ``unknown`` (not an SQLite database: whose, nothing says), ``read-only``, ``locked``,
+#: ``unusable`` (its folder cannot be created, a directory is in its place).
+CacheProblem = Literal["damaged", "foreign", "unknown", "read-only", "locked", "unusable"]
 
-    The caller turns it into a warning and runs without the cache (or calls
-    :meth:`RunCache.rebuild`); it is never read as results.
+
+class CacheCorrupt(Exception):
+    """The cache file cannot be used as it is; its message names the file, what is wrong and
+    the fix, which depends on :attr:`kind` (only a ``damaged`` file, one of ours, is ever
+    deleted or moved: :attr:`ours`).
+
+    The caller turns it into a warning and runs without the cache (or, for a damaged file,
+    calls :meth:`RunCache.rebuild`); it is never read as results.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], reason: str, *, fix: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        reason: str,
+        *,
+        fix: str | None = None,
+        kind: CacheProblem = "damaged",
     ) -> None:
         self.path = os.fspath(path)
         self.reason = reason
+        self.kind: CacheProblem = kind
         if fix is None:
-            fix = (
-                "delete the file or run `pytest-retrieval cache clear --cache-dir "
-                f"{Path(self.path).parent}`"
-            )
+            fix = _default_fix(Path(self.path), kind)
         self.fix = fix
         super().__init__(f"retrieval cache {self.path}: {reason}; it was not used ({fix})")
+
+    @property
+    def ours(self) -> bool:
+        """True when the file is a cache pytest-retrieval wrote (damaged): the one kind that
+        ``cache clear`` deletes and ``refresh`` moves aside."""
+        return self.kind == "damaged"
+
+
+def _default_fix(path: Path, kind: CacheProblem) -> str:
+    if kind == "damaged":
+        return f"delete the file or run `pytest-retrieval cache clear --cache-dir {path.parent}`"
+    if kind in ("foreign", "unknown"):
+        return (
+            "it is not a file pytest-retrieval wrote, so it was left as it is: move it out "
+            "of the folder, or set retrieval_cache_dir (--cache-dir) to another folder"
+        )
+    if kind == "read-only":
+        return (
+            "make the folder writable, or set retrieval_cache_dir to a writable folder; "
+            "the retriever is called for what the cache cannot serve"
+        )
+    return "set retrieval_cache_dir to a folder of its own"
+
+
+#: The first 16 bytes of every SQLite database file.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_our_cache(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is an SQLite file whose header carries our ``application_id``
+    (bytes 68..71, big-endian): a cache pytest-retrieval created, whatever state it is in now
+    (truncated, damaged rows, another schema version). An SQLite file cut inside its header,
+    before the application id, counts too: nothing any program wrote survives in it."""
+    header = _header(path)
+    if not header.startswith(_SQLITE_MAGIC):
+        return False
+    return len(header) < 72 or int.from_bytes(header[68:72], "big") == APPLICATION_ID
+
+
+def _header(path: str | os.PathLike[str]) -> bytes:
+    """The first 100 bytes of a regular file (b"" for anything else: a FIFO would block)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 100) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _writable(path: Path) -> bool:
+    """Whether the cache at ``path`` can be written: its folder (SQLite creates its journal
+    and WAL files there) and the file itself, if it exists."""
+    folder = path.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    return not path.exists() or os.access(path, os.W_OK)
 
 
 def mode_reads(mode: str) -> bool:
@@ -168,29 +253,52 @@ class RunCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CacheCorrupt(
-                self.path, f"its folder cannot be created ({exc.strerror or exc})"
+                self.path,
+                f"its folder cannot be created ({exc.strerror or exc})",
+                kind="read-only" if exc.errno in (errno.EACCES, errno.EROFS) else "unusable",
             ) from None
         if self.path.is_dir():
-            raise CacheCorrupt(self.path, "is a directory, not a cache file")
+            raise CacheCorrupt(self.path, "is a directory, not a cache file", kind="unusable")
         from .reading import not_a_regular_file
 
         kind = not_a_regular_file(self.path)
         if kind is not None:  # SQLite would wait on a FIFO, or read a device
-            raise CacheCorrupt(self.path, f"is not a regular file but {kind}")
+            raise CacheCorrupt(self.path, f"is not a regular file but {kind}", kind="unusable")
+        #: True when the folder or the file cannot be written: hits are read, nothing is stored.
+        self.read_only = not _writable(self.path)
+        if self.read_only and not self.path.exists():
+            raise CacheCorrupt(
+                self.path,
+                f"does not exist, and its folder {self.path.parent} is read-only, so it cannot "
+                "be created",
+                kind="read-only",
+            )
         self._connection = self._open()
 
     # Opening, with every way a file can fail to be ours turned into CacheCorrupt.
 
     def _open(self) -> sqlite3.Connection:
+        target: str | Path = self.path
+        if self.read_only:
+            # Read-only, SQLite cannot create the shared-memory file WAL readers need: the file
+            # is opened immutable (nothing can write it meanwhile, its folder being read-only),
+            # unless a write-ahead log holds entries not yet in the file.
+            wal = self.path.with_name(self.path.name + "-wal")
+            immutable = "" if wal.exists() and wal.stat().st_size else "&immutable=1"
+            target = f"{self.path.resolve().as_uri()}?mode=ro{immutable}"
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below), so a
             # writer takes the write lock up front and waits on the busy timeout, instead of
             # deadlocking on a read lock upgraded to a write lock.
             connection = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                target,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.read_only,
             )
         except sqlite3.Error as exc:
-            raise CacheCorrupt(self.path, f"cannot be opened ({exc})") from None
+            raise CacheCorrupt(self.path, f"cannot be opened ({exc})", kind="unusable") from None
         try:
             self._check_and_initialise(connection)
         except BaseException:
@@ -209,6 +317,12 @@ class RunCache:
                 application_id, version, tables = self._identity(connection)
             finally:
                 connection.execute("COMMIT")
+            if application_id == 0 and not tables and self.read_only:
+                raise CacheCorrupt(
+                    self.path,
+                    "is empty and read-only: there is nothing to read, and nothing can be stored",
+                    kind="read-only",
+                )
             if application_id == 0 and not tables:
                 # A new (or empty) file: make it ours, once, under the write lock; another
                 # process may be doing the same, hence the second look inside the lock.
@@ -233,6 +347,7 @@ class RunCache:
                     self.path,
                     f"is an SQLite database of another program (tables: {listed}), not a "
                     "pytest-retrieval cache",
+                    kind="foreign",
                 )
             page_size = int(connection.execute("PRAGMA page_size").fetchone()[0])
             size = _file_bytes(self.path, wal=False)
@@ -249,6 +364,8 @@ class RunCache:
                     f"was written with cache schema version {version}; this version of "
                     f"pytest-retrieval reads version {SCHEMA_VERSION}",
                 )
+            if self.read_only:
+                return
             # WAL: readers do not block the writer nor the writer the readers. The mode stays
             # with the file: only its first opener switches.
             mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
@@ -283,13 +400,23 @@ class RunCache:
                     fix="look for a hung pytest process using the same cache, or try again",
                 ) from None
             message = str(exc)
-            if "not a database" in message:
-                reason = "is not an SQLite database (a damaged or foreign file)"
+            ours = is_our_cache(self.path)
+            kind: CacheProblem = "damaged" if ours else "unknown"
+            if "readonly" in message.replace(" ", "") or "read-only" in message:
+                reason = f"is read-only ({message}): nothing can be stored in it"
+                kind = "read-only"
+            elif "not a database" in message:
+                reason = (
+                    "is damaged (its header says it is a pytest-retrieval cache, and SQLite "
+                    "cannot read it)"
+                    if ours
+                    else "is not an SQLite database, so not a cache pytest-retrieval wrote"
+                )
             elif "malformed" in message or "corrupt" in message:
                 reason = f"is damaged, e.g. truncated ({message})"
             else:
                 reason = f"cannot be read ({message})"
-            raise CacheCorrupt(self.path, reason) from None
+            raise CacheCorrupt(self.path, reason, kind=kind) from None
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -358,7 +485,15 @@ class RunCache:
         self.put_many([(key, entry)])
 
     def put_many(self, items: Iterable[tuple[CacheKey, CacheEntry]]) -> int:
-        """Store every (key, entry) in one transaction; return how many were written."""
+        """Store every (key, entry) in one transaction; return how many were written. A
+        read-only cache raises :class:`CacheCorrupt` (``kind == "read-only"``)."""
+        if self.read_only:
+            raise CacheCorrupt(
+                self.path,
+                f"is read-only (its folder {self.path.parent} or the file cannot be written): "
+                "nothing was stored",
+                kind="read-only",
+            )
         now = time.time()
         rows = []
         for key, entry in items:
@@ -436,7 +571,15 @@ class RunCache:
                 self._verified(digest, value, checksum, created)
 
     def clear(self) -> int:
-        """Delete every entry; return how many there were."""
+        """Delete every entry; return how many there were. A read-only cache raises
+        :class:`CacheCorrupt` (``kind == "read-only"``) and keeps them."""
+        if self.read_only:
+            raise CacheCorrupt(
+                self.path,
+                f"is read-only (its folder {self.path.parent} or the file cannot be written)",
+                fix="make the folder and the file writable to clear it",
+                kind="read-only",
+            )
         with self._translating_errors():
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -452,8 +595,10 @@ class RunCache:
 
     @classmethod
     def rebuild(cls, path: str | os.PathLike[str]) -> RunCache:
-        """Move a damaged file aside (``<name>.corrupt``, replacing an older one) and open an
-        empty cache in its place. Only for a file :class:`CacheCorrupt` was raised about."""
+        """Move a damaged file of ours aside (``<name>.corrupt``, replacing an older one) and
+        open an empty cache in its place. Only for a file :class:`CacheCorrupt` was raised
+        about with :attr:`~CacheCorrupt.ours`; any other file raises :class:`CacheCorrupt`
+        again and is left as it is (see :func:`remove_cache_file`)."""
         target = Path(path)
         remove_cache_file(target, keep_as=target.with_name(target.name + ".corrupt"))
         return cls(target)
@@ -461,9 +606,30 @@ class RunCache:
 
 def remove_cache_file(path: str | os.PathLike[str], *, keep_as: Path | None = None) -> bool:
     """Delete the cache file and its WAL/shared-memory companions, whatever their state; or
-    rename the main file to ``keep_as``. Return whether a main file was there."""
+    rename the main file to ``keep_as``. Return whether a main file was there.
+
+    Only a file of ours (:func:`is_our_cache`) is deleted or moved: any other one (another
+    program's database, a file that is not SQLite) raises :class:`CacheCorrupt` naming it,
+    and it and its companions are left as they are."""
     target = Path(path)
     existed = target.exists()
+    if keep_as is not None and keep_as.exists() and not is_our_cache(keep_as):
+        raise CacheCorrupt(
+            keep_as,
+            "is in the way of the damaged cache it would keep, and it is not a file "
+            "pytest-retrieval wrote",
+            kind="unusable",
+            fix="move it away, then run again",
+        )
+    if existed and not is_our_cache(target):
+        sqlite = _header(target).startswith(_SQLITE_MAGIC)
+        raise CacheCorrupt(
+            target,
+            "is an SQLite database of another program, not a pytest-retrieval cache"
+            if sqlite
+            else "is not an SQLite database, so not a cache pytest-retrieval wrote",
+            kind="foreign" if sqlite else "unknown",
+        )
     if existed:
         if keep_as is not None:
             os.replace(target, keep_as)

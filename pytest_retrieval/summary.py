@@ -1,19 +1,24 @@
-"""The session's summary, as every report shows it: the table of scores and the latencies.
+"""The session's summary, as every report shows it: the table of scores, the latencies, the depth.
 
 The table has one row per configured metric (at each K) and one column per selection:
-``overall``, each slice, and the held-out split when it is unsealed (its aggregates only).
-Latencies are the p50 and p95 of one stage over the queries that were called (cached queries
-have none).
+``overall``, each slice, and the held-out split when it is unsealed (its aggregates only). A
+metric that a gate would refuse at a stage (:func:`.shortrankings.depth_problem`: every ranking
+shorter than its K) shows no number (:func:`shown_means`), so no cell prints a number a gate
+refuses. Latencies are the p50 and p95 of one stage over the queries that were called (cached
+queries have none). :func:`depth_facts` says how deep the retriever was asked and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .gates import Selection
+from .metrics import MetricSpec
+from .retriever import RETRIEVER_STAGE
 
 if TYPE_CHECKING:
+    from .evaluate import Evaluation
     from .golden import GoldenSet
     from .retriever import QueryOutcome
     from .session import RetrievalSession
@@ -47,19 +52,109 @@ def columns(golden: GoldenSet, heldout: str, *, unsealed: bool) -> list[tuple[st
     return cols
 
 
+def refused(
+    session: RetrievalSession, stage: str, specs: Iterable[MetricSpec] | None = None
+) -> frozenset[str]:
+    """The metrics of ``specs`` (default: the configured ones) a gate would refuse at
+    ``stage`` (every ranking shorter than their K: :func:`.shortrankings.depth_problem`)."""
+    from .evaluate import measured_unit
+    from .shortrankings import Measured, depth_problem
+
+    if not session.has_run:
+        return frozenset()
+    measured: Measured = {}
+    wanted = session.settings.metric_specs if specs is None else tuple(specs)
+    # Whether a metric is refused depends on its K and on what its K counts, not on the
+    # metric: one check per (unit, K).
+    unit = session.settings.cutoff_unit
+    first: dict[tuple[str, int], MetricSpec] = {}
+    for spec in wanted:
+        if spec.k is not None:
+            first.setdefault((measured_unit(spec, unit), spec.k), spec)
+    refused_keys = {
+        key
+        for key, spec in first.items()
+        if depth_problem(session, spec, stage, measured) is not None
+    }
+    return frozenset(
+        str(s) for s in wanted if s.k is not None and (measured_unit(s, unit), s.k) in refused_keys
+    )
+
+
+def shown_means(evaluation: Evaluation, refused: Collection[str]) -> dict[str, float | None]:
+    """The means a report shows: ``evaluation``'s, with None for the ``refused`` metrics
+    (:func:`refused`)."""
+    means = evaluation.means
+    for name in refused:
+        if name in means:
+            means[name] = None
+    return means
+
+
 def table(session: RetrievalSession, stage: str) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows) of the summary: each metric at each K by overall/slices/held-out."""
     specs = session.settings.metric_specs
     evaluation = session.evaluation(stage, specs)
+    no_number = refused(session, stage)
     headers = ["metric"]
     subsets = []
     for label, selection in session.columns():
         queries = session.select(selection)
         sub = evaluation.restrict(q.id for q in queries)
         headers.append(f"{label} (n={sub.evaluated})")
-        subsets.append(sub)
+        subsets.append(shown_means(sub, no_number))
     rows = []
     for spec in sorted(specs, key=lambda s: s.sort_key):
         name = str(spec)
-        rows.append([name, *(sub.means[name] for sub in subsets)])
+        rows.append([name, *(means[name] for means in subsets)])
     return headers, rows
+
+
+def depth_facts(session: RetrievalSession) -> dict[str, Any] | None:
+    """How deep the retriever was asked (the depth plan) and what came of it: how many queries
+    were asked again deeper, the deepest call, how many rankings collapsed (ids repeated, chunks
+    of one document); None without a live run."""
+    plan = session.depth_plan
+    if plan is None or not session.outcomes:
+        return None
+    ran = [o for o in session.outcomes.values() if RETRIEVER_STAGE in o.rankings and not o.error]
+    again = [o.asked for o in ran if o.asked is not None and o.asked > plan.first]
+    return {
+        **plan.to_dict(),
+        "queries": len(ran),
+        "asked_again": len(again),
+        "deepest": max(again, default=plan.first),
+        "collapsed": sum(1 for o in ran if RETRIEVER_STAGE in o.returned),
+    }
+
+
+def depth_is_news(session: RetrievalSession, facts: dict[str, Any]) -> bool:
+    """Whether the depth is worth a line in the compact summary (and a block in the artifact):
+    the retriever was asked deeper than the configured depth, a query was asked again, or
+    results collapsed into fewer documents."""
+    return bool(
+        facts["asked_again"] or facts["collapsed"] or facts["first"] != session.effective_depth
+    )
+
+
+def depth_line(session: RetrievalSession, *, full: bool = False) -> str | None:
+    """``depth: 10 results asked per query (the largest cutoff); 3 of 36 asked again, up to 40,
+    to fill 10 documents``: always with ``full``, otherwise when it is news."""
+    facts = depth_facts(session)
+    if facts is None or not (full or depth_is_news(session, facts)):
+        return None
+    if not facts["passed"]:
+        built = f" ({facts['built']} results)" if facts["built"] is not None else ""
+        return f"depth: cannot be handed to this retriever: it returns what it was built for{built}"
+    text = f"depth: {facts['first']} results asked per query ({facts['reason']})"
+    if facts["asked_again"]:
+        text += (
+            f"; {facts['asked_again']} of {facts['queries']} asked again, up to "
+            f"{facts['deepest']}, to fill {facts['fill']} documents"
+        )
+    elif facts["fill"] is not None and facts["collapsed"]:
+        text += (
+            f"; results collapsed into documents in {facts['collapsed']} rankings, none needed "
+            "asking again"
+        )
+    return text

@@ -9,6 +9,16 @@ escaping of user text on its way to a terminal, a CI log or Markdown.
 * :func:`for_terminal` escapes control characters in user text (an id, a doc id, an exception
   message), so user data can never start a line of output, and :func:`guard_lines` makes sure no
   line we print starts with ``::`` (a GitHub Actions workflow command) or ``##[``.
+* :func:`terminal_text` is both, line by line: what every line the package prints goes through
+  on its way out (the console script's one print helper, ``cli/output.py``, and the plugin's one
+  line writer), so a piece of user text that was not escaped where the message was built is
+  escaped there.
+
+What is escaped: the C0 and C1 control characters (NUL, BEL, ESC, CSI, ...; a tab is kept), the
+line and paragraph separators, lone surrogates and Unicode's bidirectional controls (the
+``Bidi_Control`` property: U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069), each as
+Python writes it (``\\x1b``, ``\\u202e``). Escaping is idempotent: escaped text has none of
+them left, so escaping a message again changes nothing.
 """
 
 from __future__ import annotations
@@ -59,8 +69,9 @@ def first_surrogate(text: str) -> str | None:
     return None
 
 
-# Bidirectional overrides and isolates reorder what a reader sees ("Trojan source").
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Bidirectional overrides, embeddings, isolates and marks reorder or hide what a reader sees
+# ("Trojan source"): Unicode's Bidi_Control property, in full.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _unsafe(ch: str) -> bool:
@@ -104,3 +115,24 @@ def guard_lines(text: str) -> str:
     if "::" not in text and "##[" not in text:
         return text
     return "\n".join(guard_line(line) for line in text.split("\n"))
+
+
+def terminal_text(text: object) -> str:
+    """``text`` made safe to print, line by line: within each line (split at ``\\n`` only) every
+    character :func:`for_terminal` escapes is escaped (a ``\\r`` too: it would overwrite the
+    line), and no line starts a workflow command (:func:`guard_line`). Our own messages are
+    unchanged by it; it is the last step before a terminal or a CI log."""
+    value = str(text)
+    if value.isascii() and value.isprintable():
+        return guard_line(value)
+    return "\n".join(guard_line(for_terminal(line)) for line in value.split("\n"))
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with every character
+    :func:`for_terminal` escapes written as a JSON ``\\uXXXX`` escape instead: the same
+    document, safe to print (such characters can only sit inside JSON strings)."""
+    if text.isascii() and "\x7f" not in text:
+        return text  # json escapes every ASCII control character already
+    # A raw line feed is the indentation's (inside a string json wrote \\n): it stays.
+    return "".join(f"\\u{ord(ch):04x}" if ch != "\n" and _unsafe(ch) else ch for ch in text)

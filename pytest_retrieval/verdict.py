@@ -145,30 +145,44 @@ class Verdict:
 
     gates: int
     failed_gates: int
+    #: Failed regression checks, whatever their status (``regression``, ``incomparable``,
+    #: ``missing``), and of them those that are no regression but could not compare.
     failed_regressions: int
     failed_queries: int
     queries: int
     stop: Stop | None = None
+    incomparable: int = 0
+    missing: int = 0
 
     @classmethod
     def count(
         cls,
         gates: Iterable[bool],
-        regressions: Iterable[bool],
+        regressions: Iterable[Status | bool],
         *,
         failed_queries: int,
         queries: int,
         stop: Stop | None = None,
     ) -> Verdict:
-        """From the ``passed`` flags of every threshold gate and every regression check."""
-        gate_flags, regression_flags = list(gates), list(regressions)
+        """From the ``passed`` flags of every threshold gate and the :class:`Status` of every
+        regression check (a bare ``passed`` flag counts a failure as a regression): a check
+        that failed as ``incomparable`` or ``missing`` is counted as such, not as a
+        regression."""
+        gate_flags = list(gates)
+        statuses = [
+            item if isinstance(item, Status) else (Status.PASS if item else Status.REGRESSION)
+            for item in regressions
+        ]
+        failed = [s for s in statuses if not s.passed]
         return cls(
-            gates=len(gate_flags) + len(regression_flags),
+            gates=len(gate_flags) + len(statuses),
             failed_gates=gate_flags.count(False),
-            failed_regressions=regression_flags.count(False),
+            failed_regressions=len(failed),
             failed_queries=failed_queries,
             queries=queries,
             stop=stop,
+            incomparable=failed.count(Status.INCOMPARABLE),
+            missing=failed.count(Status.MISSING),
         )
 
     @property
@@ -210,8 +224,9 @@ class Verdict:
 
     @property
     def headline(self) -> str:
-        """``3 of 21 gates failed`` / ``all 21 gates passed`` (and failed queries); for a
-        stopped run ``run refused, nothing scored (exit status 4)``."""
+        """``3 of 21 gates failed (2 regressions, 1 incomparable)`` / ``all 21 gates passed``
+        (and failed queries); for a stopped run ``run refused, nothing scored (exit status
+        4)``."""
         if self.stop is not None:
             return f"run {self.stop.status}, nothing scored (exit status {self.stop.exit_status})"
         parts = []
@@ -219,8 +234,13 @@ class Verdict:
             parts.append("no gates")
         elif self.failed:
             detail = []
-            if self.failed_regressions:
-                detail.append(_plural(self.failed_regressions, "regression"))
+            regressed = self.failed_regressions - self.incomparable - self.missing
+            if regressed:
+                detail.append(_plural(regressed, "regression"))
+            if self.incomparable:
+                detail.append(f"{self.incomparable} incomparable")
+            if self.missing:
+                detail.append(f"{self.missing} without a baseline")
             if self.failed_gates:
                 detail.append(_plural(self.failed_gates, "threshold"))
             parts.append(f"{self.failed} of {self.gates} gates failed ({', '.join(detail)})")

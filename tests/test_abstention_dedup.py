@@ -26,7 +26,7 @@ from pytest_retrieval.dedup import (
     parse_duplicates,
 )
 from pytest_retrieval.errors import GoldenSetError, InputError
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.evaluate import Conventions, evaluate
 from pytest_retrieval.formats.corpus import read_corpus_ids, read_corpus_texts
 from pytest_retrieval.metrics import MetricSpec
 from pytest_retrieval.settings import resolve
@@ -127,16 +127,17 @@ def test_the_sweep_keeps_at_most_its_points_spread_over_the_scores() -> None:
 
 def test_score_floor_settings_per_stage() -> None:
     settings = resolve({}, {"golden": "g.yaml", "score_floor": "retriever=0.5, reranker=0.2"})
-    assert settings.floor_for("retriever") == 0.5
-    assert settings.floor_for("reranker") == 0.2
+    conventions = Conventions.from_settings(settings)
+    assert conventions.floor_for("retriever") == 0.5
+    assert conventions.floor_for("reranker") == 0.2
     mixed = resolve({}, {"golden": "g.yaml", "score_floor": "0.4, reranker=empty"})
-    assert mixed.floor_for("retriever") == 0.4
-    assert mixed.floor_for("reranker") == -math.inf
+    assert Conventions.from_settings(mixed).floor_for("retriever") == 0.4
+    assert Conventions.from_settings(mixed).floor_for("reranker") == -math.inf
     assert mixed.floors_dict() == {"*": 0.4, "reranker": "empty"}
     assert mixed.affecting_numbers()["score_floor"] == {"*": 0.4, "reranker": "empty"}
     assert [str(s) for s in mixed.metric_specs][-2:] == ["abstain_rate", "answer_rate"]
     unset = resolve({}, {"golden": "g.yaml"})
-    assert unset.floor_for("retriever") is None
+    assert Conventions.from_settings(unset).floor_for("retriever") is None
     assert "score_floor" not in unset.affecting_numbers()  # old baselines stay comparable
     for bad, expected in [
         ("rerankr=0.2", "unknown stage 'rerankr'"),

@@ -726,7 +726,7 @@ CASES = [
         USAGE,
         (
             "baseline.json: baseline schema version 99 is not supported (this plugin reads "
-            "versions 1, 2)",
+            "versions 1, 2, 3)",
             "recreate it with --retrieval-update-baseline",
         ),
         ini={"retrieval_baseline": "baseline.json"},

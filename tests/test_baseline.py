@@ -183,7 +183,7 @@ def test_the_baseline_text_is_deterministic_sorted_indented_rounded_with_a_final
     assert document["heldout"][STAGE]["means"]["ndcg@10"] == 0.123457
     assert '"ndcg@10": 0.123457' in text
     assert "0.3333333" not in text
-    assert (document["schema"], document["schema_version"]) == ("pytest-retrieval/baseline", 2)
+    assert (document["schema"], document["schema_version"]) == ("pytest-retrieval/baseline", 3)
     assert document["golden"] == {"fingerprint": "fp-1", "queries": 3}
 
 

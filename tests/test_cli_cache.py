@@ -101,9 +101,14 @@ def test_clear_deletes_a_damaged_cache_so_the_next_run_starts_afresh(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = cache_file(tmp_path)
-    path.write_bytes(b"random bytes, not a database" * 300)
+    with RunCache(path) as cache:
+        cache.put_many(
+            (dataclasses.replace(KEY, query=f"q{i}"), CacheEntry(tuple(f"d{j}" for j in range(50))))
+            for i in range(200)
+        )
+    path.write_bytes(path.read_bytes()[:-100])  # cut mid-page: a damaged cache of ours
     assert main(["cache", "show", "--cache-dir", str(tmp_path)]) == EXIT_FAILED
-    assert "is not an SQLite database" in capsys.readouterr().err
+    assert "is damaged" in capsys.readouterr().err
     assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == EXIT_OK
     assert capsys.readouterr().out == (
         f"cleared the retrieval cache {path} (a damaged cache, deleted)\n"

@@ -232,3 +232,103 @@ def test_no_answer_topics_do_not_count_against_the_run(
     captured = capsys.readouterr()
     assert json.loads(captured.out)["metrics"] == {"mrr": 1.0}
     assert captured.err == ""
+
+
+def test_run_ids_that_match_judged_ids_but_for_their_spelling_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two topics (too few for the share rule); the run names the files the documents came from.
+    args = _files(
+        tmp_path,
+        "q1 0 refund 1\nq2 0 sso 1\n",
+        "q1 Q0 docs/Refund.md 1 9 r\nq2 Q0 docs/SSO.md 1 9 r\n",
+    )
+    assert main([*args, "-m", "recall@5"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "the run's ids do not match the qrels': 0 of 2 rankings of topics with a relevant "
+        "document hold a judged id, but 2 run id(s) equal judged ids once case, separators (-, "
+        "_, white space), a path or a file extension is ignored (run 'docs/Refund.md', qrels "
+        "'refund'; run 'docs/SSO.md', qrels 'sso'), so every metric would be 0" in err
+    )
+    assert main([*args, "-m", "recall@5", "--json", "--no-id-check"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"] == {"recall@5": 0.0}
+
+
+def test_a_run_whose_one_word_ids_alone_match_is_refused_for_the_spelling_of_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Underscores for hyphens: okta matches as given, two topics hold their document spelled
+    # otherwise. It was scored (recall@5 1/3) without a word.
+    args = _files(
+        tmp_path,
+        "q1 0 refund-policy 1\nq2 0 sso-setup 1\nq3 0 okta 1\n",
+        "q1 Q0 refund_policy 1 9 r\nq2 Q0 sso_setup 1 9 r\nq3 Q0 okta 1 9 r\n",
+    )
+    assert main([*args, "-m", "recall@5"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "the run's ids do not match the qrels': 1 of 3 rankings of topics with a relevant "
+        "document hold a judged id, but 2 run id(s) equal judged ids once case, separators (-, "
+        "_, white space), a path or a file extension is ignored (run 'refund_policy', qrels "
+        "'refund-policy'; run 'sso_setup', qrels 'sso-setup'), so the metrics would be near 0"
+        in err
+    ), err
+
+
+def test_duplicates_score_every_metric_per_group_as_a_pytest_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q 0 a 1\n", encoding="utf-8")
+    run = tmp_path / "run.txt"
+    run.write_text("q Q0 b 1 3 t\nq Q0 a 2 2 t\nq Q0 c 3 1 t\n", encoding="utf-8")
+    groups = tmp_path / "dups.tsv"
+    groups.write_text("a\tG\nb\tG\n", encoding="utf-8")
+    args = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--json"]
+    args += ["-m", "mrr", "precision@3", "recall@3", "distinct@3"]
+    assert main(args) == 0
+    # Without groups: b, a, c with a relevant: RR 1/2, P@3 1/3, every result distinct.
+    plain = json.loads(capsys.readouterr().out)["metrics"]
+    assert plain == {"mrr": 0.5, "precision@3": 1 / 3, "recall@3": 1.0, "distinct@3": 1.0}
+    assert main([*args, "--duplicates", str(groups)]) == 0
+    # Per group: b stands for {a, b}, relevant through a, at rank 1 (RR 1); a at rank 2 is its
+    # copy, filler (P@3 still 1/3); 2 groups among 3 results: distinct@3 = 2/3.
+    grouped = json.loads(capsys.readouterr().out)["metrics"]
+    assert grouped == {
+        "mrr": 1.0,
+        "precision@3": pytest.approx(1 / 3),
+        "recall@3": 1.0,
+        "distinct@3": pytest.approx(2 / 3),
+    }
+
+
+def test_a_run_of_copies_of_the_judged_documents_is_scored_with_duplicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 25 topics, each judged on d<n>; the run ranks only their copies c<n> (and a filler).
+    # Without groups no ranking holds a judged id: refused. With the groups a copy stands for
+    # its group, as in a pytest run: scored, every topic's group at rank 1 (recall@2 = 1).
+    qrels = "".join(f"q{n} 0 d{n} 1\n" for n in range(25))
+    run = "".join(f"q{n} Q0 c{n} 1 2 t\nq{n} Q0 x{n} 2 1 t\n" for n in range(25))
+    args = _files(tmp_path, qrels, run)
+    groups = tmp_path / "copies.tsv"
+    groups.write_text("".join(f"d{n}\tG{n}\nc{n}\tG{n}\n" for n in range(25)), encoding="utf-8")
+    assert main([*args, "-m", "recall@2"]) == 2
+    assert "hold a judged id" in capsys.readouterr().err
+    assert main([*args, "-m", "recall@2", "--json", "--duplicates", str(groups)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["metrics"] == {"recall@2": 1.0}
+    assert captured.err == ""
+
+
+def test_a_missing_duplicates_file_is_one_line_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "dups.tsv"
+    args = ["evaluate", "--qrels", str(QRELS), "--run", str(RUN), "--duplicates", str(missing)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{missing}: duplicates file not found" in err
+    assert "check --duplicates" in err
+    assert "ini file" not in err

@@ -85,12 +85,64 @@ def test_a_min_grade_above_every_judged_grade_makes_a_query_zero_relevant() -> N
     assert ev.per_query["q2"]["ndcg@3"] == pytest.approx(dcg / idcg)
 
 
-def test_duplicates_in_a_batch_ranking_count_once_at_their_first_rank() -> None:
+def test_a_repeated_id_counts_once_at_its_best_rank_and_the_ids_after_it_move_up() -> None:
+    # A, A, B is the document ranking A, B: both relevant documents in the top 2.
     ev = evaluate({"q": ["A", "A", "B"]}, {"q": {"A": 1, "B": 1}}, ["precision@2", "map", "ndcg@3"])
-    assert ev.per_query["q"]["precision@2"] == 0.5
-    assert ev.per_query["q"]["map"] == pytest.approx((1 + 2 / 3) / 2)
-    idcg = 1 + 1 / math.log2(3)
-    assert ev.per_query["q"]["ndcg@3"] == pytest.approx((1 + 1 / math.log2(4)) / idcg)
+    assert ev.per_query["q"]["precision@2"] == 1.0  # 2 hits / 2
+    assert ev.per_query["q"]["map"] == 1.0  # (1/1 + 2/2) / 2
+    assert ev.per_query["q"]["ndcg@3"] == 1.0  # A, B at ranks 1, 2: the ideal ranking
+
+
+def test_the_issue_example_a_a_c_d_gives_recall_one_at_two_and_distinct_three_quarters() -> None:
+    # a, a, c, d with c relevant. Documents: a, c, d, so c is at document rank 2:
+    # recall@2 = 1/1, precision@2 = 1/2, RR = 1/2. distinct@4 counts the four results as
+    # returned: 3 distinct ids (a, c, d) of 4 = 0.75.
+    ev = evaluate(
+        {"q": ["a", "a", "c", "d"]},
+        {"q": {"c": 1}},
+        ["recall@2", "precision@2", "mrr", "distinct@4", "judged@2"],
+    )
+    assert ev.per_query["q"] == {
+        "recall@2": 1.0,
+        "precision@2": 0.5,
+        "mrr": 0.5,
+        "distinct@4": 0.75,
+        "judged@2": 0.5,  # documents a, c: c judged, a not
+    }
+    assert ev.cutoff_unit == "documents"
+
+
+def test_cutoff_unit_results_scores_the_documents_within_the_top_k_results_as_returned() -> None:
+    # The top 2 results are a, a: one document, not c: recall@2 = 0, precision@2 = 0/2.
+    # The top 3 are a, a, c: documents a, c: recall@3 = 1, precision@3 = 1/3 (still / K),
+    # NDCG@3 = (1 / log2(3)) / 1 (c at document rank 2; the ideal holds c at rank 1), RR = 1/2.
+    ev = evaluate(
+        {"q": ["a", "a", "c", "d"]},
+        {"q": {"c": 1}},
+        ["recall@2", "precision@2", "recall@3", "precision@3", "ndcg@3", "mrr@2", "distinct@4"],
+        cutoff_unit="results",
+    )
+    row = ev.per_query["q"]
+    assert (row["recall@2"], row["precision@2"], row["mrr@2"]) == (0.0, 0.0, 0.0)
+    assert (row["recall@3"], row["precision@3"]) == (1.0, pytest.approx(1 / 3))
+    assert row["ndcg@3"] == pytest.approx(1 / math.log2(3))
+    assert row["distinct@4"] == 0.75
+    with pytest.raises(ValueError, match="cutoff_unit must be 'documents'"):
+        evaluate({"q": ["a"]}, {"q": {"a": 1}}, ["recall@1"], cutoff_unit="chunks")  # type: ignore[arg-type]
+
+
+def test_results_unit_with_unjudged_skip_counts_the_judged_results_as_returned() -> None:
+    # trec_eval -J first drops the unjudged results: a, a, x, c -> a, a, c (x unjudged). The top
+    # 3 judged results as returned hold the documents a, c: recall@3 = 1. judged@2 is coverage
+    # of the results as returned: a, a -> one document, a, judged (grade 0): 1/1.
+    ev = evaluate(
+        {"q": ["a", "a", "x", "c"]},
+        {"q": {"a": 0, "c": 1}},
+        ["recall@2", "recall@3", "judged@2"],
+        cutoff_unit="results",
+        unjudged="skip",
+    )
+    assert ev.per_query["q"] == {"recall@2": 0.0, "recall@3": 1.0, "judged@2": 1.0}
 
 
 def test_micro_recall_pools_hits_over_relevant_documents() -> None:

@@ -116,18 +116,21 @@ def test_the_default_summary_fits_a_120_column_terminal_and_v_shows_the_full_tab
     summary = section(output, "retrieval")
     too_wide = [line for line in summary if len(line) > 120]
     assert not too_wide, too_wide
-    # Two stages, each a pivot of 9 metric rows and a 6-line slice table, the run's facts and
-    # one coverage warning per stage: about 40 lines in all.
-    assert len(summary) <= 46, "\n".join(summary)
+    # Two stages, each a pivot of 9 metric rows and a 6-line slice table, the run's facts (the
+    # depth asked among them) and one coverage warning per stage: about 40 lines in all.
+    assert len(summary) <= 47, "\n".join(summary)
     # The cutoffs, then the metrics without one (abstain_rate, answer_rate).
     assert "retriever (n=108)    @1      @3      @5      @10     @20     @50     (no K)" in summary
     assert any(line.startswith("paraphrase (n=29)") for line in summary)
     # The no-answer slice is a row of its own (its abstain_rate), never a column of dashes.
     assert not any("no-answer (n=0)" in line for line in summary)
     assert any(line.startswith("no-answer (n=11)") for line in summary)
-    # The example's chunks collapse into documents (about 45 of the 50 asked for): not a short
-    # ranking, so no warning (tests/test_plugin_frameworks.py has the warnings that must show).
+    # The example's 50 chunks collapse into about 45 documents; its first stage takes k, so the
+    # queries short of 50 documents are asked again deeper and @50 is scored on 50 documents:
+    # no warning (tests/test_plugin_frameworks.py has the warnings that must show), and the
+    # summary says how deep it asked.
     assert not any(line.startswith("warning: short rankings") for line in summary)
+    assert any(line.startswith("depth: 50 results asked per query") for line in summary)
 
     status, output, _document = run_example(tmp_path / "full", "-v", env={"COLUMNS": "120"})
     assert status == 0, output[-3000:]
@@ -355,7 +358,10 @@ def test_the_declared_duplicates_inflate_precision_and_are_measured(
     raw, deduplicated, distinct = [], [], []
     for row in document["queries"]:
         ranking, grades = row["rankings"]["reranker"], labels[row["id"]]
-        keys = [groups.get(d, d) for d in ranking[:5]]
+        # distinct@5 counts the top 5 results as returned: two chunks of one document repeat
+        # its id, a copy like a duplicate group's member.
+        returned = row.get("returned", {}).get("reranker", ranking)
+        keys = [groups.get(d, d) for d in returned[:5]]
         if keys:
             distinct.append(len(set(keys)) / len(keys))
         if not any(g >= 1 for g in grades.values()):

@@ -10,15 +10,18 @@ import os
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network from the test suite
 
+import haystack_hybrid
 import pytest
 from haystack import Document, Pipeline, component
 from haystack.components.builders import PromptBuilder
+from haystack.components.joiners import DocumentJoiner
 from haystack.components.retrievers.in_memory import (
     InMemoryBM25Retriever,
     InMemoryEmbeddingRetriever,
 )
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
+from pytest_retrieval.cachekey import retriever_identity
 from pytest_retrieval.retriever import (
     HaystackPipeline,
     QueryRequest,
@@ -189,3 +192,137 @@ def test_a_component_that_takes_no_query_text_is_refused(store: InMemoryDocument
         'return HaystackPipeline(pipeline, input="embedder.text") from the retriever_under_test '
         "fixture"
     )
+
+
+# A hybrid: BM25 and an embedder (two entries that both take the query text) → joiner.
+@pytest.fixture(scope="module")
+def hybrid() -> Pipeline:
+    return haystack_hybrid.hybrid_pipeline(haystack_hybrid.indexed_store())
+
+
+HYBRID_INPUTS = ["bm25.query", "embedder.text"]
+
+
+def test_a_hybrid_pipeline_gets_the_text_on_every_input_and_the_depth_on_every_top_k(
+    hybrid: Pipeline,
+) -> None:
+    wrapped = HaystackPipeline(hybrid, input=HYBRID_INPUTS)
+    shape = describe_retriever(wrapped, 3)
+    assert (shape.kind, shape.depth_passed) == ("Haystack pipeline", True)
+    assert shape.call == (
+        "run({'bm25': {'query': text, 'top_k': 3}, 'embedder': {'text': text}, "
+        "'dense': {'top_k': 3}, 'joiner': {'top_k': 3}})"
+    )
+    texts = list(haystack_hybrid.HYBRID_AT_3)
+    requests = [QueryRequest(f"q{n}", text) for n, text in enumerate(texts)]
+    outcomes = run_pipeline(requests, wrapped, depth=3)
+    for text, outcome in zip(texts, outcomes):
+        assert outcome.error is None
+        # The pipeline's own answer, and the ranking derived by hand in haystack_hybrid.
+        assert outcome.rankings["retriever"] == haystack_hybrid.direct_ids(hybrid, text, 3)
+        assert outcome.rankings["retriever"] == haystack_hybrid.HYBRID_AT_3[text]
+
+
+def test_a_mapping_of_inputs_is_the_same_as_a_list(hybrid: Pipeline) -> None:
+    listed = HaystackPipeline(hybrid, input=HYBRID_INPUTS)
+    mapped = HaystackPipeline(hybrid, input={"bm25": "query", "embedder": "text"})
+    assert mapped.input == listed.input == ("bm25.query", "embedder.text")
+    assert describe_retriever(mapped, 3) == describe_retriever(listed, 3)
+
+
+def test_named_top_k_sockets_are_the_only_ones_given_the_depth(hybrid: Pipeline) -> None:
+    both = HaystackPipeline(hybrid, input=HYBRID_INPUTS, top_k=["bm25.top_k", "dense.top_k"])
+    assert describe_retriever(both, 1).call == (
+        "run({'bm25': {'query': text, 'top_k': 1}, 'embedder': {'text': text}, "
+        "'dense': {'top_k': 1}})"
+    )
+    # Without joiner.top_k the joiner keeps all it gets: BM25's refund-policy, dense's money-back.
+    outcome = run_pipeline([QueryRequest("q", "refund window")], both, depth=1)[0]
+    assert set(outcome.rankings["retriever"]) == {"refund-policy", "money-back"}
+    none = describe_retriever(HaystackPipeline(hybrid, input=HYBRID_INPUTS, top_k=[]), 3)
+    assert none.depth_passed is False
+    assert none.depth_hint == (
+        "HaystackPipeline(top_k=()) gives the depth to no socket: build its retrievers with top_k=3"
+    )
+
+
+def test_a_hybrid_given_one_input_is_refused_naming_the_socket_left_empty(
+    hybrid: Pipeline,
+) -> None:
+    # Haystack itself would fail every query at run time ("Missing mandatory input 'text'").
+    with pytest.raises(RetrieverShapeError) as caught:
+        run_pipeline(REQUESTS, HaystackPipeline(hybrid, input="bm25.query"), depth=3)
+    assert str(caught.value) == (
+        "HaystackPipeline(input='bm25.query'): the pipeline's mandatory input embedder.text "
+        "would get nothing, so Haystack would refuse every query; name every socket that takes "
+        'the query text, e.g. HaystackPipeline(pipeline, input=["bm25.query", "embedder.text"])'
+    )
+
+
+def test_an_unknown_socket_among_several_is_named_with_the_open_inputs(hybrid: Pipeline) -> None:
+    with pytest.raises(RetrieverShapeError) as caught:
+        describe_retriever(HaystackPipeline(hybrid, input=["bm25.query", "embed.text"]))
+    assert str(caught.value) == (
+        "HaystackPipeline(input=('bm25.query', 'embed.text')): the pipeline has no open input "
+        "embed.text (its open inputs: bm25.query, bm25.filters, bm25.top_k, bm25.scale_score, "
+        "embedder.text, dense.filters, dense.top_k, dense.scale_score, dense.return_embedding, "
+        "joiner.documents, joiner.top_k)"
+    )
+    with pytest.raises(RetrieverShapeError, match=r"^HaystackPipeline\(top_k=\('joiner.k',\)\)"):
+        describe_retriever(HaystackPipeline(hybrid, input=HYBRID_INPUTS, top_k=["joiner.k"]))
+
+
+def test_sockets_that_reach_nothing_are_refused_when_built() -> None:
+    with pytest.raises(ValueError) as empty:
+        HaystackPipeline(object(), input=[])
+    assert str(empty.value) == (
+        "HaystackPipeline(input=[]): no socket would get the query text; name each socket that "
+        'takes it, e.g. input=["bm25.query", "embedder.text"]'
+    )
+    with pytest.raises(ValueError) as member:
+        HaystackPipeline(object(), input=["bm25.query", "embedder"])
+    assert str(member.value) == (
+        "HaystackPipeline(input=['bm25.query', 'embedder']): expected 'component.socket' "
+        "('embedder' is not), e.g. input=\"retriever.query\" or "
+        'input=["bm25.query", "embedder.text"]'
+    )
+    with pytest.raises(ValueError, match=r"named both as an input .* and as a top_k socket"):
+        HaystackPipeline(object(), input=["bm25.query"], top_k="bm25.query")
+
+
+def test_a_hybrid_is_never_asked_for_fewer_than_its_deepest_built_top_k() -> None:
+    # Built with bm25 top_k=40 and dense top_k=25 (the joiner: Haystack's default, none): the
+    # run must not hand either retriever fewer than 40, the deepest it was built to return.
+    store = haystack_hybrid.indexed_store()
+    pipeline = Pipeline()
+    pipeline.add_component("bm25", InMemoryBM25Retriever(store, top_k=40))
+    pipeline.add_component("embedder", haystack_hybrid.ConceptEmbedder())
+    pipeline.add_component("dense", InMemoryEmbeddingRetriever(store, top_k=25))
+    pipeline.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
+    pipeline.connect("embedder.embedding", "dense.query_embedding")
+    pipeline.connect("bm25.documents", "joiner.documents")
+    pipeline.connect("dense.documents", "joiner.documents")
+    shape = describe_retriever(HaystackPipeline(pipeline, input=HYBRID_INPUTS), 10)
+    assert (shape.depth_passed, shape.built_depth) == (True, 40)
+
+
+def test_the_cache_tells_two_pipelines_apart_and_knows_one_built_twice(hybrid: Pipeline) -> None:
+    # The wrapper is our class: keyed by it alone, every pipeline would share cached rankings.
+    store = haystack_hybrid.indexed_store()
+    same = retriever_identity(
+        HaystackPipeline(haystack_hybrid.hybrid_pipeline(store), input=HYBRID_INPUTS)
+    )
+    assert retriever_identity(HaystackPipeline(hybrid, input=HYBRID_INPUTS)) == same
+    bm25_only = Pipeline()
+    bm25_only.add_component("bm25", InMemoryBM25Retriever(store))
+    deeper = Pipeline()
+    deeper.add_component("bm25", InMemoryBM25Retriever(store, top_k=50))
+    others = {
+        retriever_identity(HaystackPipeline(bm25_only, input="bm25.query")),
+        retriever_identity(HaystackPipeline(deeper, input="bm25.query")),
+        retriever_identity(
+            HaystackPipeline(hybrid, input=HYBRID_INPUTS, top_k=["bm25.top_k", "dense.top_k"])
+        ),
+        same,
+    }
+    assert len(others) == 4

@@ -122,7 +122,7 @@ def test_prefill_grades_rows_and_marks_them_machine_made() -> None:
     def bad(qid: str, text: str | None, doc: str, title: str | None, body: str | None) -> int:
         return -1
 
-    with pytest.raises(InputError, match="expected an integer grade >= 0 or None"):
+    with pytest.raises(InputError, match="expected an integer grade from 0 to 1000, or None"):
         pool(golden, [("other", OTHER)], depth=1, prefill=bad, prefill_name="m:bad")  # type: ignore[arg-type]
 
 
@@ -334,7 +334,6 @@ def test_pool_reads_a_baseline_s_stored_rankings(
         {"retriever": evaluate(run, visible.qrels(), ["mrr"])},
         lambda qid, stage: tuple(run[qid]),
         metric_names=["mrr"],
-        min_grade=1,
         settings={"gain": "exponential", "min_grade": 1, "no_relevant": "skip", "depth": 4},
     )
     path = tmp_path / "retrieval-baseline.json"
@@ -343,13 +342,45 @@ def test_pool_reads_a_baseline_s_stored_rankings(
     argv = ["golden", "pool", str(path), "--depth", "10", "--golden", str(_golden(tmp_path))]
     assert main([*argv, "--output", str(sheet)]) == 0
     rows, _ = read_worksheet(sheet)
-    # The baseline keeps rankings to its depth (4): q1 loses "deep" (rank 5).
+    # The baseline keeps each ranking whole, as scored, past its depth (4): q1's "deep" (rank
+    # 5) is pooled too.
     assert [(r.query_id, r.doc_id) for r in rows] == [
         ("q1", "returns"),
         ("q1", "faq"),
+        ("q1", "deep"),
         ("q2", "login-help"),
         ("q2", "faq"),
     ]
+
+
+def test_pool_says_when_a_version_2_baseline_keeps_rankings_shallower_than_the_depth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+
+    from pytest_retrieval.baseline import build_snapshot, dump_baseline
+    from pytest_retrieval.evaluate import evaluate
+
+    golden = load_golden_text()
+    visible = golden.where(lambda q: q.split != "heldout")
+    # A version-2 baseline kept each ranking cut at its depth (4): what it holds is all pool gets.
+    run = {q.id: CURRENT[q.id][:4] for q in visible}
+    snapshot = build_snapshot(
+        visible,
+        {"retriever": evaluate(run, visible.qrels(), ["mrr"])},
+        lambda qid, stage: tuple(run[qid]),
+        metric_names=["mrr"],
+        settings={"gain": "exponential", "min_grade": 1, "no_relevant": "skip", "depth": 4},
+    )
+    path = tmp_path / "retrieval-baseline.json"
+    path.write_text(dump_baseline(dataclasses.replace(snapshot, schema_version=2)), "utf-8")
+    argv = ["golden", "pool", str(path), "--depth", "10", "--golden", str(_golden(tmp_path))]
+    assert main([*argv, "--output", str(tmp_path / "sheet.yaml")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"note: {path} keeps rankings to depth 4 only, so it is pooled to 4, not 10 (refresh "
+        "the baseline: one written now keeps whole rankings)"
+    ) in out
 
 
 def test_provenance_is_refused_for_a_document_without_judgment() -> None:

@@ -18,22 +18,23 @@ from pytest_retrieval.metrics import (
 )
 
 
-def test_a_duplicate_counts_once_at_its_first_rank() -> None:
-    # A at ranks 1 and 2: the copy is non-relevant filler, so only 1 hit in the top 3.
+def test_a_repeated_id_counts_once_at_its_first_rank_and_the_next_ids_move_up() -> None:
+    # A at ranks 1 and 2 is one document: the document ranking is A, C.
     retrieved = ["A", "A", "C"]
-    assert precision_at_k(retrieved, {"A", "C"}, 3) == pytest.approx(2 / 3)
-    assert precision_at_k(retrieved, {"A", "B"}, 2) == 0.5
+    assert precision_at_k(retrieved, {"A", "C"}, 3) == pytest.approx(2 / 3)  # 2 hits / K=3
+    assert precision_at_k(retrieved, {"A", "C"}, 2) == 1.0  # A, C are the top 2 documents
     assert recall_at_k(retrieved, {"A", "B"}, 3) == 0.5
-    # AP: hits at ranks 1 and 3 -> (1/1 + 2/3) / 2
-    assert average_precision(retrieved, {"A", "C"}, 3) == pytest.approx((1 + 2 / 3) / 2)
+    # AP: hits at document ranks 1 and 2 -> (1/1 + 2/2) / 2
+    assert average_precision(retrieved, {"A", "C"}, 3) == 1.0
+    assert reciprocal_rank(["X", "X", "A"], {"A"}) == 0.5  # A is the second document
 
 
-def test_a_duplicate_gains_only_once_in_ndcg() -> None:
+def test_a_repeated_id_gains_only_once_in_ndcg() -> None:
     # Without the convention DCG would be 1 + 1/log2(3) and NDCG would exceed 1.
     assert ndcg_at_k(["A", "A"], {"A": 1}, 2) == 1.0
-    expected = (1 / math.log2(4)) / 1.0
     assert ndcg_at_k(["X", "A", "A"], {"A": 1}, 3) == pytest.approx(1 / math.log2(3))
-    assert ndcg_at_k(["X", "X", "A"], {"A": 1}, 3) == pytest.approx(expected)
+    # X, X, A is the document ranking X, A: A at rank 2.
+    assert ndcg_at_k(["X", "X", "A"], {"A": 1}, 3) == pytest.approx(1 / math.log2(3))
 
 
 def test_grades_at_or_below_zero_are_not_relevant() -> None:

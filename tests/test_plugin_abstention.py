@@ -218,6 +218,25 @@ def test_distinct():
     }
 
 
+def test_a_duplicates_file_that_groups_no_two_documents_says_nothing_is_deduplicated(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # Every document in its own group: no number changes, and "scores are deduplicated: 0
+    # duplicate groups (0 documents)" said the opposite.
+    p = retrieval_project.write(ini={"retrieval_duplicates": "dups.tsv"}, tests=GATES)
+    (p.path / "dups.tsv").write_text("refund-policy\tR\ncontact\tC\n", encoding="utf-8")
+    result = p.run("--retrieval-markdown=out.md")
+    out = result.stdout.str()
+    assert "scores are deduplicated" not in out
+    assert (
+        "scores are not deduplicated: no two documents are copies by retrieval_duplicates = "
+        "dups.tsv (documents that share a group are copies)" in out
+    ), out
+    markdown = (p.path / "out.md").read_text(encoding="utf-8")
+    assert "Scores are deduplicated" not in markdown
+    assert "Scores are not deduplicated: no two documents are copies by" in markdown
+
+
 def test_a_bad_duplicates_file_is_a_usage_error(retrieval_project: RetrievalProject) -> None:
     p = retrieval_project.write(ini={"retrieval_duplicates": "dups.tsv"}, tests=GATES)
     (p.path / "dups.tsv").write_text("refund-policy contact\n", encoding="utf-8")

@@ -10,8 +10,13 @@ Values are hand-computed from the standard project (see plugin_helpers):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from plugin_helpers import RetrievalProject, esc
+
+from pytest_retrieval.declared import gates_file_path
+from pytest_retrieval.settings import resolve
 
 
 def test_ini_thresholds_become_test_items_that_pass_and_fail(
@@ -101,6 +106,93 @@ def test_retrieval_gates_file_names_another_gates_file(
     result.stdout.fnmatch_lines(
         esc(["mrr = 0.5000 < 0.6, expected >= 0.6 [stage=retriever split=overall]"])
     )
+
+
+# --- issue 23: another golden set beside the rootdir's gates file ----------------------------
+
+#: The rootdir's gates file, written for the standard golden set (it has a multi-hop slice).
+MULTI_HOP_GATES = "version: 1\nthresholds:\n  - recall@3 >= 1.0 slice=multi-hop\n"
+
+#: Another golden set, without slices: refund and sso of the standard one.
+OTHER_GOLDEN = """\
+version: 1
+queries:
+  - id: refund
+    text: How long is the refund window?
+    relevant: [refund-policy]
+  - id: sso
+    text: How do I set up SSO with Okta?
+    relevant: {sso-setup: 2, okta: 1}
+"""
+
+
+def test_another_golden_set_meets_the_rootdir_gates_file_with_the_way_out(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(tests="def test_run(retrieval_run): pass\n")
+    (retrieval_project.path / "retrieval-gates.yaml").write_text(MULTI_HOP_GATES, "utf-8")
+    (retrieval_project.path / "other.yaml").write_text(OTHER_GOLDEN, encoding="utf-8")
+    result = retrieval_project.run("--retrieval-golden=other.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    gates = retrieval_project.path / "retrieval-gates.yaml"
+    result.stderr.fnmatch_lines(
+        esc(
+            [
+                "ERROR: pytest-retrieval: 1 invalid gate(s):",
+                f"  - {gates}:3: 'recall@3 >= 1.0 slice=multi-hop': unknown slice 'multi-hop' "
+                "(the golden set has: no slices; if the gates file is for another golden set, "
+                "give this one its own (--retrieval-gates-file=PATH) or none "
+                "(--retrieval-gates-file=))",
+            ]
+        )
+    )
+    # The way out it names: no gates file, so the run scores other.yaml with no gate.
+    off = retrieval_project.run("--retrieval-golden=other.yaml", "--retrieval-gates-file=")
+    off.assert_outcomes(passed=1)
+    off.stdout.no_fnmatch_line("*retrieval gates*")
+    off.stdout.fnmatch_lines(["retrieval: golden set *other.yaml (2 queries, *"])
+
+
+@pytest.mark.parametrize(
+    ("args", "ini"),
+    [
+        (("--retrieval-gates-file=",), {}),
+        (("-o", "retrieval_gates_file="), {}),
+        ((), {"retrieval_gates_file": ""}),
+        # the flag wins over an ini file naming one
+        (("--retrieval-gates-file=",), {"retrieval_gates_file": "retrieval-gates.yaml"}),
+    ],
+    ids=["flag", "override", "ini", "flag-over-ini"],
+)
+def test_an_empty_gates_file_setting_turns_the_gates_file_off(
+    retrieval_project: RetrievalProject, args: tuple[str, ...], ini: dict[str, str]
+) -> None:
+    retrieval_project.write(ini=ini, tests="def test_run(retrieval_run): pass\n")
+    # A gate that would fail: recall@3 = 2/3 overall.
+    (retrieval_project.path / "retrieval-gates.yaml").write_text(
+        "version: 1\nthresholds:\n  - recall@3 >= 0.9\n", encoding="utf-8"
+    )
+    result = retrieval_project.run("-v", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*collected 1 item"])
+    result.stdout.no_fnmatch_line("*retrieval-gates.yaml*")
+    result.stdout.no_fnmatch_line("*retrieval gates*")
+
+
+def test_an_empty_gates_file_value_is_off_and_a_missing_one_finds_the_default(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "retrieval-gates.yaml").write_text("version: 1\n", encoding="utf-8")
+
+    def used(cli: dict[str, str], ini: dict[str, str | None]) -> str | None:
+        settings = resolve(cli, ini, ini_base=tmp_path, cli_base=tmp_path)
+        return gates_file_path(settings, tmp_path)
+
+    # pytest gives None for a key the ini file lacks: the rootdir's file is found.
+    assert used({}, {"gates_file": None}) == str(tmp_path / "retrieval-gates.yaml")
+    assert used({}, {"gates_file": ""}) is None  # `retrieval_gates_file =`: off
+    assert used({"gates_file": ""}, {"gates_file": "ci.yaml"}) is None  # the empty flag wins
+    assert used({"gates_file": "ci.yaml"}, {"gates_file": ""}) == str(tmp_path / "ci.yaml")
 
 
 def test_slice_star_declares_one_gate_per_slice_with_a_query_to_score(

@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import haystack_hybrid
 import pytest
 from plugin_helpers import RetrievalProject
 
@@ -266,3 +269,119 @@ def test_every_chunk_form_gives_the_same_hand_computed_numbers(
     assert means["recall@2"] == pytest.approx(1.0)
     assert means["mrr@3"] == pytest.approx((1 / 2 + 1 / 2 + 1) / 3)
     assert means["ndcg@3"] == pytest.approx((1 / 1.5849625007211563 * 2 + 1) / 3)
+
+
+# --- issue 23: a hybrid Haystack pipeline (BM25 + embedder + joiner) through the plugin --------
+
+HYBRID_GOLDEN = """\
+version: 1
+queries:
+  - id: q-refund
+    text: refund window
+    relevant: [refund-policy, money-back]
+  - id: q-sso
+    text: okta sso
+    relevant: [sso-setup]
+  - id: q-parcel
+    text: parcel
+    relevant: [shipping]
+"""
+
+
+def hybrid_conftest(inputs: str) -> str:
+    return f"""
+import pytest
+from hybrid import hybrid_pipeline, indexed_store
+from pytest_retrieval import HaystackPipeline
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return HaystackPipeline(hybrid_pipeline(indexed_store()), input={inputs})
+"""
+
+
+def test_a_hybrid_haystack_pipeline_is_scored_on_what_the_pipeline_returns(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # The same file tests/test_frameworks_haystack.py imports: real Haystack components, and a
+    # deterministic bag-of-concepts embedder (no model download).
+    retrieval_project.pytester.makepyfile(hybrid=Path(haystack_hybrid.__file__).read_text())
+    retrieval_project.write(
+        golden=HYBRID_GOLDEN,
+        conftest=hybrid_conftest('["bm25.query", "embedder.text"]'),
+        ks="1,3",
+        # Its retrievers are built with Haystack's default top_k=10, and a run never asks a
+        # retriever for fewer than it was built with, unless retrieval_depth says so: the rankings
+        # derived by hand in haystack_hybrid are at depth 3.
+        ini={"retrieval_depth": "3"},
+        tests="""
+        from hybrid import direct_ids
+
+        TEXTS = {"q-refund": "refund window", "q-sso": "okta sso", "q-parcel": "parcel"}
+
+        def test_run(retrieval_run, retriever_under_test):
+            pipeline = retriever_under_test.pipeline
+            # The depth (3, retrieval_depth) reached bm25, dense and the joiner.
+            assert retrieval_run == {q: direct_ids(pipeline, t, 3) for q, t in TEXTS.items()}
+        """,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=1)
+    means = next(
+        r["metrics"] for r in retrieval_project.artifact()["results"] if r["column"] == "overall"
+    )
+    # By hand on the rankings derived in haystack_hybrid: q-refund [refund-policy*, money-back*,
+    # shipping], q-sso [okta, sso-setup*, refund-policy], q-parcel [shipping*, ...].
+    assert means["recall@1"] == pytest.approx((1 / 2 + 0 + 1) / 3)
+    assert means["recall@3"] == pytest.approx(1.0)
+    assert means["mrr@3"] == pytest.approx((1 + 1 / 2 + 1) / 3)
+
+
+def test_a_hybrid_given_only_its_bm25_input_is_refused_before_any_query_runs(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.pytester.makepyfile(hybrid=Path(haystack_hybrid.__file__).read_text())
+    retrieval_project.write(
+        golden=HYBRID_GOLDEN,
+        conftest=hybrid_conftest('"bm25.query"'),
+        tests="def test_run(retrieval_run): pass\n",
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-retrieval refused the run: HaystackPipeline(input='bm25.query'): the "
+            "pipeline's mandatory input embedder.text would get nothing, so Haystack would "
+            "refuse every query; name "
+            "every socket that takes the query text, e.g. HaystackPipeline(pipeline, "
+            'input=?"bm25.query", "embedder.text"?)',
+        ]
+    )
+    assert "Missing mandatory input" not in result.stdout.str()
+
+
+def test_a_hybrid_is_asked_for_the_top_k_its_retrievers_were_built_with(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # No retrieval_depth: the largest K is 3, but InMemoryBM25Retriever and
+    # InMemoryEmbeddingRetriever are built with Haystack's default top_k=10, so every open top_k
+    # gets 10 (the six-document corpus runs out first): never fewer than it was built with.
+    retrieval_project.pytester.makepyfile(hybrid=Path(haystack_hybrid.__file__).read_text())
+    retrieval_project.write(
+        golden=HYBRID_GOLDEN,
+        conftest=hybrid_conftest('["bm25.query", "embedder.text"]'),
+        ks="1,3",
+        tests="""
+        from hybrid import direct_ids
+
+        TEXTS = {"q-refund": "refund window", "q-sso": "okta sso", "q-parcel": "parcel"}
+
+        def test_run(retrieval_run, retriever_under_test):
+            pipeline = retriever_under_test.pipeline
+            assert retrieval_run == {q: direct_ids(pipeline, t, 10) for q, t in TEXTS.items()}
+            assert all(len(ranking) == 6 for ranking in retrieval_run.values())
+        """,
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=1)

@@ -10,6 +10,8 @@ selection is refund, sso and invoice (fax has no relevant document and is skippe
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 from plugin_helpers import RetrievalProject, esc
 
@@ -359,6 +361,13 @@ def test_score_twins_compare_to_plain_bools_and_explain_a_failed_assert(
             )
             with pytest.raises(TypeError, match="a Score is not a truth value"):
                 bool(recall_at(3))
+            # == and != compared identities: "assert recall_at(3) != 0" always held.
+            with pytest.raises(TypeError, match="a Score is not compared with !=: "):
+                recall_at(3) != 0
+            with pytest.raises(TypeError, match="a Score is not compared with ==: "):
+                recall_at(3) == pytest.approx(2 / 3)
+            with pytest.raises(TypeError, match="compare with a threshold"):
+                0 != recall_at(3)
 
         def test_score_fails():
             assert ndcg_at(3) >= 0.5
@@ -391,8 +400,24 @@ def test_score_twins_compare_to_plain_bools_and_explain_a_failed_assert(
             ]
         )
     )
-    # Scores are values, not gates: they are not listed in the gates section.
-    result.stdout.no_fnmatch_line("*= retrieval gates*")
+    # Each comparison with a number is a gate: the two failed asserts, and in the passing
+    # test_values the comparison that held; the one that did not hold there gated nothing
+    # (its test passed), and float() records nothing.
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*= retrieval gates: 2 failed =*",
+                "PASS recall@3 < 0.9: 0.6667 (CI *) [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_values",
+                "FAIL ndcg@3 >= 0.5: 0.4398 (CI *) [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_score_fails",
+                "FAIL recall@3 >= 0.9: 0.6667 (CI *) [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_reversed_fails",
+                "*= short test summary info =*",
+            ]
+        ),
+        consecutive=True,
+    )
 
 
 def test_a_score_with_no_scorable_query_is_na_and_fails_every_comparison(
@@ -421,3 +446,202 @@ def test_a_score_with_no_scorable_query_is_na_and_fails_every_comparison(
             ]
         )
     )
+
+
+# --- issue 23: a Score compared with a number is a gate ---------------------------------------
+
+
+def junit_cases(path: str) -> dict[str, list[tuple[str, str]]]:
+    root = ET.parse(path).getroot()
+    return {
+        f"{case.get('classname')}.{case.get('name')}": [
+            (p.get("name", ""), p.get("value", "")) for p in case.iter("property")
+        ]
+        for case in root.iter("testcase")
+    }
+
+
+def test_a_score_compared_with_a_number_is_a_gate_in_every_report(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import mrr, recall_at
+
+        def test_pass():
+            assert recall_at(3) >= 0.6
+
+        def test_fail():
+            assert mrr() >= 0.6
+        """
+    )
+    result = retrieval_project.run(
+        "--retrieval-json=out.json",
+        "--retrieval-markdown=out.md",
+        "--retrieval-html=out.html",
+        "--junitxml=junit.xml",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    # recall@3 = (1 + 1 + 0) / 3; mrr = (1/2 + 1 + 0) / 3 (plugin_helpers' table)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*= retrieval gates: 1 failed =*",
+                "PASS recall@3 >= 0.6: 0.6667 (CI *) [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_pass",
+                "FAIL mrr >= 0.6: 0.5000 (CI *) [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_fail",
+            ]
+        ),
+        consecutive=True,
+    )
+    gates = retrieval_project.artifact()["gates"]
+    assert [
+        (g["kind"], g["nodeid"], g["metric"], g["op"], g["threshold"], g["passed"]) for g in gates
+    ] == [
+        ("score", "test_retrieval.py::test_pass", "recall@3", ">=", 0.6, True),
+        ("score", "test_retrieval.py::test_fail", "mrr", ">=", 0.6, False),
+    ]
+    assert gates[0]["value"] == pytest.approx(2 / 3)
+    assert gates[1]["value"] == pytest.approx(1 / 2)
+    # The failed one carries the explanation an assert_* gate has.
+    assert gates[1]["message"].startswith(
+        "mrr = 0.5000 < 0.6, expected >= 0.6 [stage=retriever split=overall]\n"
+    )
+    markdown = (retrieval_project.path / "out.md").read_text(encoding="utf-8")
+    assert "| ❌ | `mrr` | test | retriever · overall | 0.5000 | ≥ 0.6 |" in markdown
+    assert "| ✅ | `recall@3` | test | retriever · overall | 0.6667 | ≥ 0.6 |" in markdown
+    assert "❌ `mrr ≥ 0.6` (retriever · overall), worst queries:" in markdown
+    html = (retrieval_project.path / "out.html").read_text(encoding="utf-8")
+    section = html[html.index('<section id="gates">') :]
+    section = section[: section.index("</section>")]
+    assert section.count("<td>test</td>") == 2
+    cases = junit_cases(str(retrieval_project.path / "junit.xml"))
+    assert dict(cases["test_retrieval.test_fail"]) == {
+        "source": "test",
+        "gate": "mrr>=0.6",
+        "metric": "mrr",
+        "op": ">=",
+        "threshold": "0.6",
+        "stage": "retriever",
+        "split": "overall",
+        "slice": "all",
+        "value": "0.5",
+        "passed": "False",
+    }
+
+
+def test_a_comparison_that_did_not_hold_in_a_passing_test_gates_nothing(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        tests="""
+        import pytest
+        from pytest_retrieval.gates import mrr, recall_at
+
+        def test_either():
+            assert recall_at(3) >= 0.9 or recall_at(1) >= 0.1
+
+        def test_branch():
+            if mrr() >= 0.9:
+                raise AssertionError("not reached: mrr is 0.5")
+
+        def test_skipped():
+            if not recall_at(3) >= 0.9:
+                pytest.skip("not good enough yet")
+        """
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=2, skipped=1)
+    assert result.ret == pytest.ExitCode.OK
+    # recall@1 = (0 + 1/2 + 0) / 3: the side of the `or` that held is the one gate.
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*= retrieval gates: all passed =*",
+                "PASS recall@1 >= 0.1: 0.1667 (CI *) [stage=retriever] (n=3) — "
+                "test_retrieval.py::test_either",
+            ]
+        ),
+        consecutive=True,
+    )
+    assert [line for line in result.outlines if line.startswith(("PASS ", "FAIL "))] == [
+        next(line for line in result.outlines if line.startswith("PASS recall@1 >= 0.1"))
+    ]
+    gates = retrieval_project.artifact()["gates"]
+    assert [(g["metric"], g["passed"]) for g in gates] == [("recall@1", True)]
+
+
+def test_a_score_used_for_printing_records_nothing(retrieval_project: RetrievalProject) -> None:
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import recall_at
+
+        def test_print():
+            score = recall_at(3)
+            print(f"{score} {float(score)} {score.value} {score.n}")
+            assert f"{score:.3f}" == "0.667"
+            assert f"{score}" == repr(score) == "Score(recall@3=0.6667 stage=retriever, n=3)"
+        """
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*retrieval gates*")
+    assert retrieval_project.artifact()["gates"] == []
+
+
+def test_a_twin_and_its_gate_in_one_test_are_one_gate(retrieval_project: RetrievalProject) -> None:
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import assert_recall_at, recall_at
+
+        def test_both():
+            assert_recall_at(3) >= 0.6
+            assert recall_at(3) >= 0.6
+            score = recall_at(3)
+            assert score >= 0.6
+            assert 0.6 <= score  # the same comparison, written the other way round
+
+        def test_other():
+            assert recall_at(3) >= 0.6
+        """
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=2)
+    gates = retrieval_project.artifact()["gates"]
+    assert [(g["kind"], g["nodeid"]) for g in gates] == [
+        ("assert", "test_retrieval.py::test_both"),
+        ("score", "test_retrieval.py::test_other"),
+    ]
+
+
+def test_two_scores_compare_by_value_and_are_not_gates(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        tests="""
+        from pytest_retrieval.gates import recall_at
+
+        def test_holds():
+            assert recall_at(3, slice="multi-hop") >= recall_at(3, slice="exact-lookup")
+
+        def test_fails():
+            assert recall_at(3, slice="exact-lookup") >= recall_at(3, slice="multi-hop")
+        """
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    result.assert_outcomes(passed=1, failed=1)
+    # recall@3: multi-hop is sso alone (1); exact-lookup is refund (1) and invoice (0).
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "E *AssertionError: assert recall@3 [stage=retriever split=overall "
+                "slice=exact-lookup] = 0.5000 >= recall@3 [stage=retriever split=overall "
+                "slice=multi-hop] = 1.0000 does not hold",
+                "E *recall@3 [stage=retriever split=overall slice=exact-lookup]:",
+                "E *  queries scored: 2, skipped (no relevant document): 0",
+            ]
+        )
+    )
+    result.stdout.no_fnmatch_line("*retrieval gates*")
+    assert retrieval_project.artifact()["gates"] == []

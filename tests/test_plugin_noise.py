@@ -306,3 +306,23 @@ def test_every_run_of_a_several_run_baseline_is_scored_with_the_duplicate_groups
     assert q01["metrics"]["retriever"]["mrr"] == 0.5
     assert q01["metrics"]["retriever"]["recall@3"] == 1.0
     assert q01["spread"]["retriever"]["mrr"] == 0.0
+
+
+def test_a_ranking_of_copies_of_the_judged_documents_is_scored_not_refused(
+    pytester: pytest.Pytester,
+) -> None:
+    # 24 queries, each ranking holds a copy of its judged document and never the original: with
+    # the duplicate groups a copy stands for its group, so the run is meaningful (RR 1/2 each).
+    # The id check counted only the judged ids as written: "0 of 24 rankings hold an id of a
+    # judged document", the run refused.
+    _project(pytester, COPY_CONFTEST, count=24)
+    groups = "".join(f"doc-{n:02d}\tg{n}\ncopy-{n:02d}\tg{n}\n" for n in range(1, 25))
+    (pytester.path / "duplicates.tsv").write_text(groups, encoding="utf-8")
+    result = _run(
+        pytester, "-o", "retrieval_duplicates=duplicates.tsv", "--retrieval-update-baseline"
+    )
+    result.assert_outcomes(skipped=7)  # the budgets, while the baseline is written
+    assert "refused the run" not in result.stdout.str()
+    assert (pytester.path / "retrieval-baseline.json").exists()
+    overall = next(r for r in _artifact(pytester)["results"] if r["column"] == "overall")
+    assert overall["metrics"]["mrr@3"] == 0.5  # the copy at rank 2 of every ranking: 1/2

@@ -160,12 +160,17 @@ CASES = [
         ini={"retrieval_retriever": "nosuch.search:build"},
     ),
     Stopped(
-        # Every ranking holds 1 result; recall@3 is gated, so the cutoff 3 is short.
+        # Every ranking holds 1 result; recall@3 is gated, so the cutoff 3 is short. Asked for
+        # 3, the first call returns 1: the index may hold no more, or the retriever cuts.
         "short-rankings-under-error",
         "refused",
-        "short rankings [retriever]: 4 of 4 rankings are shorter than the cutoff 3 (longest 1, "
-        "median 1; 3 were asked for)",
-        "make the retriever return 3 results per query, or lower retrieval_ks",
+        "short rankings [retriever]: 4 of 4 rankings hold fewer than 3 documents (longest 1, "
+        "median 1); 4 of them came back with fewer results than asked for (up to 3 asked, at "
+        "most 1 returned): the index holds no more for them, or the retriever returns fewer "
+        "than it is asked for",
+        "if the index holds more, make the retriever return as many results as it is asked for; "
+        "otherwise the index holds fewer than 3 documents for these queries (at most 1 came "
+        "back): gate K of at most 1",
         conftest=retriever("return lambda text, k: RANKINGS[text][:1]"),
         ini={"retrieval_short_rankings": "error"},
     ),

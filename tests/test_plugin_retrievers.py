@@ -402,6 +402,41 @@ def test_chunk_ids_that_never_match_a_judged_id_stop_the_run_with_the_separator_
     )
 
 
+def test_a_doc_map_that_writes_underscores_stops_the_run_though_one_word_ids_match(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # The doc map writes refund_policy for refund-policy (a slug with underscores): the one-word
+    # ids (okta) still match, so one of the three answerable rankings holds a judged id and the
+    # run was scored near 0 (recall@3 1/6) and could write that baseline. Two rankings hold a
+    # judged id spelled otherwise, more than hold one as given: the spelling is the cause.
+    tsv = "".join(f"{c}\t{d.replace('-', '_')}\n" for c, d in _chunk_pairs())
+    (retrieval_project.path / "chunks.tsv").write_text(tsv, encoding="utf-8")
+    retrieval_project.write(
+        conftest=CHUNKS,
+        ini={"retrieval_doc_id_map": "chunks.tsv"},
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run(
+        "--retrieval-baseline=baseline.json", "--retrieval-update-baseline"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*the returned ids do not match the golden set's: 1 of 3 rankings [retriever] "
+                "hold an id of a judged document, but 2 returned id(s) equal judged ids once "
+                "case, separators (-, _, white space), a path or a file extension is ignored, so "
+                "the metrics would be near 0 for a reason that is not retrieval quality:",
+                "  returned 'refund_policy', judged 'refund-policy'",
+                "  returned 'sso_setup', judged 'sso-setup'",
+                "Fix: return ids spelled as the golden set spells them (the same case and "
+                "separators, no path or file extension)*",
+            ]
+        )
+    )
+    assert not (retrieval_project.path / "baseline.json").exists()
+
+
 def test_ids_that_differ_from_judged_ids_only_in_unicode_normalisation_stop_the_run(
     retrieval_project: RetrievalProject,
 ) -> None:
@@ -829,4 +864,100 @@ def test_a_doc_id_path_no_item_has_is_one_usage_error_not_a_failure_per_query(
             "*retrieval_doc_id = metadata.sourc: no returned item has it, so every query failed "
             "(query 'refund': *has no 'metadata.sourc'*"
         ]
+    )
+
+
+LANGCHAIN_PATHS = """
+import re
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+
+TEXTS = {
+    "refund-policy": "refund window days purchase",
+    "sso-setup": "sso setup okta identity provider",
+    "okta": "okta saml application",
+    "invoices": "download invoices billing page",
+    "billing": "billing details invoices",
+    "shipping": "shipping times",
+}
+WORDS = sorted({w for t in TEXTS.values() for w in t.split()})
+
+
+class BagOfWords(Embeddings):
+    def embed_documents(self, texts):
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text):
+        words = re.findall(r"\\w+", text.lower())
+        return [float(words.count(w)) for w in WORDS] + [0.01]
+
+
+STORE = InMemoryVectorStore(BagOfWords())
+# What a LangChain file loader writes: metadata.source is the path of the file.
+STORE.add_documents(
+    [Document(page_content=t, metadata={"source": f"docs/{d}.md"}) for d, t in TEXTS.items()]
+)
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return STORE.as_retriever(search_kwargs={"k": 3})
+"""
+
+
+def test_langchain_sources_that_are_file_paths_of_judged_documents_stop_the_run(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # metadata.source = "docs/refund-policy.md" where the golden set judges "refund-policy":
+    # no ranking holds a judged id, every metric would be 0. Three answerable queries are too
+    # few for the share rule; the ids' spelling gives it away.
+    retrieval_project.write(
+        conftest=LANGCHAIN_PATHS,
+        ini={"retrieval_doc_id": "metadata.source"},
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run("--retrieval-json=out.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "*the returned ids do not match the golden set's: 0 of 3 rankings [retriever] "
+                "hold an id of a judged document, but * returned id(s) equal judged ids once "
+                "case, separators (-, _, white space), a path or a file extension is ignored*",
+                "*returned 'docs/*.md', judged '*'",
+                "Fix: return ids spelled as the golden set spells them (the same case and "
+                "separators, no path or file extension)*",
+            ]
+        )
+    )
+    artifact = retrieval_project.artifact()
+    assert artifact["status"] == "refused"
+
+
+def test_no_baseline_is_written_from_a_run_where_no_ranking_holds_a_judged_id(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # The id check turned off: the run is scored (every metric 0), but a baseline of zeros
+    # would let every later run pass its budgets, so it is not written.
+    retrieval_project.write(
+        conftest=LANGCHAIN_PATHS,
+        ini={"retrieval_doc_id": "metadata.source", "retrieval_id_check": "off"},
+        tests="def test_run(retrieval_run): pass",
+    )
+    result = retrieval_project.run(
+        "--retrieval-baseline=baseline.json", "--retrieval-update-baseline"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert not (retrieval_project.path / "baseline.json").exists()
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "pytest-retrieval: baseline not written to *baseline.json: no ranking "
+                "[retriever] holds a judged id (0 of 3 rankings of queries with a relevant "
+                "document), so every metric is 0 and a baseline of zeros would let every later "
+                "run pass*",
+            ]
+        )
     )

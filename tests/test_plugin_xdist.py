@@ -122,9 +122,13 @@ def test_n2_calls_the_retriever_once_per_query_and_writes_the_n0_artifact(
             "message": "shard 3 offline",
         }
     ]
-    # 2 assert_* gates + 3 declared (slice=* gives exact-lookup and multi-hop, plus mrr); the
-    # Score twins are not gates.
-    assert len(two["gates"]) == 5
+    # 2 assert_* gates + 3 declared (slice=* gives exact-lookup and multi-hop, plus mrr) + the
+    # 2 Score twins compared with a number, merged from the workers like the others.
+    assert len(two["gates"]) == 7
+    assert sorted(g["nodeid"] for g in two["gates"] if g["kind"] == "score") == [
+        "test_scores.py::test_ndcg",
+        "test_scores.py::test_precision",
+    ]
 
     # The controller prints the merged section and every gate, once.
     parallel.stdout.fnmatch_lines(
@@ -137,12 +141,12 @@ def test_n2_calls_the_retriever_once_per_query_and_writes_the_n0_artifact(
                 "1 queries failed (they score 0 and fail the session):",
                 "  fax [retriever] RuntimeError: shard 3 offline",
                 # 4 scorable queries (the held-out one is sealed), fax failed: never "all passed".
-                "*= retrieval gates: 5 passed; 1 of 4 queries failed to run =*",
+                "*= retrieval gates: 7 passed; 1 of 4 queries failed to run =*",
             ]
         )
     )
     gate_lines = [line for line in parallel.outlines if line.startswith("PASS ")]
-    assert len(gate_lines) == 5
+    assert len(gate_lines) == 7
 
 
 # --- a CPU-bound retriever: the workers share the queries ----------------------------------------

@@ -177,7 +177,10 @@ def test_the_verdict_banner_says_pass_or_fail() -> None:
     assert "PASSED: all 4 gates passed" in passing.all_text()
     failing = Page(render_html(load("report-fail.json")))
     assert ("body", "data-verdict", "fail") in failing.attrs
-    assert "FAILED: 3 of 7 gates failed (2 regressions, 1 threshold)" in failing.all_text()
+    assert (
+        "FAILED: 3 of 7 gates failed (1 regression, 1 incomparable, 1 threshold)"
+        in failing.all_text()
+    )
 
 
 @pytest.fixture

@@ -197,8 +197,8 @@ def test_the_first_line_is_the_verdict() -> None:
         "### ✅ Retrieval quality: all 4 gates passed"
     )
     assert render_markdown(failing()).split("\n", 1)[0] == (
-        "### ❌ Retrieval quality: 3 of 7 gates failed (2 regressions, 1 threshold); "
-        "1 query failed to run"
+        "### ❌ Retrieval quality: 3 of 7 gates failed (1 regression, 1 incomparable, "
+        "1 threshold); 1 query failed to run"
     )
 
 

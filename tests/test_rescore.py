@@ -7,13 +7,14 @@ numbers) as a fresh baseline made from the same rankings under the new labels.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import pytest
 
 # numpy (through stats) must be imported early; see baseline_helpers.
 import pytest_retrieval.stats  # noqa: F401
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, build_snapshot
+from pytest_retrieval.baseline import QuerySnapshot, Snapshot, average_snapshots, build_snapshot
 from pytest_retrieval.declared import parse_budget
 from pytest_retrieval.evaluate import evaluate
 from pytest_retrieval.golden import GoldenSet, Query
@@ -42,7 +43,6 @@ def snapshot(gold: GoldenSet, rankings: Mapping[str, Sequence[str]]) -> Snapshot
         {STAGE: evaluation},
         lambda qid, stage: tuple(run[qid]),
         metric_names=METRICS,
-        min_grade=1,
         settings=SETTINGS,
     )
 
@@ -184,3 +184,61 @@ def test_holes_count_only_unjudged_documents_that_entered_above_the_lost_one() -
     assert outcome.hole_delta == pytest.approx(-1 / 12, abs=1e-6)
     again = RegressionOutcome.from_dict(outcome.to_dict())
     assert (again.hole_queries, again.worse[0].holes, again.worse[0].lost) == (1, 3, "doc-01")
+
+
+def test_abstain_rate_is_refused_in_rescore_mode_with_the_reason() -> None:
+    # A baseline stores rankings, not the retriever's scores, which abstain_rate reads: it
+    # cannot be re-scored, and the check says so rather than "no query to compare".
+    def scored(gold: GoldenSet) -> Snapshot:
+        run = {q.id: base_rankings()[q.id] for q in gold}
+        scores: dict[str, list[float | None]] = {qid: [0.9, 0.5, 0.1] for qid in run}
+        metrics = (*METRICS, "abstain_rate")
+        evaluation = evaluate(run, gold.qrels(), metrics, scores=scores, score_floor=0.3)
+        return build_snapshot(
+            gold,
+            {STAGE: evaluation},
+            lambda qid, stage: tuple(run[qid]),
+            metric_names=metrics,
+            settings={**SETTINGS, "score_floor": {"*": 0.3}},
+        )
+
+    outcome = check(scored(golden()), scored(golden(MERGED)), "rescore", "abstain_rate 0.01")
+    assert outcome.status == "incomparable"
+    assert (
+        "incomparable in rescore mode: abstain_rate is measured on the retriever's scores, which "
+        "a baseline does not store, so it cannot be re-scored"
+    ) in outcome.message
+
+
+def test_a_version_2_baseline_cut_at_the_depth_is_refused_for_whole_ranking_metrics() -> None:
+    # Version 2 kept each ranking to the depth (3 here): every stored ranking reaches it, so a
+    # relevant document below rank 3 could have been cut off: mrr (the whole ranking) cannot
+    # be re-scored exactly; precision@3 reads only the top 3 and is re-scored.
+    old = dataclasses.replace(snapshot(golden(), base_rankings()), schema_version=2)
+    current = snapshot(golden(MERGED), base_rankings())
+    refused = check(old, current, "rescore", "mrr 0.01")
+    assert refused.status == "incomparable"
+    assert (
+        "the baseline (schema version 2) stores each ranking cut at the retrieval depth (3), "
+        "and mrr reads the whole ranking: 12 of its rankings reach the cut"
+    ) in refused.message
+    assert "refresh the baseline once (--retrieval-update-baseline)" in refused.message
+    assert check(old, current, "rescore", "precision@3 0.01").status == "pass"
+    # Rankings shorter than the cut were whole: re-scored.
+    short = {qid: ranking[:2] for qid, ranking in base_rankings().items()}
+    whole = dataclasses.replace(snapshot(golden(), short), schema_version=2)
+    assert check(whole, snapshot(golden(MERGED), short), "rescore", "mrr 0.01").status == "pass"
+
+
+def test_a_baseline_of_several_runs_says_why_it_cannot_be_rescored() -> None:
+    # It holds the means of its runs and one run's rankings: re-scoring those would not give
+    # its values. The reason is that, not the schema version.
+    runs = average_snapshots([snapshot(golden(), base_rankings())] * 2)
+    assert runs.n_runs == 2
+    outcome = check(runs, snapshot(golden(MERGED), base_rankings()), "rescore")
+    assert outcome.status == "incomparable"
+    assert (
+        "incomparable in rescore mode: the baseline holds the means of 2 runs of the retriever "
+        "(retrieval_baseline_runs) and one run's rankings, so it cannot be re-scored"
+    ) in outcome.message
+    assert "schema version" not in outcome.message

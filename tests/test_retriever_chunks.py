@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_retrieval.evaluate import evaluate
 from pytest_retrieval.metrics import recall_at_k, reciprocal_rank
 from pytest_retrieval.retriever import (
     QueryRequest,
@@ -65,8 +66,17 @@ def test_every_form_collapses_chunks_to_their_document_at_its_best_rank(
 
 def test_without_collapsing_the_example_would_score_differently() -> None:
     # Guards the example itself: the rule changes the number, so the test above means something.
+    # Scored on the top 3 chunks instead (K counted in results as returned), a, a, b hold one
+    # relevant document of two.
     as_chunks = [c.split("#")[0] for c in CHUNKS]
-    assert recall_at_k(as_chunks, RELEVANT, 3) == 0.5
+    top3 = set(as_chunks[:3])
+    assert len(top3 & set(RELEVANT)) / len(RELEVANT) == 0.5
+    chunks_as_returned = evaluate({"q": as_chunks}, {"q": dict.fromkeys(RELEVANT, 1)}, ["recall@3"])
+    assert chunks_as_returned.per_query["q"]["recall@3"] == 1.0  # documents a, b, c
+    by_results = evaluate(
+        {"q": as_chunks}, {"q": dict.fromkeys(RELEVANT, 1)}, ["recall@3"], cutoff_unit="results"
+    )
+    assert by_results.per_query["q"]["recall@3"] == 0.5
 
 
 def test_the_separator_cuts_at_the_last_separator() -> None:

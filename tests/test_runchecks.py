@@ -78,3 +78,67 @@ def test_an_equivalent_that_composes_to_ascii_is_caught_both_ways() -> None:
     # Only NFKC-equivalent ("fi" ligature, fullwidth letters): different ids, not flagged.
     assert normalisation_mismatch({"q": ["\ufb01le"]}, {"file"}, what="j", stage="s") is None
     assert normalisation_mismatch({"q": ["\uff21BC"]}, {"ABC"}, what="j", stage="s") is None
+
+
+def test_ids_spelled_otherwise_are_paired_with_the_judged_id_they_name() -> None:
+    from pytest_retrieval.runchecks import spelling_pairs
+
+    rankings = {
+        "q1": ["REFUND-POLICY", " sso-setup ", "docs/guides/Invoices.md", "C:\\kb\\okta.html"],
+        "q2": ["refund-policy-v2", "billing", "release-1.3"],
+        "q3": ["data_export", "Team Seats", "api--rate_limits"],
+    }
+    known = {"refund-policy", "sso-setup", "invoices", "okta", "billing", "release-1.2"}
+    known |= {"data-export", "team-seats", "api-rate-limits"}
+    assert spelling_pairs(rankings, known) == {
+        "REFUND-POLICY": "refund-policy",  # case
+        " sso-setup ": "sso-setup",  # white space
+        "docs/guides/Invoices.md": "invoices",  # a path, a file extension, case
+        "C:\\kb\\okta.html": "okta",  # a Windows path
+        "data_export": "data-export",  # separators: an underscore,
+        "Team Seats": "team-seats",  # a space (and case),
+        "api--rate_limits": "api-rate-limits",  # a run of them
+    }  # "billing" matches as given; "-v2" and "1.3" name other documents
+
+
+def test_a_small_run_whose_ids_never_match_but_for_their_spelling_is_refused() -> None:
+    from pytest_retrieval.runchecks import id_match, id_mismatch
+
+    # Three queries (too few for the share rule), no ranking holds a judged id: without the
+    # spelling check a bad retriever and wrongly spelled ids look alike, so only the second
+    # is refused.
+    known = {"refund-policy", "sso-setup", "invoices"}
+    unrelated = {"q1": ["shipping"], "q2": ["faq"], "q3": ["pricing"]}
+    found = id_match(unrelated, known)
+    assert found is not None
+    assert (found.matching, found.refused, found.spelling) == (0, False, {})
+    upper = {"q1": ["SHIPPING", "REFUND-POLICY"], "q2": ["SSO-SETUP"], "q3": ["FAQ"]}
+    stop = id_mismatch(upper, known, what="judged", stage="retriever")
+    assert stop is not None
+    assert stop.status == "refused"
+    assert stop.reason.splitlines() == [
+        "the returned ids do not match the golden set's: 0 of 3 rankings [retriever] hold an id "
+        "of a judged document, but 2 returned id(s) equal judged ids once case, separators (-, "
+        "_, white space), a path or a file extension is ignored, so every metric would be 0 for "
+        "a reason that is not retrieval quality:",
+        "  returned 'REFUND-POLICY', judged 'refund-policy'",
+        "  returned 'SSO-SETUP', judged 'sso-setup'",
+    ]
+    assert stop.fix is not None
+    assert stop.fix.startswith("return ids spelled as the golden set spells them")
+    # One ranking holds a judged id, two hold one spelled otherwise: more rankings would match
+    # if the ids were spelled as the golden set spells them than match now, so the spelling is
+    # the cause (the one-word ids of a doc map that changes separators still match).
+    partly = {**upper, "q3": ["invoices"]}
+    stop = id_mismatch(partly, known, what="judged", stage="retriever")
+    assert stop is not None
+    assert stop.reason.splitlines()[0] == (
+        "the returned ids do not match the golden set's: 1 of 3 rankings [retriever] hold an id "
+        "of a judged document, but 2 returned id(s) equal judged ids once case, separators (-, "
+        "_, white space), a path or a file extension is ignored, so the metrics would be near 0 "
+        "for a reason that is not retrieval quality:"
+    )
+    # A stray variant beside rankings that match as given is not the explanation: a small
+    # set's retriever may be merely bad; not refused.
+    stray = {"q1": ["refund-policy"], "q2": ["sso-setup"], "q3": ["INVOICES"]}
+    assert id_mismatch(stray, known, what="judged", stage="retriever") is None

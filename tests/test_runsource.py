@@ -12,7 +12,7 @@ from pytest_retrieval.errors import InputError
 from pytest_retrieval.report.payload import Report, merge_all
 from pytest_retrieval.retriever import QueryOutcome, QueryRequest
 from pytest_retrieval.runsource import KeyTemplates, RunInfo, through_cache
-from pytest_retrieval.store import CacheKey, RunCache
+from pytest_retrieval.store import CacheEntry, CacheKey, RunCache
 
 REQUESTS = [QueryRequest("a", "alpha"), QueryRequest("b", "beta"), QueryRequest("c", "gamma")]
 KEYS = KeyTemplates(CacheKey("retriever", "", 10, "tests.fake", index_version="v1"))
@@ -105,12 +105,31 @@ def test_a_damaged_cache_in_use_runs_uncached_and_warns(tmp_path: Path) -> None:
 
 def test_refresh_rebuilds_a_damaged_cache(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite3"
-    path.write_bytes(b"\x00garbage" * 100)
+    with RunCache(path) as cache:  # a cache of ours (its header says so), then cut mid-page
+        cache.put(CacheKey("retriever", "q", 10, "m.f"), CacheEntry(("a",) * 2000))
+    damaged = path.read_bytes()[:-100]
+    path.write_bytes(damaged)
     _outcomes, info = through_cache(REQUESTS, Fake(), mode="refresh", path=path, keys=KEYS)
     assert info.stored == 3
-    assert (tmp_path / "runs.sqlite3.corrupt").read_bytes() == b"\x00garbage" * 100
+    assert (
+        "refresh moved it aside to runs.sqlite3.corrupt and starts a new cache"
+        in (info.warnings[0])
+    )
+    assert (tmp_path / "runs.sqlite3.corrupt").read_bytes() == damaged
     with RunCache(path) as cache:
         assert len(cache) == 3
+
+
+def test_refresh_leaves_a_file_that_is_not_ours_and_stores_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    path.write_bytes(b"\x00garbage" * 100)
+    _outcomes, info = through_cache(REQUESTS, Fake(), mode="refresh", path=path, keys=KEYS)
+    assert info.stored == 0
+    assert info.called == 3
+    assert "is not an SQLite database, so not a cache pytest-retrieval wrote" in info.warnings[0]
+    assert "moved" not in info.warnings[0]
+    assert path.read_bytes() == b"\x00garbage" * 100
+    assert not (tmp_path / "runs.sqlite3.corrupt").exists()
 
 
 def test_run_info_round_trips_and_merges() -> None:

@@ -17,6 +17,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -311,12 +312,16 @@ def test_exactly_one_of_the_processes_completes_the_last_shard(tmp_path: Path) -
 # --- several processes -------------------------------------------------------------------------
 
 
-def _worker(path: str, log: str, n: int, result: str) -> None:
+def _worker(path: str, log: str, n: int, result: str, start: Any) -> None:
     import time
 
     def process(part: Sequence[QueryRequest]) -> tuple[list[QueryOutcome], RunInfo]:
-        time.sleep(0.01)  # long enough for the other processes to claim shards meanwhile
+        time.sleep(0.05)  # long enough for the other processes to claim shards meanwhile
         return logged(Path(log))(part)
+
+    # Every process starts claiming at once: a spawned process imports for a second or more, and
+    # under load the first one up could otherwise run every shard before the others exist.
+    start.wait(60)
 
     outcomes, infos, last = run_sharded(
         Path(path), requests(n), process, size=4, info_to_json=as_json, info_from_json=from_json,
@@ -333,8 +338,9 @@ def test_three_processes_share_the_shards_each_request_run_once(tmp_path: Path) 
     path, log = tmp_path / "s.sqlite3", tmp_path / "calls.log"
     context = multiprocessing.get_context("spawn")
     results = [tmp_path / f"result-{i}.json" for i in range(3)]
+    start = context.Barrier(3)
     workers = [
-        context.Process(target=_worker, args=(str(path), str(log), n, str(result)))
+        context.Process(target=_worker, args=(str(path), str(log), n, str(result), start))
         for result in results
     ]
     for worker in workers:

@@ -432,3 +432,26 @@ def test_the_same_groups_from_a_file_and_from_dedup_exact_are_comparable(
     result.stdout.fnmatch_lines(
         esc(["PASS ndcg@3 budget 0.0100 [stage=retriever]: *(Δ +0.0000*, n = 3*"])
     )
+
+
+def test_the_markdown_and_html_verdicts_count_an_incomparable_check_as_such(
+    pipeline: Pipeline,
+) -> None:
+    # Reranker removed: "mrr 0.02" (final stages) is a regression (0.5 on every query),
+    # "mrr 0.02 stage=reranker" is incomparable (no reranker now), "mrr 0.02 stage=retriever"
+    # passes. Two of three checks failed: one regression, one incomparable, not 2 regressions.
+    pipeline.budgets("mrr 0.02", "mrr 0.02 stage=reranker", "mrr 0.02 stage=retriever")
+    pipeline.baseline(reranker=True)
+    pipeline.reranker(False)
+    result = pipeline.run("--retrieval-markdown=out.md", "--retrieval-html=out.html")
+    assert result.ret == 1
+    markdown = (pipeline.path / "out.md").read_text(encoding="utf-8")
+    assert markdown.splitlines()[0] == (
+        "### ❌ Retrieval quality: 2 of 3 gates failed (1 regression, 1 incomparable)"
+    )
+    html = (pipeline.path / "out.html").read_text(encoding="utf-8")
+    assert 'id="verdict">FAILED: 2 of 3 gates failed (1 regression, 1 incomparable)' in html
+    # The incomparable row's Where cell names the stage its budget names.
+    (row,) = [line for line in markdown.splitlines() if "| incomparable |" in line]
+    assert "| reranker (not in this run) · overall |" in row, row
+    assert "<td>reranker (not in this run)</td>" in html

@@ -303,26 +303,36 @@ def filled(path: Path, count: int = 300) -> list[CacheKey]:
     return keys
 
 
-def assert_refused(path: Path, reason: str) -> None:
+def assert_refused(path: Path, reason: str, *, ours: bool = True) -> None:
+    """Refused naming the file and the reason; a damaged cache of ours with "delete it", any
+    other file with "it was left as it is" (it is never ours to delete)."""
     with pytest.raises(CacheCorrupt) as info, RunCache(path) as cache:
         cache.get_many({i: dataclasses.replace(BASE, query=f"query {i}") for i in range(300)})
     message = str(info.value)
     assert message.startswith(f"retrieval cache {path}: ")
     assert reason in message
-    assert "it was not used (delete the file or run `pytest-retrieval cache clear" in message
+    if ours:
+        assert "it was not used (delete the file or run `pytest-retrieval cache clear" in message
+    else:
+        assert (
+            "it was not used (it is not a file pytest-retrieval wrote, so it was left as it is: "
+            "move it out of the folder, or set retrieval_cache_dir" in message
+        )
+        assert "cache clear" not in message
+    assert info.value.ours is ours
     assert info.value.path == str(path)
 
 
 def test_a_file_of_random_bytes_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     path.write_bytes(bytes(range(256)) * 40)
-    assert_refused(path, "is not an SQLite database")
+    assert_refused(path, "is not an SQLite database", ours=False)
 
 
 def test_a_text_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     path.write_text("these are not the rankings you are looking for\n" * 200, encoding="utf-8")
-    assert_refused(path, "is not an SQLite database")
+    assert_refused(path, "is not an SQLite database", ours=False)
 
 
 def test_an_sqlite_database_of_another_program_is_refused(tmp_path: Path) -> None:
@@ -332,7 +342,7 @@ def test_an_sqlite_database_of_another_program_is_refused(tmp_path: Path) -> Non
     other.execute("INSERT INTO entries VALUES ('k', 'v')")
     other.commit()
     other.close()
-    assert_refused(path, "is an SQLite database of another program (tables: entries)")
+    assert_refused(path, "is an SQLite database of another program (tables: entries)", ours=False)
 
 
 def test_a_cache_of_another_schema_version_is_refused(tmp_path: Path) -> None:
@@ -391,12 +401,14 @@ def test_check_finds_a_damaged_entry_without_a_lookup(tmp_path: Path) -> None:
 
 def test_rebuild_moves_the_damaged_file_aside_and_starts_empty(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
-    path.write_bytes(b"\x00garbage" * 1000)
+    filled(path)
+    damaged = path.read_bytes()[:-100]  # cut mid-page: ours (its header says so), and damaged
+    path.write_bytes(damaged)
     with RunCache.rebuild(path) as cache:
         assert len(cache) == 0
         cache.put(BASE, ENTRY)
         assert cache.get(BASE) == ENTRY
-    assert (tmp_path / "c.sqlite3.corrupt").read_bytes() == b"\x00garbage" * 1000
+    assert (tmp_path / "c.sqlite3.corrupt").read_bytes() == damaged
 
 
 def test_a_directory_in_the_way_is_refused(tmp_path: Path) -> None:

@@ -41,11 +41,12 @@ def test_judged_divides_by_the_results_returned_when_fewer_than_k() -> None:
     assert judged_at_k([], {"a": 1}, 10) is None
 
 
-def test_judged_treats_negative_grades_as_unjudged_and_counts_duplicates_as_positions() -> None:
+def test_judged_treats_negative_grades_as_unjudged_and_counts_a_repeated_id_once() -> None:
     # TREC's -1 is "in the pool, not judged".
     assert judged_at_k(["a", "b"], {"a": -1, "b": 0}, 2) == 0.5
-    # A duplicate takes a position and is judged when its doc is: a a x -> 2 of 3.
-    assert judged_at_k(["a", "a", "x"], {"a": 1}, 3) == pytest.approx(2 / 3)
+    # A repeated id is one document, as in the quality metrics: a a x is the documents a, x,
+    # one of them judged -> 1 of 2.
+    assert judged_at_k(["a", "a", "x"], {"a": 1}, 3) == 0.5
 
 
 def test_judged_has_one_spelling_and_needs_a_cutoff() -> None:

@@ -7,20 +7,21 @@ message on stderr.
 One error path: :func:`main` turns every usage error, whether argparse's (an unknown option, a
 value out of range), an :class:`~pytest_retrieval.errors.InputError` or an ``OSError`` from a
 file, into one line ``pytest-retrieval COMMAND: error: ...`` and exit status 2, with user text
-escaped (:func:`~pytest_retrieval.text.for_terminal`). Every file is written atomically, so
-Ctrl-C leaves none half-written.
+escaped (:func:`~pytest_retrieval.text.for_terminal`). Every line any command prints goes through
+:func:`~pytest_retrieval.cli.output.echo` (the one terminal/CI escaping). Every file is written
+atomically, so Ctrl-C leaves none half-written.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import InputError
-from ..text import for_terminal, guard_line
+from ..specs import UserCodeError
 from .args import positive_int as positive_int  # re-exported: older imports
+from .output import echo, error_line
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -46,8 +47,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from . import cache as cache_command
+    from . import comment as comment_command
     from . import evaluate as evaluate_command
     from . import golden as golden_command
+    from . import ledger as ledger_command
     from . import offline as offline_command
     from . import report as report_command
     from . import run as run_command
@@ -66,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     report_command.register(subparsers)
     cache_command.register(subparsers)
     run_command.register(subparsers)
+    ledger_command.register(subparsers)
+    comment_command.register(subparsers)
     return parser
 
 
@@ -79,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.version:
             from ..version import __version__
 
-            print(f"pytest-retrieval {__version__}")
+            echo(f"pytest-retrieval {__version__}")
             return EXIT_OK
         func = getattr(args, "func", None)
         if func is None:
@@ -94,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except InputError as exc:
         _error(command, _one_line(exc))
+        if isinstance(exc, UserCodeError) and exc.trace:  # the user's own frames, under it
+            echo(exc.trace, err=True)
         return EXIT_USAGE
     except BrokenPipeError:  # pragma: no cover - e.g. piped into `head`
         return EXIT_OK
@@ -110,11 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error(command: str, message: str, *, label: str = "error: ") -> None:
     """One line on stderr: the command, and the message with user text escaped."""
-    print(guard_line(f"{command}: {label}{for_terminal(message)}"), file=sys.stderr)
+    error_line(command, message, label=label)
 
 
 def _one_line(exc: InputError) -> str:
     """The first problem of an error, with a count of the others, on one line."""
+    if isinstance(exc, UserCodeError):
+        return exc.summary
     if len(exc.problems) <= 1:
         return str(exc).replace("\n", " ")
     more = len(exc.problems) - 1

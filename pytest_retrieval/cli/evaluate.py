@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..text import for_terminal, guard_lines
+from ..text import for_terminal
 from .args import setting
+from .output import echo, echo_json
+
+if TYPE_CHECKING:
+    from ..dedup import DuplicateGroups
+    from ..evaluate import Conventions
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
 
@@ -74,6 +77,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument(
+        "--duplicates",
+        metavar="FILE",
+        help=(
+            "duplicate groups (doc<TAB>group per line, or JSON), as retrieval_duplicates: every "
+            "metric is scored per group, and distinct@K counts copies"
+        ),
+    )
+    parser.add_argument(
         "--no-id-check",
         action="store_true",
         help=(
@@ -107,28 +118,23 @@ def _metric_list(raw: list[str] | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Score the run and print a table or JSON; return the exit status."""
-    from ..evaluate import evaluate
+    from ..evaluate import evaluate_documents
     from ..formats.trec import read_qrels, read_run
 
     metrics = _metric_list(args.metrics)
+    conventions = _conventions(args)
     qrels = read_qrels(args.qrels)
     ranked = read_run(args.run, keep_file_order=args.keep_file_order)
     if not args.no_id_check:
-        refusal, warning = id_check(ranked, qrels)
+        refusal, warning = id_check(ranked, qrels, duplicates=conventions.duplicates)
         if refusal is not None:
-            print(guard_lines(f"pytest-retrieval evaluate: error: {refusal}"), file=sys.stderr)
+            echo(f"pytest-retrieval evaluate: error: {refusal}", err=True)
             return 2
         if warning is not None:
-            print(guard_lines(f"pytest-retrieval evaluate: {warning}"), file=sys.stderr)
-    evaluation = evaluate(
-        ranked,
-        qrels,
-        metrics,
-        gain=args.gain,
-        min_grade=args.min_grade,
-        no_relevant=args.no_relevant,
-        unjudged=args.unjudged,
-    )
+            echo(f"pytest-retrieval evaluate: {warning}", err=True)
+    # A run file refuses a doc listed twice for one query (trec_eval's rule, the conventions'
+    # repeated_ids="refuse"): its rankings are document rankings already.
+    evaluation = evaluate_documents(ranked, qrels, metrics, conventions=conventions)
     queries = {
         "evaluated": evaluation.evaluated,
         "skipped_no_relevant": len(evaluation.skipped_no_relevant),
@@ -140,8 +146,7 @@ def run(args: argparse.Namespace) -> int:
         if args.per_query:
             document["per_query"] = evaluation.per_query
         document["queries"] = queries
-        json.dump(document, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        echo_json(document, ensure_ascii=True)
         return 0
 
     from tabulate import tabulate
@@ -158,12 +163,12 @@ def run(args: argparse.Namespace) -> int:
             for qid, values in evaluation.per_query.items()
         ]
         rows.append(["mean", *(cell(means[m]) for m in metrics)])
-        print(tabulate(rows, headers=["query", *metrics], disable_numparse=True))
+        echo(tabulate(rows, headers=["query", *metrics], disable_numparse=True))
     else:
         rows = [[m, cell(means[m]), counts[m]] for m in metrics]
-        print(tabulate(rows, headers=["metric", "mean", "queries"], disable_numparse=True))
-    print()
-    print(
+        echo(tabulate(rows, headers=["metric", "mean", "queries"], disable_numparse=True))
+    echo()
+    echo(
         f"queries: {queries['evaluated']} evaluated, "
         f"{queries['skipped_no_relevant']} skipped (no relevant document), "
         f"{queries['missing_from_run']} missing from the run (scored as empty), "
@@ -172,19 +177,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _conventions(args: argparse.Namespace) -> Conventions:
+    """The one :class:`~pytest_retrieval.evaluate.Conventions` of this command, from its flags."""
+    from ..evaluate import Conventions
+
+    duplicates = None
+    if args.duplicates is not None:
+        from ..dedup import load_duplicates
+
+        duplicates = load_duplicates(args.duplicates, setting="--duplicates")
+    return Conventions(
+        gain=args.gain,
+        min_grade=args.min_grade,
+        no_relevant=args.no_relevant,
+        unjudged=args.unjudged,
+        duplicates=duplicates,
+        repeated_ids="refuse",
+    )
+
+
 def id_check(
-    ranked: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
+    ranked: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    duplicates: DuplicateGroups | None = None,
 ) -> tuple[str | None, str | None]:
     """The run's ids against the judged ids, refused where a pytest run would refuse them
     (:func:`~pytest_retrieval.runchecks.normalisation_pairs`: ids that differ only in their
     Unicode normal form; :func:`~pytest_retrieval.runchecks.id_match`: (almost) no ranking
-    of a topic with a relevant document holds a judged id), with the fix for a run file; on a
+    of a topic with a relevant document holds a judged id, or none does and run ids equal
+    judged ids but for their spelling), with the fix for a run file; on a
     run too small for that refusal, a warning when no such ranking holds a judged id at all.
-    Returns (refusal, warning)."""
-    from ..runchecks import id_match, normalisation_pairs
+    With ``duplicates`` (``--duplicates``), a copy of a judged document counts as judged, as in
+    a pytest run. Returns (refusal, warning)."""
+    from ..runchecks import SPELLING_WORDS, id_match, normalisation_pairs
 
     rankings = {qid: ranking for qid, ranking in ranked.items() if qid in qrels and ranking}
     judged = {doc for judgments in qrels.values() for doc in judgments}
+    if duplicates is not None:
+        judged = duplicates.with_copies(judged)
     if not rankings or not judged:
         return None, None
     pairs = normalisation_pairs(rankings, judged)
@@ -211,8 +242,18 @@ def id_check(
     returned = ", ".join(repr(d) for d in found.returned[:3])
     expected = ", ".join(repr(d) for d in found.expected[:3])
     examples = f"(run ids, e.g. {returned}; judged ids, e.g. {expected})"
+    outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
+    if found.spelling:
+        shown = "; ".join(
+            f"run {doc!r}, qrels {match!r}" for doc, match in list(found.spelling.items())[:3]
+        )
+        return (
+            f"the run's ids do not match the qrels': {facts}, but {len(found.spelling)} run "
+            f"id(s) equal judged ids once {SPELLING_WORDS} is ignored ({shown}), so {outcome} "
+            "for a reason that is not retrieval quality: write the run with the ids spelled as "
+            "the qrels spell them, or pass --no-id-check"
+        ), None
     if found.refused:
-        outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
         return (
             f"the run's ids do not match the qrels': {facts}, so {outcome} for a reason that is "
             f"not retrieval quality {examples}. Write the run with the document ids the qrels "

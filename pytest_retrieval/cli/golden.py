@@ -13,19 +13,18 @@ and ``golden merge`` (the labelling worksheet, out and back) are registered here
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GoldenSetError, InputError
 from ..formats.golden_io import READ_FORMATS, WRITE_FORMATS, write_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
-from ..text import for_terminal, guard_lines
+from ..text import for_terminal
 from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input
 from .labelling import register as register_labelling
+from .output import echo, echo_json, error_line
 
 if TYPE_CHECKING:
     from ..dedup import DuplicateGroups
@@ -134,15 +133,15 @@ def run_validate(args: argparse.Namespace) -> int:
     try:
         groups = _duplicate_groups(args)
     except InputError as exc:
-        print(guard_lines(str(exc)), file=sys.stderr)
+        echo(exc, err=True)
         return EXIT_USAGE if args.dedup is not None or args.duplicates else EXIT_FAILED
-    print(
+    echo(
         f"ok: {args.path}: {len(golden)} queries ({per_split}){checked}; "
         f"fingerprint {golden.short_fingerprint}"
     )
     if groups is not None:
         for line in duplicate_lines(golden, groups):
-            print(guard_lines(line))
+            echo(line)
     return EXIT_OK
 
 
@@ -259,7 +258,7 @@ def run_stats(args: argparse.Namespace) -> int:
         return golden
     data = golden_stats(golden)
     if args.json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        echo_json(data)
         return EXIT_OK
     from tabulate import tabulate
 
@@ -273,33 +272,33 @@ def run_stats(args: argparse.Namespace) -> int:
         ("no-answer queries", str(data["no_answer"])),
         ("fingerprint", f"{golden.short_fingerprint} (sha256 {golden.fingerprint})"),
     ]
-    print(tabulate(about, tablefmt="plain"))
-    print()
+    echo(tabulate(about, tablefmt="plain"))
+    echo()
     splits = [(name, s["queries"], s["no_answer"]) for name, s in data["splits"].items()]
-    print(tabulate(splits, headers=["split", "queries", "no-answer"], tablefmt="simple"))
-    print()
+    echo(tabulate(splits, headers=["split", "queries", "no-answer"], tablefmt="simple"))
+    echo()
     slices: list[tuple[str, int]] = list(data["slices"].items())
     slices.append(("(no slice)", data["without_slice"]))
-    print(tabulate(slices, headers=["slice", "queries"], tablefmt="simple"))
-    print()
+    echo(tabulate(slices, headers=["slice", "queries"], tablefmt="simple"))
+    echo()
     per_query = data["judged_per_query"]
-    print(
+    echo(
         f"judged docs per query: min {per_query['min']}, median {per_query['median']:g}, "
         f"mean {per_query['mean']:g}, max {per_query['max']}"
     )
-    print()
+    echo()
     grades = list(data["grades"].items())
-    print(tabulate(grades, headers=["grade", "judgments"], tablefmt="simple"))
+    echo(tabulate(grades, headers=["grade", "judgments"], tablefmt="simple"))
     provenance = data["provenance"]
     if provenance["with_provenance"]:
-        print()
-        print(
+        echo()
+        echo(
             f"judgments with provenance: {provenance['with_provenance']} of "
             f"{provenance['judgments']} ({provenance['machine']} machine-made, "
             f"{provenance['human']} by people)"
         )
         rows = [(for_terminal(name), count) for name, count in provenance["by"].items()]
-        print(tabulate(rows, headers=["labeled by", "judgments"], tablefmt="simple"))
+        echo(tabulate(rows, headers=["labeled by", "judgments"], tablefmt="simple"))
     return EXIT_OK
 
 
@@ -312,25 +311,33 @@ def run_convert(args: argparse.Namespace) -> int:
             suffix
         )
         if target_format is None:
-            print(
-                f"pytest-retrieval golden convert: error: cannot tell the output format of "
-                f"{args.dst}; use a .yaml, .json or .jsonl name, or --to",
-                file=sys.stderr,
+            error_line(
+                "pytest-retrieval golden convert",
+                f"cannot tell the output format of {args.dst}; use a .yaml, .json or .jsonl "
+                "name, or --to",
             )
             return EXIT_USAGE
+    from ..files import clobbered_inputs
+
+    clash = clobbered_inputs(
+        [("DST", args.dst)],
+        [("SRC", args.src), ("--topics", args.topics), ("--corpus", getattr(args, "corpus", None))],
+    )
+    if clash:
+        error_line("pytest-retrieval golden convert", str(clash[0]))
+        return EXIT_USAGE
     golden = load_input(args, args.src)
     if isinstance(golden, int):
         return golden
     try:
         write_golden(golden, args.dst, format=target_format)
     except GoldenSetError as exc:
-        print(guard_lines(str(exc)), file=sys.stderr)
+        echo(exc, err=True)
         return EXIT_FAILED
     except (InputError, OSError) as exc:
-        message = for_terminal(str(exc).replace("\n", " "))
-        print(f"pytest-retrieval golden convert: error: {message}", file=sys.stderr)
+        error_line("pytest-retrieval golden convert", str(exc).replace("\n", " "))
         return EXIT_USAGE
-    print(
+    echo(
         f"wrote {len(golden)} queries to {args.dst} ({target_format}); "
         f"fingerprint {golden.short_fingerprint}"
     )

@@ -7,13 +7,13 @@ error, 2), then loads its golden set: an invalid one prints every problem and ex
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import GoldenSetError
 from ..formats.golden_io import load_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
 from ..reading import exists
-from ..text import for_terminal, guard_lines
+from ..text import for_terminal
+from .output import echo
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -24,10 +24,10 @@ def missing_input(args: argparse.Namespace, *paths: tuple[str, str | None]) -> b
     """Print one line for the first input that does not exist; True if there was one."""
     for what, path in paths:
         if path is not None and not exists(path):
-            print(
+            echo(
                 f"pytest-retrieval golden {args.golden_command}: error: {what} not found: "
                 f"{for_terminal(path)}",
-                file=sys.stderr,
+                err=True,
             )
             return True
     return False
@@ -46,5 +46,5 @@ def load_input(args: argparse.Namespace, path: str, corpus: str | None = None) -
             heldout_split=getattr(args, "heldout_split", DEFAULT_HELDOUT_SPLIT),
         )
     except GoldenSetError as exc:
-        print(guard_lines(str(exc)), file=sys.stderr)
+        echo(exc, err=True)
         return EXIT_FAILED

@@ -11,13 +11,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..formats.golden_io import READ_FORMATS, write_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT
 from ..stages import RETRIEVER_STAGE, final_stage
-from ..text import for_terminal, guard_lines
+from ..text import for_terminal
 from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input, missing_input
+from .output import echo, error_line
+
+if TYPE_CHECKING:
+    from ..specs import UserCodeError
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,18 +116,40 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _error(args: argparse.Namespace, message: str) -> int:
-    text = for_terminal(message.replace("\n", " "))
-    print(f"pytest-retrieval golden {args.golden_command}: error: {text}", file=sys.stderr)
+    error_line(f"pytest-retrieval golden {args.golden_command}", message.replace("\n", " "))
+    return EXIT_USAGE
+
+
+def _clobbers(
+    args: argparse.Namespace,
+    outputs: list[tuple[str, str | None]],
+    *inputs: list[tuple[str, str | None]],
+) -> int | None:
+    """The usage error of an output that would replace an input (nothing is written), or None."""
+    from ..files import clobbered_inputs
+
+    problems = clobbered_inputs(outputs, [named for group in inputs for named in group])
+    return _error(args, str(problems[0])) if problems else None
+
+
+def _user_code_error(args: argparse.Namespace, exc: UserCodeError) -> int:
+    """The one error line of the user's code (``--prefill``), and their traceback under it."""
+    error_line(f"pytest-retrieval golden {args.golden_command}", exc.summary)
+    if exc.trace:
+        echo(exc.trace, err=True)
     return EXIT_USAGE
 
 
 def _pool_input(
     path: str, stage: str | None
-) -> tuple[dict[str, tuple[str, ...]], str | None, bool]:
-    """(rankings, golden path recorded, cut short) of an artifact, a baseline or a run file.
+) -> tuple[dict[str, tuple[str, ...]], str | None, str | None]:
+    """(rankings, golden path recorded, how to keep deeper rankings) of an artifact, a
+    baseline or a run file.
 
-    ``cut short``: the file keeps only the top of each ranking (artifacts keep the largest K of
-    ``retrieval_ks``, version-1 baselines 10).
+    The last is None when the file keeps whole rankings, else the fix for a file that keeps
+    only the top of each ranking (artifacts keep the largest K of ``retrieval_ks``, version-2
+    baselines the retrieval depth, version-1 baselines 10; version 3 keeps whole rankings:
+    :func:`~pytest_retrieval.snapshot.stored_cut`).
     """
     if path.lower().endswith(".json"):
         from ..errors import InputError
@@ -147,17 +174,21 @@ def _pool_input(
                 str(row["id"]): tuple(str(d) for d in (row.get("rankings") or {}).get(chosen, ()))
                 for row in data.get("queries") or ()
             }
-            return rankings, (data.get("golden") or {}).get("path"), True
+            deeper = "add {depth} to retrieval_ks for deeper artifacts"
+            return rankings, (data.get("golden") or {}).get("path"), deeper
         if schema == "pytest-retrieval/baseline":
             from ..baseline import load_baseline
+            from ..snapshot import stored_cut
 
             baseline = load_baseline(path)
             chosen = stage or final_stage(baseline.stages) or RETRIEVER_STAGE
             rankings = {qid: q.top.get(chosen, ()) for qid, q in baseline.queries.items()}
-            return rankings, None, baseline.schema_version < 2
+            cut = stored_cut(baseline) is not None
+            refresh = "refresh the baseline: one written now keeps whole rankings"
+            return rankings, None, refresh if cut else None
     from ..formats.runs import load_run_file
 
-    return dict(load_run_file(path).rankings), None, False
+    return dict(load_run_file(path).rankings), None, None
 
 
 def run_pool(args: argparse.Namespace) -> int:
@@ -168,45 +199,61 @@ def run_pool(args: argparse.Namespace) -> int:
 
     if missing_input(args, *(("run", path) for path in args.runs), ("corpus", args.corpus)):
         return EXIT_USAGE
+    clash = _clobbers(
+        args,
+        [("--output", args.output)],
+        [*(("the run", path) for path in args.runs), ("the golden set", args.golden)],
+        [("--corpus", args.corpus)],
+    )
+    if clash is not None:
+        return clash
     runs: list[tuple[str, dict[str, tuple[str, ...]]]] = []
     golden_path = args.golden
     notes: list[str] = []
     names: set[str] = set()
     try:
         for path in args.runs:
-            rankings, recorded, cut = _pool_input(path, args.stage)
+            rankings, recorded, deeper = _pool_input(path, args.stage)
             golden_path = golden_path or recorded
             name = os.path.splitext(os.path.basename(path))[0]
             name = path if name in names else name
             names.add(name)
             longest = max((len(r) for r in rankings.values()), default=0)
-            if cut and longest < args.depth:
+            if deeper is not None and longest < args.depth:
                 notes.append(
                     f"note: {path} keeps rankings to depth {longest} only, so it is pooled to "
-                    f"{longest}, not {args.depth} (add {args.depth} to retrieval_ks for deeper "
-                    "artifacts)"
+                    f"{longest}, not {args.depth} ({deeper.format(depth=args.depth)})"
                 )
             runs.append((name, rankings))
     except (InputError, RunFileError) as exc:
-        print(guard_lines(str(exc)), file=sys.stderr)
+        echo(exc, err=True)
         return EXIT_FAILED
     if golden_path is None:
         return _error(args, "no golden set: pass --golden GOLDEN (no artifact names one)")
+    clash = _clobbers(args, [("--output", args.output)], [("the golden set", golden_path)])
+    if clash is not None:  # the golden set an artifact recorded
+        return clash
     golden = load_input(args, golden_path)
     if isinstance(golden, int):
         return golden
     prefill = None
     if args.prefill:
-        from ..specs import import_object
+        from ..specs import UserCodeError, call_user, import_object
 
         # The console script's sys.path lacks the current folder: the user's module is there.
         sys.path.insert(0, os.getcwd())
         try:
-            prefill = import_object(args.prefill, "--prefill")
-        except InputError as exc:
-            return _error(args, str(exc))
-        if not callable(prefill):
+            judge = import_object(args.prefill, "--prefill")
+        except UserCodeError as exc:
+            return _user_code_error(args, exc)
+        if not callable(judge):
             return _error(args, f"--prefill {args.prefill} is not a function")
+
+        def prefill(*row: str | None) -> Any:  # the judge, guarded: what it raises is theirs
+            return call_user(judge, *row, what="--prefill", spec=args.prefill)
+
+    from ..specs import UserCodeError
+
     try:
         corpus = read_corpus_texts(args.corpus) if args.corpus else None
         found = pool(
@@ -219,25 +266,27 @@ def run_pool(args: argparse.Namespace) -> int:
             prefill_name=args.prefill,
         )
         write_worksheet(found.rows, args.output)
+    except UserCodeError as exc:  # the --prefill judge raised: nothing was written
+        return _user_code_error(args, exc)
     except InputError as exc:
-        print(guard_lines(str(exc)), file=sys.stderr)
+        echo(exc, err=True)
         return EXIT_FAILED
     for note in notes:
-        print(for_terminal(note))
+        echo(note)
     if found.unknown_queries:
         shown = ", ".join(found.unknown_queries[:10])
-        print(
+        echo(
             f"note: {len(found.unknown_queries)} query ids of the runs are not in the golden "
             f"set (ignored): {for_terminal(shown)}"
         )
     if found.heldout_left_out:
-        print(
+        echo(
             f"note: {found.heldout_left_out} held-out queries left out (--include-heldout "
             "pools them)"
         )
     prefilled = sum(1 for row in found.rows if row.grade is not None)
     machine = f", {prefilled} pre-graded by {args.prefill}" if args.prefill else ""
-    print(
+    echo(
         f"wrote {len(found.rows)} unjudged documents of {found.queries} queries "
         f"({len(runs)} runs, top {args.depth}{machine}) to {for_terminal(args.output)}; fill "
         f"in the grade column, then: pytest-retrieval golden merge "
@@ -256,6 +305,13 @@ def run_merge(args: argparse.Namespace) -> int:
 
     if missing_input(args, ("golden set", args.path), ("worksheet", args.worksheet)):
         return EXIT_USAGE
+    clash = _clobbers(
+        args,
+        [("--output", args.output)],
+        [("the golden set", args.path), ("the worksheet", args.worksheet)],
+    )
+    if clash is not None:
+        return clash
     suffix = os.path.splitext(args.output)[1].lower()
     target = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".jsonl": "jsonl"}.get(suffix)
     if target is None:
@@ -266,7 +322,7 @@ def run_merge(args: argparse.Namespace) -> int:
     try:
         rows, problems = read_worksheet(args.worksheet)
     except InputError as exc:
-        print(guard_lines(str(exc)), file=sys.stderr)
+        echo(exc, err=True)
         return EXIT_FAILED
     labeled_by = args.labeled_by or f"worksheet:{os.path.basename(args.worksheet)}"
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -287,7 +343,7 @@ def run_merge(args: argparse.Namespace) -> int:
             problems or [Problem("nothing to merge")],
             title=f"{args.worksheet}: {len(problems)} problem(s), nothing merged",
         )
-        print(guard_lines(str(error)), file=sys.stderr)
+        echo(error, err=True)
         return EXIT_FAILED
     try:
         write_golden(result.golden, args.output, format=target)
@@ -297,12 +353,12 @@ def run_merge(args: argparse.Namespace) -> int:
     changed = ", ".join(result.changed_queries[:10]) + (
         f" (+{len(result.changed_queries) - 10} more)" if len(result.changed_queries) > 10 else ""
     )
-    print(
+    echo(
         f"merged {merged} judgments into {for_terminal(args.output)} ({result.added} added, "
         f"{result.changed} changed, {result.unchanged} already there, {result.blank} blank "
         f"rows skipped; {result.machine} machine-made); labeled by {for_terminal(labeled_by)}"
     )
-    print(
+    echo(
         f"fingerprint {golden.short_fingerprint} → {result.golden.short_fingerprint}; "
         f"{len(result.changed_queries)} queries changed"
         + (f": {for_terminal(changed)}" if changed else "")

@@ -9,17 +9,20 @@ retriever again. Exit status: 0 every check passed, 1 a check failed, 2 usage er
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..reading import exists
-from ..text import guard_line
 from ..verdict import Stop
 from .args import probability, tampered
+from .output import echo
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
     from ..declared import Budget, Threshold
+    from ..dedup import DuplicateGroups
+    from ..evaluate import Conventions
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,6 +85,14 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
         help=(
             "when the golden set changed: strict (incomparable), intersect, or rescore (the "
             "baseline's stored rankings re-scored against the current labels)"
+        ),
+    )
+    parser.add_argument(
+        "--duplicates",
+        metavar="FILE",
+        help=(
+            "the duplicate groups the run was scored with, for --mode rescore (default: the "
+            "run's own groups file or corpus, when they are still where the run read them)"
         ),
     )
     parser.add_argument(
@@ -184,22 +195,65 @@ def _budgets(
     return budgets
 
 
-def _options(args: argparse.Namespace, document: dict[str, Any]) -> Any:
+def _conventions(
+    args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
+) -> Conventions | None:
+    """What the rescore mode scores the stored rankings with: the conventions the run's
+    snapshot recorded, and the duplicate groups it was scored with (``--duplicates``, else
+    the run's own groups read again from where it read them). None when the recorded settings
+    cannot make conventions: the comparison then says so."""
+    from ..evaluate import Conventions
+
+    duplicates = _duplicate_groups(args, document) if "dedup" in snapshot.settings else None
+    try:
+        return Conventions.from_recorded(snapshot.settings, duplicates=duplicates)
+    except ValueError:
+        return None
+
+
+def _duplicate_groups(args: argparse.Namespace, document: dict[str, Any]) -> DuplicateGroups | None:
+    """``--duplicates FILE``, else the groups the run recorded where they came from, when that
+    file (or corpus) is still there; None otherwise (the rescore mode then names the fix). The
+    groups' fingerprint decides whether they are the run's (:func:`.rescore.why_not_rescorable`)."""
+    from ..dedup import load_duplicates
+
+    if args.duplicates is not None:
+        return load_duplicates(args.duplicates, setting="--duplicates")
+    from ..configure import load_duplicate_groups
+    from ..settings import Settings
+
+    recorded = document.get("settings", {})
+    groups, dedup, corpus = (recorded.get(k) for k in ("duplicates", "dedup", "corpus"))
+    try:
+        if isinstance(groups, str) and os.path.isfile(groups):
+            return load_duplicates(groups)
+        computed = isinstance(dedup, str) and dedup != "off"
+        if computed and isinstance(corpus, str) and os.path.isfile(corpus):
+            return load_duplicate_groups(Settings(dedup=str(dedup), corpus=corpus))
+    except (InputError, ValueError):
+        return None  # changed since the run: the fingerprint check could not pass anyway
+    return None
+
+
+def _options(args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot) -> Any:
     from ..regression import CompareOptions
 
     settings = document.get("settings", {})
+    mode = args.mode or settings.get("baseline_mode", "strict")
     return CompareOptions(
         alpha=args.alpha if args.alpha is not None else settings.get("alpha", 0.05),
         confidence=settings.get("confidence", 0.95),
         resamples=settings.get("resamples", 10_000),
         seed=settings.get("seed", 0),
-        mode=args.mode or settings.get("baseline_mode", "strict"),
+        mode=mode,
         heldout_split=settings.get("heldout_split", "heldout"),
         shown=settings.get("worst", 5),
         # Artifacts written before family-wise control default to it too: the same rule as
         # the plugin applies today.
         multiplicity=args.multiplicity or settings.get("multiplicity", "maxt"),
         budget_test=args.budget_test or settings.get("budget_test", "drop"),
+        # Only the rescore mode scores anything: the groups are read for it alone.
+        conventions=_conventions(args, document, snapshot) if mode == "rescore" else None,
     )
 
 
@@ -216,7 +270,7 @@ def _check_regressions(
             Problem("baseline not found", fix="check the path", source=baseline_path)
         ) from None
     ok = True
-    options = _options(args, document)
+    options = _options(args, document, snapshot)
     family, outcomes = compare_all(
         baseline,
         snapshot,
@@ -225,15 +279,15 @@ def _check_regressions(
         baseline_path=baseline_path,
     )
     if family.size:
-        print(family.describe())
+        echo(family.describe())
     for outcome in outcomes:
         verdict = {"pass": "PASS", "improvement": "PASS", "skipped": "SKIP"}.get(
             outcome.status, "FAIL"
         )
         lines = outcome.message.splitlines()
-        print(guard_line(f"{verdict} {outcome.name}: {lines[0]}"))
+        echo(f"{verdict} {outcome.name}: {lines[0]}")
         for line in lines[1:]:
-            print(guard_line(f"    {line}"))
+            echo(f"    {line}")
         ok = ok and outcome.passed
     return ok
 
@@ -301,7 +355,7 @@ def _run_gate(args: argparse.Namespace) -> int:
             passed = value is not None and OPS[threshold.op](value, threshold.value)
             shown = "n/a" if value is None else f"{value:.4f}"
             where = Selection(stage, selection.split or "overall", selection.slice).label()
-            print(
+            echo(
                 f"{'PASS' if passed else 'FAIL'} {threshold.spec} {threshold.op} "
                 f"{threshold.value:g}: {shown} [{where}] (n={n})"
             )

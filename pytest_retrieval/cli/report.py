@@ -10,12 +10,13 @@ artifact or baseline, unwritable output). The report's verdict does not change t
 from __future__ import annotations
 
 import argparse
-import sys
+import io
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, Problem
 from ..report.artifact import read_artifact
 from .args import positive_int, tampered
+from .output import echo
 
 if TYPE_CHECKING:
     from ..baseline import Snapshot
@@ -65,14 +66,20 @@ def _read_baseline(path: str) -> Snapshot:
 
 def run(args: argparse.Namespace) -> int:
     """Render the reports; 0 when written."""
+    from ..files import refuse_clobbering
     from ..report.write import write_reports
 
+    refuse_clobbering(
+        [("--markdown", None if args.markdown == "-" else args.markdown), ("--html", args.html)],
+        [("the artifact", args.artifact), ("the baseline", args.baseline)],
+    )
     artifact = read_artifact(args.artifact)
     baseline = _read_baseline(args.baseline) if args.baseline else None
     markdown_target = args.markdown
     if markdown_target is None and args.html is None:
         markdown_target = "-"
     to_stdout = markdown_target == "-"
+    stream = io.StringIO() if to_stdout else None
     with tampered(args.artifact):
         written = write_reports(
             artifact,
@@ -80,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
             markdown=None if to_stdout else markdown_target,
             html=args.html,
             max_rows=args.max_rows,
-            markdown_stream=sys.stdout if to_stdout else None,
+            markdown_stream=stream,
         )
     del written  # the command prints nothing but the Markdown it was asked to print
+    if stream is not None:  # through the one escaping: a CI log reads stdout as commands
+        echo(stream.getvalue().removesuffix("\n"))
     return 0

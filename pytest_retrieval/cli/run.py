@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import InputError, Problem
 from ..text import for_terminal
 from .args import setting
+from .output import echo
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -147,6 +148,18 @@ def run(args: argparse.Namespace) -> int:
                 source="--ray-address",
             )
         )
+    if args.ray_address:
+        from ..executors import ray_address_problem
+
+        problem = ray_address_problem(args.ray_address)
+        if problem is not None:  # before Ray sees it
+            raise InputError(problem)
+    from ..files import refuse_clobbering
+
+    refuse_clobbering(
+        [("--output", args.output), ("--retriever-output", args.retriever_output)],
+        [("the golden set", args.golden)],
+    )
     # The factory's module is looked up from the current folder first, as `python -m` and
     # pytest's rootdir do: a console script's sys.path has only its own folder.
     if os.getcwd() not in sys.path:
@@ -192,17 +205,17 @@ def run(args: argparse.Namespace) -> int:
         )
     failed = [o for o in outcomes if o.error is not None]
     written = " and ".join(path for _stage, path in files)
-    print(
+    echo(
         f"pytest-retrieval run: {len(outcomes)} queries through {args.executor} in "
         f"{elapsed:.1f} s; run written to {for_terminal(written)}"
     )
     if failed:
         named = ", ".join(for_terminal(o.query_id) for o in failed[:10])
         more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
-        print(
+        echo(
             f"pytest-retrieval run: {len(failed)} queries failed ({named}{more}); their errors "
             "are in the run file and fail a pytest --retrieval-run session too",
-            file=sys.stderr,
+            err=True,
         )
         return EXIT_FAILED
     return EXIT_OK

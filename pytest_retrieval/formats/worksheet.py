@@ -9,7 +9,21 @@ was given), ``runs`` (how many runs surfaced it), ``best_rank`` and ``surfaced_b
 and the rank it gave, e.g. ``current:3 baseline:5``). Only the first three are needed to merge.
 
 Formats by extension: ``.csv`` (default, opens in a spreadsheet), ``.jsonl`` (one object per
-line) and ``.yaml``/``.yml`` (a list of rows). A corpus for the context columns is a BEIR
+line) and ``.yaml``/``.yml`` (a list of rows).
+
+**Formula injection.** A spreadsheet runs a CSV cell that starts with ``=``, ``+``, ``-``, ``@``,
+a tab or a carriage return as a formula (``=HYPERLINK(...)``, ``=cmd|...``, ``@SUM(...)``), and
+query texts, corpus texts and returned ids are not ours. In a CSV worksheet every cell that
+starts with one of those (or a line feed, or the full-width forms U+FF1D, U+FF0B, U+FF0D,
+U+FF20) *or with a single quote* is written with a ``'`` in front, which spreadsheets show as
+text; reading a CSV worksheet removes exactly one leading ``'`` from every cell that has one.
+The rule is unambiguous because a cell that really starts with ``'`` is written with a second
+one: every value reads back exactly as it was (:func:`neutralise_cell`, :func:`restore_cell`).
+JSONL and YAML worksheets are not opened by spreadsheets and hold the values as they are.
+
+**Ids are kept exactly.** ``query_id`` and ``doc_id`` are read as written, white space
+included (``"z "`` is not ``"z"``: a golden set may hold both); an id that is empty or only
+white space is a problem of its row. A corpus for the context columns is a BEIR
 ``corpus.jsonl`` (``_id``, ``title``, ``text``), a BEIR folder, or a text file of
 ``id<TAB>text`` lines.
 """
@@ -94,8 +108,28 @@ def worksheet_format(path: str | os.PathLike[str]) -> str:
     return _FORMATS.get(os.path.splitext(os.fspath(path))[1].lower(), "csv")
 
 
+#: What a spreadsheet may read as the start of a formula (OWASP's list: ``= + - @``, tab, CR; the
+#: full-width forms; a line feed), and the quote that marks a neutralised cell (see the module
+#: docstring).
+FORMULA_START = frozenset("=+-@\t\r\n\uff1d\uff0b\uff0d\uff20")
+_QUOTE = "'"
+
+
+def neutralise_cell(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs as a formula: a ``'`` in front when it starts
+    with a formula character or with ``'`` itself (so :func:`restore_cell` is exact)."""
+    first = text[:1]
+    return _QUOTE + text if first and (first in FORMULA_START or first == _QUOTE) else text
+
+
+def restore_cell(text: str) -> str:
+    """The value of a CSV cell :func:`neutralise_cell` wrote: one leading ``'`` removed."""
+    return text[1:] if text.startswith(_QUOTE) else text
+
+
 def render_worksheet(rows: Iterable[WorksheetRow], fmt: str) -> str:
-    """The text of a worksheet in ``fmt`` (``csv``, ``jsonl`` or ``yaml``)."""
+    """The text of a worksheet in ``fmt`` (``csv``, ``jsonl`` or ``yaml``); CSV cells are
+    neutralised against formula injection (:func:`neutralise_cell`)."""
     records = [row.to_dict() for row in rows]
     if fmt == "jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
@@ -107,7 +141,9 @@ def render_worksheet(rows: Iterable[WorksheetRow], fmt: str) -> str:
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow({k: "" if v is None else v for k, v in record.items()})
+        writer.writerow(
+            {k: "" if v is None else neutralise_cell(str(v)) for k, v in record.items()}
+        )
     return out.getvalue()
 
 
@@ -123,6 +159,18 @@ def _cell(value: object) -> str | None:
         return None
     text = str(value).strip()
     return text or None
+
+
+def _id(value: object, what: str) -> tuple[str | None, tuple[str, str] | None]:
+    """``(id, None)``: an id cell exactly as written (no white space removed; None when empty or
+    blank); ``(None, (message, fix))``: the golden set's words for a value that is no id (a
+    YAML boolean, a float, a list)."""
+    from .golden_values import as_id, id_problem
+
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, None
+    problem = id_problem(value, what)
+    return (None, problem) if problem is not None else (as_id(value), None)
 
 
 def _grade(value: object) -> int | str | None:
@@ -176,7 +224,10 @@ def _records(path: str, fmt: str) -> list[tuple[int, object]]:
                         line=1,
                     )
                 )
-            return [(reader.line_num, dict(row)) for row in reader]
+            return [
+                (reader.line_num, {k: v if v is None else _restored(v) for k, v in row.items()})
+                for row in reader
+            ]
         except csv.Error as exc:  # a cell over the csv module's field limit, say
             raise InputError(
                 Problem(
@@ -201,6 +252,11 @@ def _records(path: str, fmt: str) -> list[tuple[int, object]]:
     return list(enumerate(data, start=1))
 
 
+def _restored(value: object) -> object:
+    # csv gives a str per cell, and a list for the cells of a row longer than the header.
+    return restore_cell(value) if isinstance(value, str) else value
+
+
 def read_worksheet(path: str | os.PathLike[str]) -> tuple[list[WorksheetRow], list[Problem]]:
     """The rows of a worksheet and every problem in them (bad or missing ids, bad grades).
 
@@ -222,7 +278,14 @@ def read_worksheet(path: str | os.PathLike[str]) -> tuple[list[WorksheetRow], li
                 )
             )
             continue
-        qid, doc = _cell(raw.get("query_id")), _cell(raw.get("doc_id"))
+        (qid, bad_qid), (doc, bad_doc) = (
+            _id(raw.get("query_id"), "query_id"),
+            _id(raw.get("doc_id"), "doc_id"),
+        )
+        bad = bad_qid or bad_doc
+        if bad is not None:
+            problems.append(Problem(bad[0], fix=bad[1], source=name, line=number))
+            continue
         if qid is None or doc is None:
             problems.append(
                 Problem(

@@ -16,11 +16,14 @@ from ..errors import InputError, Problem
 from ..files import LazyList
 from ..metrics import MetricSpec
 from ..reading import load_json, read_text_file
+from ..retriever import RETRIEVER_STAGE
 from ..runchecks import coverage_warnings
 from ..session import RetrievalSession
+from ..summary import depth_facts, depth_is_news, refused, shown_means
 
 if TYPE_CHECKING:
     from ..golden import Query
+    from ..retriever import QueryOutcome
 
 ARTIFACT_SCHEMA = "pytest-retrieval/artifact"
 ARTIFACT_SCHEMA_VERSION = 1
@@ -55,6 +58,8 @@ def build_artifact(
     if scored:
         for stage in session.stages:
             evaluation = session.evaluation(stage, specs)
+            # A metric a gate would refuse (every ranking shorter than its K) has no number.
+            no_number = refused(session, stage)
             for label, selection in session.columns():
                 sub = evaluation.restrict(q.id for q in session.select(selection))
                 results.append(
@@ -66,7 +71,7 @@ def build_artifact(
                         "queries": len(sub.query_ids),
                         "evaluated": sub.evaluated,
                         "skipped_no_relevant": len(sub.skipped_no_relevant),
-                        "metrics": sub.means,
+                        "metrics": shown_means(sub, no_number),
                     }
                 )
     rows: Sequence[dict[str, Any]] = []
@@ -118,12 +123,9 @@ def build_artifact(
             "scored": session.unsealed,
             "details": session.show_heldout_details,
         },
-        "retriever": {
-            "name": session.retriever_name,
-            "depth_hint": session.hint_for(session.effective_depth),
-            "index_version": settings.index_version,
-        },
+        "retriever": _retriever_block(session),
         "run": session.run_info.to_dict() if session.run_info is not None else None,
+        "commit": session.commit.to_dict() if session.commit is not None else None,
         "stages": list(session.stages),
         "results": results,
         "gates": gates,
@@ -154,6 +156,21 @@ def build_artifact(
         "abstention": abstention_block(session) if scored else None,
         "dedup": dedup_block(session),
     }
+
+
+def _retriever_block(session: RetrievalSession) -> dict[str, Any]:
+    """The retriever's name, depth hint and index version; and how deep it was asked when that
+    is news (asked deeper than the configured depth, a query asked again, results collapsing
+    into documents: :func:`.summary.depth_facts`)."""
+    block: dict[str, Any] = {
+        "name": session.retriever_name,
+        "depth_hint": session.hint_for(session.effective_depth),
+        "index_version": session.settings.index_version,
+    }
+    facts = depth_facts(session) if session.has_run else None
+    if facts is not None and depth_is_news(session, facts):
+        block["depth"] = facts
+    return block
 
 
 def abstention_block(session: RetrievalSession) -> dict[str, Any] | None:
@@ -218,6 +235,12 @@ def _query_rows(
     outcomes = session.outcomes
     largest_k = max(session.settings.ks)
     columns = {stage: session.evaluation(stage, specs) for stage in session.stages}
+    # Per query, how deep it was asked and what its results collapsed into, when some query's
+    # did (otherwise every ranking is as returned, at the run's depth: nothing to add).
+    facts = depth_facts(session)
+    per_query_depth = facts is not None and bool(facts["asked_again"] or facts["collapsed"])
+    # Nothing is handed to a retriever the depth cannot reach: no depth was asked.
+    first = session.first_depth if facts is not None and facts["passed"] else None
     positions = {
         stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in columns.items()
     }
@@ -228,10 +251,21 @@ def _query_rows(
             return {}
         return {name: values[row] for name, values in columns[stage].columns.items()}
 
+    def depth(outcome: QueryOutcome) -> dict[str, dict[str, int | None]]:
+        asked = outcome.asked if outcome.asked is not None or first is None else first
+        return {
+            stage: {
+                "asked": asked if stage == RETRIEVER_STAGE else None,
+                "returned": len(outcome.as_returned(stage)),
+                "documents": len(ranking),
+            }
+            for stage, ranking in outcome.rankings.items()
+        }
+
     def build(i: int) -> dict[str, Any]:
         query = queries[i]
         outcome = outcomes.get(query.id)
-        return {
+        row: dict[str, Any] = {
             "id": query.id,
             "text": query.text,
             "split": query.split,
@@ -252,6 +286,15 @@ def _query_rows(
                 else None
             ),
         }
+        if outcome is not None and outcome.returned:
+            # The ids as returned where they repeated (chunks of one document): what
+            # distinct@K and K counted in results are measured on.
+            row["returned"] = {
+                stage: list(ids[:largest_k]) for stage, ids in outcome.returned.items()
+            }
+        if per_query_depth and outcome is not None:
+            row["depth"] = depth(outcome)
+        return row
 
     return LazyList(len(queries), build)
 

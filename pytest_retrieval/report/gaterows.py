@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..determinism import stale_warning
+from ..gates import gate_source
 from ..verdict import Status, Stop, Verdict
-from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown
+from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
 _OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
 
@@ -25,7 +26,7 @@ class GateRow:
     """One gate (threshold, assert or regression check) as the reports show it."""
 
     status: str  # "pass", "fail" or "skip"
-    kind: str  # "threshold", "assert" or "regression"
+    kind: str  # "threshold", "assert", "score" or "regression"
     metric: str
     stage: str | None
     split: str | None
@@ -78,9 +79,9 @@ class GateRow:
 
     @property
     def source(self) -> str:
-        """Where the gate came from: ``test`` (asserted in a test) or ``declared`` (an ini or
-        gates-file line, or a default regression check)."""
-        return "test" if self.kind == "assert" else "declared"
+        """Where the gate came from: ``test`` (asserted in a test, or a Score compared there) or
+        ``declared`` (an ini or gates-file line, or a default regression check)."""
+        return gate_source(self.kind)
 
     @property
     def worst(self) -> list[str]:
@@ -109,6 +110,9 @@ class GateRow:
 def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
     skipped = gate.get("skipped_reason")
     status = "skip" if skipped else "pass" if gate.get("passed") else "fail"
+    note = str(skipped) if skipped else ""
+    if status == "fail" and gate.get("value") is None:  # no number: say why, in short
+        note = unscored_reason(gate.get("message"), gate.get("metric"))
     op = str(gate.get("op", ">="))
     threshold = gate.get("threshold")
     target = f"{_OPS.get(op, op)} {threshold:g}" if isinstance(threshold, (int, float)) else op
@@ -121,7 +125,7 @@ def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
         slice=gate.get("slice"),
         value=gate.get("value"),
         target=target,
-        note=str(skipped) if skipped else "",
+        note=note,
         op=op,
         threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
         n=int(gate.get("n") or 0),
@@ -139,6 +143,9 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
     budget = outcome.get("budget")
     target = f"drop ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
+    since = _text(outcome.get("since"))
+    if since is not None:  # an anchored budget: the drop since its anchor
+        target += f" since {since}"
     p_value = outcome.get("p_value")
     significance = ""
     note = ""
@@ -277,6 +284,15 @@ def has_regressions(rows: Sequence[GateRow]) -> bool:
     return any(row.kind == "regression" for row in rows)
 
 
+def _check_status(outcome: Mapping[str, Any]) -> Status | bool:
+    """A regression check's :class:`Status`; its ``passed`` flag for a status this version
+    does not know (as :func:`_regression_row` shows it)."""
+    try:
+        return Status(str(outcome.get("status")))
+    except ValueError:
+        return bool(outcome.get("passed"))
+
+
 def verdict(artifact: Mapping[str, Any]) -> Verdict:
     """Pass when no gate or regression check failed and no query failed to run; refused or
     errored when the artifact's ``status`` says so (:class:`~pytest_retrieval.verdict.Stop`)."""
@@ -284,7 +300,7 @@ def verdict(artifact: Mapping[str, Any]) -> Verdict:
     queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
     return Verdict.count(
         (r.status != "fail" for r in rows if r.kind != "regression"),
-        (r.status != "fail" for r in rows if r.kind == "regression"),
+        (_check_status(r) for r in artifact.get("regressions") or ()),
         failed_queries=len(artifact.get("errors") or ()),
         queries=queries,
         stop=Stop.from_dict(artifact),

@@ -77,9 +77,11 @@ def md_code(value: object, *, table: bool = True) -> str:
     """User text as a code span (ids, metric names): literal, one line.
 
     Inside a table cell a pipe is written ``\\|`` (GFM removes the backslash before the code
-    span is parsed); a backtick in the text gets a longer fence.
+    span is parsed); a backtick in the text gets a longer fence. Control characters and bidi
+    overrides are escaped as in a terminal (``\\x1b``, ``\\u202e``): a code span shows them
+    literally, and a reversed id would read as another.
     """
-    text = " ".join(str(value).split())
+    text = for_terminal(" ".join(str(value).split()))  # no ESC, NUL or bidi override either
     if table:
         text = text.replace("|", "\\|")
     longest = run = 0

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..depthplan import DepthPlan
 from ..determinism import DeterminismProbe
 from ..gates import GateOutcome
 from ..regression import RegressionOutcome
@@ -25,8 +26,9 @@ RunBundle = tuple[list[QueryOutcome], DeterminismProbe | None, list[list[QueryOu
 
 
 def outcome_to_dict(outcome: QueryOutcome) -> dict[str, Any]:
-    """One query's outcome as builtins."""
-    return {
+    """One query's outcome as builtins (the ids as returned, the depth asked and why asking
+    deeper failed only where present)."""
+    out: dict[str, Any] = {
         "query_id": outcome.query_id,
         "rankings": {stage: list(r) for stage, r in outcome.rankings.items()},
         "latency_ms": dict(outcome.latency_ms),
@@ -35,6 +37,13 @@ def outcome_to_dict(outcome: QueryOutcome) -> dict[str, Any]:
         "error_stage": outcome.error_stage,
         "scores": {stage: list(s) for stage, s in outcome.scores.items()},
     }
+    if outcome.returned:
+        out["returned"] = {stage: list(r) for stage, r in outcome.returned.items()}
+    if outcome.asked is not None:
+        out["asked"] = outcome.asked
+    if outcome.deeper_error is not None:
+        out["deeper_error"] = outcome.deeper_error
+    return out
 
 
 def outcome_from_dict(data: dict[str, Any]) -> QueryOutcome:
@@ -47,6 +56,9 @@ def outcome_from_dict(data: dict[str, Any]) -> QueryOutcome:
         error_type=data["error_type"],
         error_stage=data["error_stage"],
         scores={stage: tuple(s) for stage, s in data.get("scores", {}).items()},
+        returned={stage: tuple(r) for stage, r in data.get("returned", {}).items()},
+        asked=data.get("asked"),
+        deeper_error=data.get("deeper_error"),
     )
 
 
@@ -71,6 +83,8 @@ class Report:
     extra_runs: list[list[dict[str, Any]]] = field(default_factory=list)
     #: Why the run has no numbers (:class:`~pytest_retrieval.verdict.Stop` as builtins).
     stop: dict[str, Any] | None = None
+    #: How deep the retriever was asked (:class:`~pytest_retrieval.depthplan.DepthPlan`).
+    depth_plan: dict[str, Any] | None = None
 
     @classmethod
     def from_session(cls, session: RetrievalSession) -> Report:
@@ -86,6 +100,7 @@ class Report:
             session.probe.to_dict() if session.probe is not None else None,
             [[outcome_to_dict(o) for o in run.values()] for run in session.extra_runs],
             session.stop.to_dict() if session.stop is not None else None,
+            session.depth_plan.to_dict() if session.depth_plan is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,6 +115,7 @@ class Report:
             "probe": self.probe,
             "extra_runs": self.extra_runs,
             "stop": self.stop,
+            "depth_plan": self.depth_plan,
         }
 
     @classmethod
@@ -115,6 +131,7 @@ class Report:
             data.get("probe"),
             list(data.get("extra_runs", [])),
             data.get("stop"),
+            data.get("depth_plan"),
         )
 
     def merge(self, other: Report) -> Report:
@@ -144,6 +161,7 @@ class Report:
         extras = [e for e in (self.extra_runs, other.extra_runs) if e]
         # Workers stop on the same run for the same reason; a refusal outranks an error.
         stops = [s for s in (self.stop, other.stop) if s is not None]
+        plans = [p for p in (self.depth_plan, other.depth_plan) if p is not None]
         return Report(
             dict(sorted(outcomes.items())),
             ordered,
@@ -156,6 +174,7 @@ class Report:
             min(stops, key=lambda s: (s.get("status") != "refused", _gate_key(s)))
             if stops
             else None,
+            min(plans, key=_gate_key) if plans else None,  # every worker plans alike
         )
 
     def apply_to(self, session: RetrievalSession) -> None:
@@ -172,6 +191,7 @@ class Report:
             retriever_name=self.retriever_name,
             depth_hint=self.depth_hint,
             run_info=None if self.run_info is None else RunInfo.from_dict(self.run_info),
+            depth_plan=None if self.depth_plan is None else DepthPlan.from_dict(self.depth_plan),
         )
         stop = Stop.from_dict(self.stop) if self.stop is not None else None
         if stop is not None:

@@ -58,9 +58,13 @@ def stage_shown(stage: object, baseline_stage: object = None) -> str | None:
     """The stage a gate or check shows (values read from an artifact; anything but text is
     none): ``reranker``; for a check that compared two stages (the final stages, after a stage
     was added or removed), ``final stage: reranker in the baseline, retriever now``
-    (:func:`pytest_retrieval.stages.stage_change`)."""
+    (:func:`pytest_retrieval.stages.stage_change`); for a check on a stage this run lacks (a
+    budget's ``stage=reranker`` after the reranker was removed: incomparable), ``reranker (not
+    in this run)``."""
     now = stage if isinstance(stage, str) else None
     before = baseline_stage if isinstance(baseline_stage, str) else None
+    if now is None and before is not None:
+        return f"{before} (not in this run)"
     return stage_change(before, now) or now
 
 
@@ -79,3 +83,18 @@ STOPPED_NOTE = {
     "errored": "No scores: nothing ran that could be scored, so no report shows a number and no "
     "baseline is written from it.",
 }
+
+
+def unscored_reason(message: object, metric: object) -> str:
+    """Why a gate has no value, in a few words for its one line in a gates section: the first
+    clause of its message, without the metric it starts with and without the fix (the
+    failure block under it has the whole message). ``recall@10 cannot be scored: every
+    ranking [retriever] holds fewer than 10 documents (longest 7); ... Fix: ...`` gives
+    ``cannot be scored: every ranking [retriever] holds fewer than 10 documents (longest
+    7)``."""
+    text = str(message or "").split("\n", 1)[0].split(" Fix: ", 1)[0]
+    name = str(metric or "")
+    if name and text.startswith(name + " "):
+        text = text[len(name) + 1 :]
+    text = text.split("; ", 1)[0].rstrip(". ")
+    return shorten(text, 110) if text else "no value"

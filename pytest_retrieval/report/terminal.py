@@ -9,6 +9,7 @@ from typing import Any
 from ..golden import Query
 from ..session import RetrievalSession
 from ..text import for_terminal
+from .phrases import unscored_reason
 
 _BARS = "▁▂▃▄▅▆▇█"
 
@@ -165,15 +166,17 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     """The overall scores as families x K, then the slices on the headline and gated metrics
     (slices with no query to score are left out; :func:`_run_facts` names them)."""
     from ..metrics import MetricSpec
+    from ..summary import refused, shown_means
 
     specs = session.settings.metric_specs
     evaluation = session.evaluation(stage, specs)
     columns = _scored_columns(session)
     overall = evaluation.restrict(q.id for q in columns[0][1])
+    overall_means = shown_means(overall, refused(session, stage))
     ks = sorted({s.k for s in specs if s.k is not None})
     families: dict[str, dict[int | None, float | None]] = {}
     for spec in sorted(specs, key=lambda s: s.sort_key):
-        families.setdefault(spec.name, {})[spec.k] = overall.means[str(spec)]
+        families.setdefault(spec.name, {})[spec.k] = overall_means[str(spec)]
     has_plain = any(None in row for row in families.values())
     headers = [
         f"{stage} (n={overall.evaluated})",
@@ -194,16 +197,19 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     wanted = summary_metrics(session, stage)
     if not wanted or len(columns) < 2:
         return lines
-    by_slice = session.evaluation(stage, tuple(MetricSpec.parse(name) for name in wanted))
+    wanted_specs = tuple(MetricSpec.parse(name) for name in wanted)
+    by_slice = session.evaluation(stage, wanted_specs)
+    no_number = refused(session, stage, wanted_specs)
     headers = ["slice", *wanted]
     rows = []
     for label, queries in columns:
         sub = by_slice.restrict(q.id for q in queries)
-        if any(sub.means[m] is not None for m in wanted):  # a row of dashes says nothing
+        means = shown_means(sub, no_number)
+        if any(means[m] is not None for m in wanted):  # a row of dashes says nothing
             rows.append(
                 [
                     f"{label} (n={sub.evaluated or len(queries)})",
-                    *(_cell(sub.means[m]) for m in wanted),
+                    *(_cell(means[m]) for m in wanted),
                 ]
             )
     table, dropped = _fitted_table(headers, rows, width, keep=2)
@@ -286,6 +292,11 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
         + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else "")
     )
     lines = [queries] if full else _fit(queries, width)
+    from ..summary import depth_line
+
+    depth = depth_line(session, full=full)
+    if depth is not None:
+        lines.extend([depth] if full else _fit(depth, width))
     for line in run_source_lines(session):
         lines.extend(_fit(line, width) if not full else [line])
     lines.extend(abstention_lines(session, verbose=full))
@@ -421,8 +432,15 @@ def abstention_lines(session: RetrievalSession, *, verbose: bool = False) -> lis
     if session.duplicates is not None:
         import os
 
-        described = session.duplicates.describe().replace(os.getcwd() + os.sep, "")
-        lines.append(f"scores are deduplicated: {described}")
+        source = session.duplicates.source.replace(os.getcwd() + os.sep, "")
+        if len(session.duplicates):
+            described = session.duplicates.describe().replace(os.getcwd() + os.sep, "")
+            lines.append(f"scores are deduplicated: {described}")
+        else:  # a file whose every document has its own group, say: it changes nothing
+            lines.append(
+                f"scores are not deduplicated: no two documents are copies by {source} "
+                "(documents that share a group are copies)"
+            )
     specs = session.settings.metric_specs
     for stage in session.stages:
         evaluation = session.evaluation(stage, specs)
@@ -512,6 +530,9 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
         if quiet and verdict != "FAIL":
             continue
         value = "n/a" if gate.value is None else f"{gate.value:.4f}"
+        if gate.value is None and not gate.skipped_reason and not gate.passed:
+            # Why there is no number, in short (the failure block has the whole message).
+            value += f" ({unscored_reason(gate.message, gate.metric)})"
         if gate.value is not None and gate.ci is not None:
             value += f" (CI {gate.ci[0]:.3f}-{gate.ci[1]:.3f})"
         where = " ".join(
@@ -520,9 +541,10 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             if v
         )
         origin = gate.nodeid or gate.kind
+        count = f" (n={gate.n})" if gate.value is not None or gate.skipped_reason else ""
         lines.append(
             f"{verdict} {gate.metric} {gate.op} {gate.threshold:g}: {value}"
-            f"{' [' + where + ']' if where else ''} (n={gate.n}) — {origin}"
+            f"{' [' + where + ']' if where else ''}{count} — {origin}"
         )
     family = family_line(session.regression_outcomes)
     if family is not None and not quiet:
@@ -551,6 +573,10 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 )
                 if v
             )
+            if regression.since:  # an anchored budget: judged since its anchor
+                where = (
+                    f"{where}, since={regression.since}" if where else f"since={regression.since}"
+                )
             if change:  # a stage was added or removed: say which two were compared
                 where = f"{change}; {where}" if where else change
             p_value = "n/a" if regression.p_value is None else f"{regression.p_value:.3g}"

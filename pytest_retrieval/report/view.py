@@ -406,7 +406,13 @@ def notes(artifact: Mapping[str, Any]) -> list[str]:
     """What the numbers mean here: scored per duplicate group; abstention not measurable."""
     out = []
     dedup = artifact.get("dedup")
-    if isinstance(dedup, Mapping):
+    if isinstance(dedup, Mapping) and not dedup.get("groups"):
+        # A file whose every document has its own group (say): it changes no number.
+        out.append(
+            f"Scores are not deduplicated: no two documents are copies by {dedup.get('source')} "
+            "(documents that share a group are copies)."
+        )
+    elif isinstance(dedup, Mapping):
         out.append(
             f"Scores are deduplicated: {dedup.get('groups')} duplicate groups "
             f"({dedup.get('documents')} documents) from {dedup.get('source')}; a group counts "

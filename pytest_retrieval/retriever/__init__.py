@@ -5,11 +5,13 @@ Shapes
 A *retriever* is what the user's ``retriever_under_test`` fixture returns. Recognised, in this
 order (:func:`describe_retriever` says which one an object is and whether the depth reaches it):
 
-* a :class:`HaystackPipeline`: a Haystack ``Pipeline`` with the socket that takes the query text
-  named, ``HaystackPipeline(pipeline, input="retriever.query")``. The depth goes to the only open
-  ``top_k`` socket (or the one named with ``top_k="retriever.top_k"``); the ranking is read from
-  the only open ``documents`` output (or ``output="retriever.documents"``, which may be an inner
-  component's). A bare ``Pipeline`` is refused: it cannot tell which input is the query.
+* a :class:`HaystackPipeline`: a Haystack ``Pipeline`` with the sockets that take the query text
+  named, ``HaystackPipeline(pipeline, input="retriever.query")``, or several for a hybrid
+  (``input=["bm25.query", "embedder.text"]``: each gets the text). The depth goes to every open
+  ``top_k`` socket (or the ones named with ``top_k="retriever.top_k"`` or a list); the ranking is
+  read from the only open ``documents`` output (or ``output="retriever.documents"``, which may be
+  an inner component's). A bare ``Pipeline`` is refused: it cannot tell which input is the query;
+  so is a wrapped one leaving a mandatory input empty (Haystack would refuse every query).
 * a Haystack component: ``run(query=text, top_k=depth)`` returning ``{"documents": [...]}``.
 * a LangChain retriever (``langchain_core`` ``BaseRetriever``): ``batch(texts, k=depth)``. Its
   keyword arguments reach ``_get_relevant_documents`` only when that method takes extra
@@ -52,7 +54,14 @@ Conventions (the one chunk → document rule)
 * Whatever the form, the ranking is a ranking of documents: each document at the rank of its
   best (first) item, later copies removed. A path that names the document (``metadata.source``)
   therefore gives the same ranking as a mapping of chunk ids to that document, and so do the
-  callable and the separator forms.
+  callable and the separator forms. The document ids as returned, repeats kept, are kept beside
+  it where they differ (``QueryOutcome.returned``): ``distinct@K`` and
+  ``retrieval_cutoff_unit = results`` are measured on them (docs/metrics.md, "Repeated ids and
+  what K counts").
+* Depth: each query's first call asks ``depth`` results (or the request's own). With ``fill``,
+  a query whose results collapse into fewer than ``fill`` documents while the call came back
+  full is asked again deeper (:func:`~.items.deeper`, up to ``max_depth``), where the shape
+  passes the depth; the reranker gets the items of the query's last call.
 * Scores, when the items carry them (``(id, score)`` pairs, a ``score`` key or attribute, LangChain
   ``metadata["score"]``), are kept beside the ranking: the score of each document's best item.
 * An exception or a timeout in one query is recorded for that query (type and message); the other
@@ -95,6 +104,9 @@ from .items import (
     QueryRequest as QueryRequest,
 )
 from .items import (
+    RetrieverCall as RetrieverCall,
+)
+from .items import (
     RetrieverOutputError as RetrieverOutputError,
 )
 from .items import (
@@ -108,6 +120,9 @@ from .items import (
 )
 from .items import (
     adapt_scored as adapt_scored,
+)
+from .items import (
+    deeper as deeper,
 )
 from .items import (
     extract_doc_id as extract_doc_id,

@@ -19,6 +19,7 @@ from .items import (
     DocMap,
     QueryOutcome,
     QueryRequest,
+    RetrieverCall,
     RetrieverOutputError,
     RetrieverShape,
     RetrieverShapeError,
@@ -27,6 +28,7 @@ from .items import (
     _describe,
     _looks_like_one_item,
     adapt_fast,
+    deeper,
 )
 from .shapes import (
     _is_async,
@@ -485,20 +487,37 @@ def run_pipeline(
     doc_map: DocMap = None,
     doc_id_separator: str | None = None,
     progress: Progress | None = None,
+    fill: int | None = None,
+    max_depth: int | None = None,
+    on_call: Callable[[RetrieverCall], None] | None = None,
 ) -> list[QueryOutcome]:
     """Run every query through the retriever (and the reranker, if any); one outcome per query.
 
     Stage ``retriever`` is the candidate list, asked for ``depth`` results where the shape
-    allows (:func:`describe_retriever`); stage ``reranker`` (when a reranker is given) is
-    ``reranker(query_text, candidates)`` on the retriever's raw (materialised) candidates. A query
-    whose retriever call failed is not sent to the reranker. ``doc_id``, ``doc_map`` and
-    ``doc_id_separator`` turn returned items into document ids (the module's chunk → document
-    rule). Raises :class:`RetrieverShapeError` (a TypeError) for a retriever it cannot call.
+    allows (:func:`describe_retriever`), or for a request's own ``depth`` when it has one;
+    stage ``reranker`` (when a reranker is given) is ``reranker(query_text, candidates)`` on
+    the retriever's raw (materialised) candidates of its last call. A query whose retriever
+    call failed is not sent to the reranker. ``doc_id``, ``doc_map`` and ``doc_id_separator``
+    turn returned items into document ids (the module's chunk → document rule).
+
+    ``fill`` (with ``max_depth``): when the depth reaches the retriever, a query whose results
+    collapsed into fewer than ``fill`` documents while its call came back full is asked again
+    deeper, as :func:`.items.deeper` says, until it holds ``fill`` documents, returns fewer
+    results than asked or reaches ``max_depth``; only those queries are asked again.
+    ``on_call`` receives every successful retriever call (each depth is its own cache entry).
+    Raises :class:`RetrieverShapeError` (a TypeError) for a retriever it cannot call.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     _check_separator(doc_id_separator)
-    plan = _plan(retriever, depth)
+    plans: dict[int | None, _Plan] = {depth: _plan(retriever, depth)}
+
+    def plan_at(asked: int | None) -> _Plan:
+        if asked not in plans:
+            plans[asked] = _plan(retriever, asked)
+        return plans[asked]
+
+    deepens = fill is not None and max_depth is not None and plans[depth].shape.depth_passed
     rerank_plan = _reranker_plan(reranker) if reranker is not None else None
     outcomes = [QueryOutcome(r.id) for r in requests]
     raw: list[Any] = [None] * len(requests)
@@ -506,56 +525,121 @@ def run_pipeline(
     finished = [0]
     lock = threading.Lock()
 
-    def record(stage: str) -> Done:
-        keep_raw = rerank_plan is not None and stage == RETRIEVER_STAGE
+    def tick() -> None:
+        if progress is not None:
+            with lock:
+                finished[0] += 1
+                progress(finished[0], total)
 
-        def on_result(i: int, value: Any, error: BaseException | None, elapsed: float) -> None:
+    def adapt(
+        value: Any,
+    ) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...] | None]:
+        return adapt_fast(value, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator)
+
+    def fail(outcome: QueryOutcome, stage: str, error: BaseException) -> None:
+        outcome.error_type, outcome.error = _error_text(error)
+        outcome.error_stage = stage
+
+    again: dict[int, int] = {}  # request position -> the depth to ask next
+
+    def first_stage(asked: int | None, members: Sequence[int]) -> Done:
+        def on_result(j: int, value: Any, error: BaseException | None, elapsed: float) -> None:
+            i = members[j]
             outcome = outcomes[i]
-            outcome.latency_ms[stage] = elapsed * 1000.0
+            deeper_call = RETRIEVER_STAGE in outcome.rankings  # a query asked again
+            outcome.latency_ms[RETRIEVER_STAGE] = (
+                outcome.latency_ms.get(RETRIEVER_STAGE, 0.0) + elapsed * 1000.0
+            )
+            adapted = None
             if error is None:
                 try:
-                    ranking, scores = adapt_fast(
-                        value, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator
-                    )
+                    adapted = adapt(value)
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # a user doc_id / doc_map callable, SystemExit too
                     error = exc
+            if adapted is None:
+                assert error is not None
+                if deeper_call:  # the answer of the last successful call stands
+                    kind, message = _error_text(error)
+                    outcome.deeper_error = f"asking {asked} failed: {kind}: {message}"
                 else:
-                    outcome.rankings[stage] = ranking
-                    if scores is not None:
-                        outcome.scores[stage] = scores
-                    if keep_raw:  # the reranker is handed the retriever's own items
-                        raw[i] = _check_ranking(value)
-            if error is not None:
-                outcome.error_type, outcome.error = _error_text(error)
-                outcome.error_stage = stage
-            if progress is not None:
-                with lock:
-                    finished[0] += 1
-                    progress(finished[0], total)
+                    fail(outcome, RETRIEVER_STAGE, error)
+                tick()
+                return
+            ranking, scores, returned = adapted
+            outcome.rankings[RETRIEVER_STAGE] = ranking
+            outcome.scores.pop(RETRIEVER_STAGE, None)
+            outcome.returned.pop(RETRIEVER_STAGE, None)
+            if scores is not None:
+                outcome.scores[RETRIEVER_STAGE] = scores
+            if returned is not None:
+                outcome.returned[RETRIEVER_STAGE] = returned
+            outcome.asked = asked if asked != depth else None
+            if rerank_plan is not None:  # the reranker is handed the retriever's own items
+                raw[i] = _check_ranking(value)
+            if on_call is not None:
+                on_call(RetrieverCall(i, asked, ranking, returned, scores, elapsed * 1000.0))
+            size = len(returned) if returned is not None else len(ranking)
+            if deepens and asked is not None:
+                assert fill is not None
+                assert max_depth is not None
+                more = deeper(asked, size, len(ranking), fill=fill, max_depth=max_depth)
+                if more is not None:
+                    again[i] = more
+                    return
+            tick()
 
         return on_result
 
     texts = [r.text for r in requests]
-    _stage_call(
-        plan,
-        requests,
-        texts,
-        concurrency=concurrency,
-        timeout=timeout,
-        batch_size=batch_size,
-        on_result=record(RETRIEVER_STAGE),
-    )
+    pending: dict[int, int | None] = {
+        i: r.depth if r.depth is not None else depth for i, r in enumerate(requests)
+    }
+    while pending:
+        by_depth: dict[int | None, list[int]] = {}
+        for i, asked in pending.items():
+            by_depth.setdefault(asked, []).append(i)
+        for asked, members in by_depth.items():
+            _stage_call(
+                plan_at(asked),
+                [requests[i] for i in members],
+                [texts[i] for i in members],
+                concurrency=concurrency,
+                timeout=timeout,
+                batch_size=batch_size,
+                on_result=first_stage(asked, members),
+            )
+        pending = dict(sorted(again.items()))
+        again.clear()
     if rerank_plan is None:
         return outcomes
     ok = [i for i, o in enumerate(outcomes) if o.error is None]
-    if len(ok) < len(requests) and progress is not None:
-        with lock:
-            finished[0] += len(requests) - len(ok)
+    for _ in range(len(requests) - len(ok)):
+        tick()
     rerank_requests = [requests[i] for i in ok]
     rerank_inputs = [(texts[i], raw[i]) for i in ok]
-    remember = record(RERANKER_STAGE)
+
+    def second_stage(j: int, value: Any, error: BaseException | None, elapsed: float) -> None:
+        outcome = outcomes[ok[j]]
+        outcome.latency_ms[RERANKER_STAGE] = elapsed * 1000.0
+        if error is None:
+            try:
+                ranking, scores, returned = adapt(value)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
+                error = exc
+            else:
+                outcome.rankings[RERANKER_STAGE] = ranking
+                if scores is not None:
+                    outcome.scores[RERANKER_STAGE] = scores
+                if returned is not None:
+                    outcome.returned[RERANKER_STAGE] = returned
+        if error is not None:
+            fail(outcome, RERANKER_STAGE, error)
+        tick()
+
     _stage_call(
         rerank_plan,
         rerank_requests,
@@ -563,6 +647,6 @@ def run_pipeline(
         concurrency=concurrency,
         timeout=timeout,
         batch_size=batch_size,
-        on_result=lambda j, value, error, elapsed: remember(ok[j], value, error, elapsed),
+        on_result=second_stage,
     )
     return outcomes

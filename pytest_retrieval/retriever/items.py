@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any, TypeGuard
@@ -33,19 +33,34 @@ class RetrieverShapeError(TypeError):
 
 @dataclass(frozen=True, slots=True)
 class QueryRequest:
-    """One query to send: its id (for messages) and its text."""
+    """One query to send: its id (for messages), its text and, when it is not the run's, the
+    depth of its first retriever call (a query the cache knows must be asked deeper, the
+    determinism probe re-running a query at the depth its ranking came from)."""
 
     id: str
     text: str
+    depth: int | None = None
 
 
 @dataclass(slots=True)
 class QueryOutcome:
     """What happened to one query: its ranking per stage, latency, or the error it hit.
 
+    ``rankings[stage]`` is the document ranking: each document at its best (first) rank, later
+    repeats removed (the chunk → document rule of the package docstring). ``returned[stage]``
+    is the ids as returned, in order, repeats kept: present only for the stages where it
+    differs from the ranking (a chunked index, a retriever returning an id twice), so nothing
+    is stored when nothing repeats.
+
     ``scores`` holds, per stage whose items carried scores, one score per document of the
     ranking (``None`` where that item had none), aligned with ``rankings[stage]``. Stages whose
     items had no scores are absent.
+
+    ``asked`` is the depth the retriever stage's ranking was asked with, when it is not the
+    run's own depth (the query was asked again, deeper, to fill the documents its collapsed
+    ranking lacked: :func:`deeper`); ``None`` means the run's depth. ``deeper_error`` says why
+    asking deeper failed (the query keeps the answer of its last successful call).
+    ``latency_ms`` of the retriever stage covers every call the query took.
     """
 
     query_id: str
@@ -55,6 +70,48 @@ class QueryOutcome:
     error_type: str | None = None
     error_stage: str | None = None
     scores: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+    returned: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    asked: int | None = None
+    deeper_error: str | None = None
+
+    def as_returned(self, stage: str) -> tuple[str, ...]:
+        """The ids of ``stage`` as returned, repeats kept (the ranking when none repeated)."""
+        found = self.returned.get(stage)
+        if found is not None:
+            return found
+        return self.rankings.get(stage, ())
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverCall:
+    """One successful call of the retriever stage for one query (what the cache stores per
+    depth): the request's position, the depth asked, the document ranking, the ids as
+    returned when they differ from it, the scores aligned with the ranking, the call's
+    latency."""
+
+    index: int
+    depth: int | None
+    ranking: tuple[str, ...]
+    returned: tuple[str, ...] | None
+    scores: tuple[float | None, ...] | None
+    latency_ms: float
+
+
+def deeper(asked: int, returned: int, documents: int, *, fill: int, max_depth: int) -> int | None:
+    """The depth to ask next so that a ranking holds ``fill`` documents, or None: the one rule
+    for asking a query again.
+
+    A call asked for ``asked`` results gave ``returned`` of them, collapsing into ``documents``
+    documents. It is asked again only when its documents fell short of ``fill`` while the call
+    came back full (``returned >= asked``: the index has more to give) and ``asked`` is below
+    ``max_depth``. The next depth is the larger of twice ``asked`` and the depth the call's own
+    results-per-document ratio says would fill ``fill`` (``asked * fill / documents``, rounded
+    up), at most ``max_depth``.
+    """
+    if documents >= fill or returned < asked or asked >= max_depth:
+        return None
+    estimate = -(-asked * fill // max(documents, 1))
+    return min(max_depth, max(2 * asked, estimate))
 
 
 def stage_scores(
@@ -75,6 +132,13 @@ class RetrieverShape:
     retriever (it returns what it was built to return); then ``depth_hint`` says how to set it
     (``index.as_retriever(similarity_top_k=50)``) and ``fixed_depth`` is the depth it was built
     with, when it can be read. Rankings shorter than the cutoffs scored are then to be expected.
+    ``built_depth`` is the depth the retriever was built to return, when it can be read, whether
+    or not the call overrides it (LangChain ``search_kwargs["k"]`` or ``k``, LlamaIndex
+    ``similarity_top_k``, a Haystack component's ``top_k``): the run never asks it for fewer
+    unless ``retrieval_depth`` says so. ``hint_builds`` is True when ``depth_hint`` sets the depth
+    the retriever is built to return (its number is how many results it will give), False when
+    it makes the depth reach the retriever (a ``k`` parameter: the run then asks for what it
+    needs).
     """
 
     kind: str
@@ -82,34 +146,131 @@ class RetrieverShape:
     depth_passed: bool
     depth_hint: str | None = None
     fixed_depth: int | None = None
+    built_depth: int | None = None
+    hint_builds: bool = False
+
+
+Sockets = str | Collection[str] | Mapping[str, str]
+"""Sockets of a Haystack pipeline: ``"component.socket"``, several of them (a list, a tuple, a
+set) or a mapping ``{"component": "socket"}``."""
+
+
+def _is_socket(name: object) -> bool:
+    return isinstance(name, str) and name.count(".") == 1 and "" not in name.split(".")
+
+
+def _socket_names(option: str, value: Any) -> str | tuple[str, ...]:
+    """``value`` as ``"component.socket"`` (one) or a tuple of them (several; a repeated name is
+    kept once, where it first appears).
+
+    ValueError naming the option for anything else: a string without exactly one dot, an empty
+    collection for ``input``, a member that is not a string.
+    """
+    example = {
+        "input": 'e.g. input="retriever.query" or input=["bm25.query", "embedder.text"]',
+        "top_k": 'e.g. top_k="retriever.top_k" or top_k=["bm25.top_k", "dense.top_k"]',
+    }[option]
+    if isinstance(value, str):
+        names: list[Any] = [value]
+    elif isinstance(value, Mapping):
+        names = [
+            f"{c}.{s}" if isinstance(c, str) and isinstance(s, str) else (c, s)
+            for c, s in value.items()
+        ]
+    elif isinstance(value, Collection):
+        # A set has no order: sorted, so the call (and the cache key's shape) is the same each run.
+        names = sorted(value, key=repr) if isinstance(value, Set) else list(value)
+    else:
+        names = [value]
+    for name in names:
+        if not _is_socket(name):
+            which = "" if value is name else f" ({name!r} is not)"
+            raise ValueError(
+                f"HaystackPipeline({option}={value!r}): expected 'component.socket'{which}, "
+                f"{example}"
+            )
+    if not names and option == "input":
+        raise ValueError(
+            f"HaystackPipeline(input={value!r}): no socket would get the query text; name each "
+            'socket that takes it, e.g. input=["bm25.query", "embedder.text"]'
+        )
+    if isinstance(value, str):
+        return value
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True, slots=True)
 class HaystackPipeline:
     """A Haystack ``Pipeline`` as a retriever: where the query goes, the depth, the documents.
 
-    ``input`` is ``"component.socket"`` receiving the query text (``"retriever.query"``, or
-    ``"embedder.text"`` in front of an embedding retriever). ``top_k`` names the socket that
-    receives the depth (default: the only open input socket called ``top_k``); ``output`` names
-    the socket holding the ranked documents (default: the only open output called
-    ``documents``). Each query runs ``pipeline.run(data)`` once.
+    ``input`` names the sockets receiving the query text: one ``"component.socket"``
+    (``"retriever.query"``, or ``"embedder.text"`` in front of an embedding retriever), or several
+    for a pipeline with more than one entry (a hybrid: ``["bm25.query", "embedder.text"]``, or the
+    mapping ``{"bm25": "query", "embedder": "text"}``); every one gets the same text. ``top_k``
+    names the sockets receiving the depth (one or several; an empty list: none); by default every
+    open input socket called ``top_k`` gets it (each retriever of a hybrid and its joiner).
+    ``output`` names the socket holding the ranked documents (default: the only open output
+    called ``documents``). Each query runs ``pipeline.run(data)`` once. Several sockets are kept
+    as a tuple, in the order given.
     """
 
     pipeline: Any
-    input: str
-    top_k: str | None = None
+    input: Sockets
+    top_k: Sockets | None = None
     output: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("input", "top_k", "output"):
-            value = getattr(self, name)
-            if value is None and name != "input":
-                continue
-            if not isinstance(value, str) or value.count(".") != 1 or "" in value.split("."):
-                raise ValueError(
-                    f"HaystackPipeline({name}={value!r}): expected 'component.socket', "
-                    'e.g. input="retriever.query"'
-                )
+        # Frozen: the normalised form (a tuple for several) replaces what was given.
+        object.__setattr__(self, "input", _socket_names("input", self.input))
+        if self.top_k is not None:
+            object.__setattr__(self, "top_k", _socket_names("top_k", self.top_k))
+        if self.output is not None and not _is_socket(self.output):
+            raise ValueError(
+                f"HaystackPipeline(output={self.output!r}): expected one 'component.socket', "
+                'e.g. output="retriever.documents"'
+            )
+        both = set(self.input_sockets) & set(self.top_k_sockets or ())
+        if both:
+            raise ValueError(
+                f"HaystackPipeline: {', '.join(sorted(both))} is named both as an input (the query "
+                "text) and as a top_k socket (the depth); a socket gets one of them"
+            )
+
+    @property
+    def input_sockets(self) -> tuple[str, ...]:
+        """Every ``"component.socket"`` that gets the query text."""
+        return (self.input,) if isinstance(self.input, str) else tuple(self.input)
+
+    @property
+    def top_k_sockets(self) -> tuple[str, ...] | None:
+        """The ``"component.socket"``s named for the depth; None: every open ``top_k``."""
+        if self.top_k is None:
+            return None
+        return (self.top_k,) if isinstance(self.top_k, str) else tuple(self.top_k)
+
+    def retrieval_identity(self) -> str:
+        """What the retriever-output cache keys this pipeline by
+        (:func:`~pytest_retrieval.cachekey.retriever_identity`): every component's name, class
+        and readable ``top_k``, every connection, and the sockets named here. The wrapper's own
+        class alone would let two different pipelines share cached rankings."""
+        pipeline = self.pipeline
+        walk = getattr(pipeline, "walk", None)
+        components = []
+        for name, component in walk() if callable(walk) else ():
+            kind = f"{type(component).__module__}.{type(component).__qualname__}"
+            top_k = getattr(component, "top_k", None)
+            components.append(f"{name}={kind}" + (f"(top_k={top_k})" if type(top_k) is int else ""))
+        graph = getattr(pipeline, "graph", None)
+        edges = getattr(graph, "edges", None)
+        connections = (
+            [f"{u}->{v}:{key}" for u, v, key in edges(keys=True)] if callable(edges) else []
+        )
+        kind = f"{type(pipeline).__module__}.{type(pipeline).__qualname__}"
+        return (
+            f"HaystackPipeline[{kind}; components {', '.join(sorted(components))}; "
+            f"connections {', '.join(sorted(connections))}; input {self.input!r}; "
+            f"top_k {self.top_k!r}; output {self.output!r}]"
+        )
 
 
 def _describe(value: Any) -> str:
@@ -300,10 +461,15 @@ def adapt_scored(
     The chunk → document rule of the module docstring: id, then ``doc_map``, then the separator;
     each document at its best rank, later copies removed; its score is its best item's.
     """
-    ranking, scores = adapt_fast(
+    ranking, scores, _returned = adapt_fast(
         result, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator
     )
     return ranking, (None,) * len(ranking) if scores is None else scores
+
+
+def _plain_ids(ids: Sequence[str]) -> tuple[tuple[str, ...], None, tuple[str, ...] | None]:
+    ranking = tuple(dict.fromkeys(ids))
+    return ranking, None, tuple(ids) if len(ranking) != len(ids) else None
 
 
 def adapt_fast(
@@ -312,20 +478,22 @@ def adapt_fast(
     doc_id: DocIdOption = None,
     doc_map: DocMap = None,
     doc_id_separator: str | None = None,
-) -> tuple[tuple[str, ...], tuple[float | None, ...] | None]:
-    """:func:`adapt_scored`, with ``None`` for the scores when no item carries one: the
-    runner's hot path (100,000 queries of 100 ids are 10,000,000 items)."""
+) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...] | None]:
+    """:func:`adapt_scored`, with ``None`` for the scores when no item carries one, and the
+    document ids as returned (repeats kept) when they differ from the ranking (None when no
+    id repeats): the runner's hot path (100,000 queries of 100 ids are 10,000,000 items)."""
     plain = doc_id is None and doc_map is None and doc_id_separator is None
     # The common case, a list of plain string ids: each is its own document and carries no
     # score (what the general loop gives them, without a lookup per item).
     if plain and type(result) in (list, tuple) and set(map(type, result)) == _ONLY_STR:
-        return tuple(dict.fromkeys(result)), None
+        return _plain_ids(result)
     _check_separator(doc_id_separator)
     items = list(_check_ranking(result))
     if plain and set(map(type, items)) == _ONLY_STR:
-        return tuple(dict.fromkeys(items)), None
+        return _plain_ids(items)
     mapper: Callable[[str], Any] | None = doc_map.get if isinstance(doc_map, Mapping) else doc_map
     ranking: dict[str, float | None] = {}
+    returned: list[str] = []
     for item in items:
         document = extract_doc_id(item, doc_id)
         if mapper is not None:
@@ -336,10 +504,12 @@ def adapt_fast(
             head, found, _chunk = document.rpartition(doc_id_separator)
             if found and head:
                 document = head
+        returned.append(document)
         if document not in ranking:
             ranking[document] = _score_of(item)
     scores = tuple(ranking.values())
-    return tuple(ranking), scores if any(s is not None for s in scores) else None
+    as_returned = tuple(returned) if len(returned) != len(ranking) else None
+    return tuple(ranking), scores if any(s is not None for s in scores) else None, as_returned
 
 
 _ONLY_STR = {str}

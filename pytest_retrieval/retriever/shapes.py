@@ -166,6 +166,15 @@ def _langchain_depth(retriever: Any, depth: int | None) -> tuple[bool, str | Non
     return False, hint, fixed
 
 
+def _langchain_built_depth(retriever: Any, fixed: int | None) -> int | None:
+    """The k a LangChain retriever was built with: ``search_kwargs["k"]`` of a vector-store
+    retriever, else its own ``k`` (``BM25Retriever``)."""
+    search_kwargs = getattr(retriever, "search_kwargs", None)
+    if isinstance(search_kwargs, Mapping) and _is_integer(search_kwargs.get("k")):
+        return int(search_kwargs["k"])
+    return fixed
+
+
 def _langchain_plan(retriever: Any, depth: int | None) -> _Plan:
     passed, hint, fixed = _langchain_depth(retriever, depth)
     kwargs: dict[str, Any] = {"k": depth} if passed and depth is not None else {}
@@ -176,8 +185,10 @@ def _langchain_plan(retriever: Any, depth: int | None) -> _Plan:
         return batch(texts, return_exceptions=True, **kwargs)
 
     shown = f"batch(texts, k={_n(depth)})" if passed else "batch(texts)"
+    built = _langchain_built_depth(retriever, fixed)
     return _Plan(
-        RetrieverShape("LangChain retriever", shown, passed, hint, fixed), batch=call_batch
+        RetrieverShape("LangChain retriever", shown, passed, hint, fixed, built, not passed),
+        batch=call_batch,
     )
 
 
@@ -188,8 +199,9 @@ def _langchain_method_plan(method: Any, depth: int | None) -> _Plan:
     is_async = _is_async(method)
     single = (lambda text: method(text, k=depth)) if passed and depth is not None else method
     shown = f"{name}(text, k={_n(depth)})" if passed else f"{name}(text)"
+    built = _langchain_built_depth(owner, fixed)
     return _Plan(
-        RetrieverShape("LangChain retriever", shown, passed, hint, fixed),
+        RetrieverShape("LangChain retriever", shown, passed, hint, fixed, built, not passed),
         single=single,
         is_async=is_async,
     )
@@ -206,6 +218,8 @@ def _llamaindex_plan(retriever: Any, method: Any, depth: int | None) -> _Plan:
             f"a LlamaIndex retriever returns what it was built for: build it with "
             f"similarity_top_k={_n(depth)}, e.g. index.as_retriever(similarity_top_k={_n(depth)})",
             fixed,
+            fixed,
+            True,
         ),
         single=method,
         is_async=_is_async(method),
@@ -227,10 +241,16 @@ def _haystack_component_plan(component: Any, depth: int | None) -> _Plan:
             "fixture"
         )
     run = component.run
+    built = _int_attribute(component, "top_k")
     if "top_k" in parameters:
         kwargs: dict[str, Any] = {"top_k": depth} if depth is not None else {}
         return _Plan(
-            RetrieverShape("Haystack component", f"run(query=text, top_k={_n(depth)})", True),
+            RetrieverShape(
+                "Haystack component",
+                f"run(query=text, top_k={_n(depth)})",
+                True,
+                built_depth=built,
+            ),
             single=lambda text: run(query=text, **kwargs),
         )
     return _Plan(
@@ -239,7 +259,9 @@ def _haystack_component_plan(component: Any, depth: int | None) -> _Plan:
             "run(query=text)",
             False,
             f"{name}.run() takes no top_k: build it with top_k={_n(depth)}",
-            _int_attribute(component, "top_k"),
+            built,
+            built,
+            True,
         ),
         single=lambda text: run(query=text),
     )
@@ -252,6 +274,20 @@ def _sockets(described: Any) -> dict[str, list[str]]:
     return {str(c): list(s) if isinstance(s, Mapping) else [] for c, s in described.items()}
 
 
+def _mandatory(described: Any) -> list[str]:
+    """The ``component.socket``s Pipeline.inputs() marks mandatory: Haystack refuses a run that
+    gives one of them nothing (``Missing mandatory input``)."""
+    if not isinstance(described, Mapping):
+        return []
+    return [
+        f"{c}.{name}"
+        for c, sockets in described.items()
+        if isinstance(sockets, Mapping)
+        for name, about in sockets.items()
+        if isinstance(about, Mapping) and about.get("is_mandatory") is True
+    ]
+
+
 def _only_socket(sockets: dict[str, list[str]], name: str) -> str | None:
     found = [f"{c}.{name}" for c, names in sockets.items() if name in names]
     return found[0] if len(found) == 1 else None
@@ -261,26 +297,63 @@ def _listed(sockets: dict[str, list[str]]) -> str:
     return ", ".join(f"{c}.{s}" for c, names in sockets.items() for s in names) or "none"
 
 
+def _component_top_k(pipeline: Any, name: str) -> int | None:
+    """The ``top_k`` the pipeline's component ``name`` was built with, when it can be read."""
+    get = getattr(pipeline, "get_component", None)
+    try:
+        component = get(name) if callable(get) else None
+    except Exception:  # no such component, or a pipeline of another shape: unknown
+        return None
+    return _int_attribute(component, "top_k") if component is not None else None
+
+
+def _is_open(sockets: dict[str, list[str]], name: str) -> bool:
+    component, socket = name.split(".")
+    return socket in sockets.get(component, [])
+
+
+def _refuse_closed(
+    option: str, given: object, names: tuple[str, ...], open_inputs: dict[str, list[str]]
+) -> None:
+    """RetrieverShapeError when a named socket is not an open input of the pipeline."""
+    closed = [name for name in names if open_inputs and not _is_open(open_inputs, name)]
+    if closed:
+        raise RetrieverShapeError(
+            f"HaystackPipeline({option}={given!r}): the pipeline has no open input "
+            f"{', '.join(closed)} (its open inputs: {_listed(open_inputs)})"
+        )
+
+
+def _quoted(names: list[str]) -> str:
+    return "[" + ", ".join(f'"{name}"' for name in names) + "]"
+
+
 def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None) -> _Plan:
     pipeline = wrapper.pipeline
-    open_inputs = _sockets(pipeline.inputs()) if callable(getattr(pipeline, "inputs", None)) else {}
+    described = pipeline.inputs() if callable(getattr(pipeline, "inputs", None)) else {}
+    open_inputs = _sockets(described)
     open_outputs = (
         _sockets(pipeline.outputs()) if callable(getattr(pipeline, "outputs", None)) else {}
     )
-    component, socket = wrapper.input.split(".")
-    if open_inputs and socket not in open_inputs.get(component, []):
+    inputs = wrapper.input_sockets
+    _refuse_closed("input", wrapper.input, inputs, open_inputs)
+    named_k = wrapper.top_k_sockets
+    if named_k is None:  # every open top_k: each retriever of a hybrid and its joiner
+        top_k = tuple(f"{c}.top_k" for c, names in open_inputs.items() if "top_k" in names)
+        top_k = tuple(name for name in top_k if name not in inputs)
+    else:
+        _refuse_closed("top_k", wrapper.top_k, named_k, open_inputs)
+        top_k = named_k
+    # Haystack refuses a run leaving a mandatory input empty: every query would fail at run
+    # time (a hybrid given only "bm25.query" never feeds its embedder). Refused here, once.
+    starved = [name for name in _mandatory(described) if name not in inputs and name not in top_k]
+    if starved:
         raise RetrieverShapeError(
-            f"HaystackPipeline(input={wrapper.input!r}): the pipeline has no open input "
-            f"{wrapper.input} (its open inputs: {_listed(open_inputs)})"
+            f"HaystackPipeline(input={wrapper.input!r}): the pipeline's mandatory input"
+            f"{'s' if len(starved) > 1 else ''} {', '.join(starved)} would get nothing, so "
+            "Haystack would refuse every query; name every socket that takes the query text, "
+            f"e.g. HaystackPipeline(pipeline, input={_quoted([*inputs, *starved])})"
         )
-    top_k = wrapper.top_k or _only_socket(open_inputs, "top_k")
-    if wrapper.top_k is not None and open_inputs:
-        k_component, k_socket = wrapper.top_k.split(".")
-        if k_socket not in open_inputs.get(k_component, []):
-            raise RetrieverShapeError(
-                f"HaystackPipeline(top_k={wrapper.top_k!r}): the pipeline has no open input "
-                f"{wrapper.top_k} (its open inputs: {_listed(open_inputs)})"
-            )
     output = wrapper.output or _only_socket(open_outputs, "documents")
     if output is None:
         raise RetrieverShapeError(
@@ -292,11 +365,19 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None) -> _Pl
     # An inner component's output is only in the result when asked for.
     include = None if out_socket in open_outputs.get(out_component, []) else {out_component}
 
+    def data_for(text: Any, k: Any) -> dict[str, dict[str, Any]]:
+        data: dict[str, dict[str, Any]] = {}
+        for name in inputs:
+            component, socket = name.split(".")
+            data.setdefault(component, {})[socket] = text
+        if k is not None:
+            for name in top_k:
+                component, socket = name.split(".")
+                data.setdefault(component, {})[socket] = k
+        return data
+
     def run(text: str) -> Any:
-        data: dict[str, dict[str, Any]] = {component: {socket: text}}
-        if top_k is not None and depth is not None:
-            k_component, k_socket = top_k.split(".")
-            data.setdefault(k_component, {})[k_socket] = depth
+        data = data_for(text, depth)  # built afresh: a component may change what it is given
         result = (
             pipeline.run(data)
             if include is None
@@ -310,22 +391,23 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None) -> _Pl
             )
         return value[out_socket]
 
-    shape: dict[str, dict[str, Any]] = {component: {socket: "<text>"}}
-    if top_k is not None:
-        k_component, k_socket = top_k.split(".")
-        shape.setdefault(k_component, {})[k_socket] = depth if depth is not None else "<N>"
+    shape = data_for("<text>", depth if depth is not None else "<N>")
     shown = "run(" + repr(shape).replace("'<text>'", "text").replace("'<N>'", "N") + ")"
-    if top_k is not None:
-        return _Plan(RetrieverShape("Haystack pipeline", shown, True), single=run)
+    if top_k:
+        # Never hand a retriever a smaller top_k than it was built with: the deepest readable.
+        builts = [_component_top_k(pipeline, name.split(".")[0]) for name in top_k]
+        built = max((b for b in builts if b is not None), default=None)
+        passed = RetrieverShape("Haystack pipeline", shown, True, built_depth=built)
+        return _Plan(passed, single=run)
+    hint = (
+        f"HaystackPipeline(top_k={wrapper.top_k!r}) gives the depth to no socket: build its "
+        f"retrievers with top_k={_n(depth)}"
+        if named_k is not None
+        else f"the pipeline has no open top_k input: build its retriever with "
+        f'top_k={_n(depth)}, or name the socket: HaystackPipeline(..., top_k="retriever.top_k")'
+    )
     return _Plan(
-        RetrieverShape(
-            "Haystack pipeline",
-            shown,
-            False,
-            f"the pipeline has no open top_k input: build its retriever with top_k={_n(depth)}, "
-            'or name the socket: HaystackPipeline(..., top_k="retriever.top_k")',
-        ),
-        single=run,
+        RetrieverShape("Haystack pipeline", shown, False, hint, hint_builds=True), single=run
     )
 
 
@@ -374,7 +456,8 @@ def _plan(retriever: Any, depth: int | None) -> _Plan:
     if found is not None:
         method_name, method = found
         how = _accepts_k(method)
-        if _is_langchain_runnable(retriever):  # a chain: k= would not reach its retriever
+        chain = _is_langchain_runnable(retriever)
+        if chain:  # a chain: k= would not reach its retriever
             hint = (
                 f"a LangChain {type(retriever).__name__} does not pass k= on: build its retriever "
                 f'with as_retriever(search_kwargs={{"k": {_n(depth)}}})'
@@ -383,7 +466,9 @@ def _plan(retriever: Any, depth: int | None) -> _Plan:
             hint = f"give {method_name} a k parameter: {method_name}(texts, k)"
         if how is None:
             return _Plan(
-                RetrieverShape("batch method", f"{method_name}(texts)", False, hint),
+                RetrieverShape(
+                    "batch method", f"{method_name}(texts)", False, hint, hint_builds=chain
+                ),
                 batch=method,
             )
         return _Plan(

@@ -1,0 +1,568 @@
+"""This run and the ledger: the entry a run records, and the baselines taken from the ledger.
+
+* :func:`entry_of`: what a run records (``retrieval_ledger``): its commit, its status (``ok``,
+  ``failed``: queries failed in the retriever, ``refused``, ``errored``), and for an ``ok`` run
+  its snapshot (per query and stage: every metric, the relevant ranks, the ranking to the
+  retrieval depth) and the rankings' scores, never held-out per-query data.
+  :func:`record` stores it at the end of the session (the controller only).
+* :func:`merge_base_baseline`: ``retrieval_baseline = merge-base``: the target branch's
+  merge-base with HEAD (:func:`pytest_retrieval.commitinfo.merge_base`), its entry (else the
+  nearest recorded first-parent ancestor, saying which and how far), re-scored under today's
+  labels (:func:`rescored`). With no entry at all the budgets are skipped with the fix
+  (``pytest-retrieval ledger record --at REV``), never red.
+
+**Re-scoring an entry.** An entry holds rankings, not just numbers: :func:`rescored` scores the
+entry's rankings (whole, as they were scored) with the session's own scoring
+(:meth:`~pytest_retrieval.session.RetrievalSession.score_run`: gain, grades, zero-relevant
+queries, duplicate groups, the score floor with the stored scores, unjudged documents), over
+the queries whose text, split and slices did not change, so a query whose ranking did not move
+gets exactly this run's value. The comparison then pairs the queries both runs have (queries
+added or changed since the entry are left out, and every message says so): a computed baseline
+cannot be refreshed in the pull request that adds queries, so a strict mode would only turn
+such a pull request red.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from .commitinfo import CommitInfo
+    from .declared import Budget
+    from .ledger import LedgerEntry
+    from .regression import RegressionOutcome
+    from .session import RetrievalSession
+    from .snapshot import Snapshot
+
+#: How far back the first-parent chain is searched for the nearest recorded ancestor.
+ANCESTOR_SEARCH = 200
+#: The command that fills a ledger with a baseline, for fixes.
+RECORD_COMMAND = "pytest-retrieval ledger record --at"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerBaseline:
+    """A baseline taken from the ledger, or why there is none."""
+
+    #: The entry's snapshot re-scored under today's labels (None: no entry to compare with).
+    snapshot: Snapshot | None
+    #: How the messages name it: ``the ledger entry of merge-base 1a2b3c4d5e6f``.
+    label: str
+    #: Said once in the summary and under each check (which commit, how far, re-scored).
+    note: str | None = None
+    #: Why every budget using it is skipped (no entry), with the fix; None when it can compare.
+    skip: str | None = None
+    #: The entry's uid (the headroom warning tells baselines apart by it).
+    uid: str | None = None
+
+
+def _ledger_path(session: RetrievalSession) -> str:
+    return str(session.settings.ledger)
+
+
+def ledger_note_path(path: str, rootdir: os.PathLike[str] | str) -> str:
+    """The ledger as a message shows it: relative to the rootdir when inside it."""
+    try:
+        relative = os.path.relpath(path, rootdir)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative
+
+
+# --- re-scoring an entry ---------------------------------------------------------------------
+
+
+def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
+    """``entry``'s rankings scored with this session's conventions on today's labels, over the
+    visible queries whose text, split and slices did not change (see the module docstring)."""
+    from .retriever import QueryOutcome
+    from .runbaseline import snapshot_settings, snapshot_specs
+    from .snapshot import QuerySnapshot, Snapshot, build_snapshot, text_hash
+
+    assert entry.snapshot is not None
+    stored = Snapshot.from_dict(entry.snapshot)
+    depth = session.effective_depth
+    raw = stored.settings.get("depth")
+    stored_depth = raw if type(raw) is int and raw > 0 else None
+    visible = session.visible_golden()
+    kept: list[str] = []
+    changed: dict[str, QuerySnapshot] = {}
+    for query in visible:
+        before = stored.queries.get(query.id)
+        if before is None:
+            continue
+        if (before.text, before.split, tuple(before.slices)) == (
+            text_hash(query.text),
+            query.split,
+            tuple(query.slices),
+        ):
+            kept.append(query.id)
+        else:
+            changed[query.id] = before  # not the same query: compared as changed, left out
+    outcomes = {}
+    for qid in kept:
+        entry_query = stored.queries[qid]
+        scores = entry.scores.get(qid, {})
+        # The rankings whole, as they were scored (a metric without a cutoff reads all of
+        # them), with the ids as returned where they repeated: scored as a fresh run would be.
+        outcomes[qid] = QueryOutcome(
+            qid,
+            rankings={stage: tuple(entry_query.top.get(stage, ())) for stage in stored.stages},
+            scores={stage: tuple(scores[stage]) for stage in stored.stages if stage in scores},
+            returned={stage: tuple(ids) for stage, ids in entry_query.returned.items()},
+        )
+    specs = snapshot_specs(session.settings, session.budgets)
+    per_stage = {stage: session.score_run(outcomes, stage, specs) for stage in stored.stages}
+    wanted = set(kept)
+    settings = snapshot_settings(session)
+    if stored_depth is not None and stored_depth < depth:
+        # Rankings stored to a shallower depth cannot be scored at this one: the comparison
+        # says the depth differs (incomparable), never a number scored on a cut list.
+        settings["depth"] = stored_depth
+
+    def ranking(qid: str, stage: str) -> tuple[str, ...]:
+        outcome = outcomes.get(qid)
+        return outcome.rankings.get(stage, ()) if outcome else ()
+
+    def returned(qid: str, stage: str) -> tuple[str, ...] | None:
+        outcome = outcomes.get(qid)
+        return outcome.returned.get(stage) if outcome else None
+
+    snapshot = build_snapshot(
+        visible.where(lambda q: q.id in wanted),
+        per_stage,
+        ranking,
+        metric_names=[str(s) for s in specs],
+        settings=settings,
+        index_version=stored.index_version,
+        returned_of=returned,
+    )
+    queries = {**snapshot.queries, **changed}
+    whole = not changed and len(kept) == len(visible)
+    return Snapshot(
+        # The same queries with the same labels: the run's own fingerprint, so the comparison
+        # is strict; otherwise the entry's, and the queries both have are compared.
+        fingerprint=visible.fingerprint if whole else stored.fingerprint,
+        settings=snapshot.settings,
+        stages=snapshot.stages,
+        metrics=snapshot.metrics,
+        queries=queries,
+        plugin_version=entry.plugin_version,
+        created=entry.created,
+        index_version=stored.index_version,
+    )
+
+
+# --- the merge-base baseline -----------------------------------------------------------------
+
+
+def _chosen(session: RetrievalSession, entry: LedgerEntry, label: str, note: str) -> LedgerBaseline:
+    snapshot = rescored(session, entry)
+    return LedgerBaseline(
+        snapshot=snapshot,
+        label=label,
+        note=(
+            f"{note}; its stored rankings re-scored under the current labels (the queries "
+            "both runs have are compared)"
+        ),
+        uid=entry.uid,
+    )
+
+
+def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseline:
+    """The baseline of ``retrieval_baseline = merge-base`` (see the module docstring).
+
+    Raises :class:`~pytest_retrieval.commitinfo.GitError` (a usage error) for a shallow clone,
+    an unknown target branch, or no repository; :class:`~pytest_retrieval.ledger.LedgerError`
+    for a damaged ledger."""
+    from . import commitinfo
+    from .ledger import Ledger
+
+    commitinfo.require_repository(rootdir, needed_by="retrieval_baseline = merge-base")
+    target = commitinfo.target_branch(session.settings.target_branch)
+    base = commitinfo.merge_base(rootdir, target)
+    path = _ledger_path(session)
+    shown = ledger_note_path(path, rootdir)
+    fix = (
+        f"record it: `{RECORD_COMMAND} {base[:12]}` (or let the {target} branch's CI record its "
+        f"runs with --retrieval-ledger={shown})"
+    )
+    if not os.path.exists(path):
+        return LedgerBaseline(
+            None,
+            label=f"merge-base {base[:12]}",
+            skip=(
+                f"no baseline: the ledger {shown} does not exist yet, so the merge-base "
+                f"{base[:12]} of HEAD and {target} has no recorded run; {fix}"
+            ),
+        )
+    with Ledger(path) as ledger:
+        entry = ledger.latest_usable(base)
+        label = f"the ledger entry of merge-base {base[:12]}"
+        if entry is not None:
+            return _chosen(
+                session,
+                entry,
+                label,
+                f"baseline: the merge-base {base[:12]} of HEAD and {target}, recorded "
+                f"{entry.created} in {shown}",
+            )
+        chain = commitinfo.first_parent_chain(rootdir, base, ANCESTOR_SEARCH)
+        recorded = ledger.recorded_commits(chain)
+        head = session.commit.commit if session.commit is not None else None
+        for distance, commit in enumerate(chain):
+            if commit in recorded:
+                found = ledger.latest_usable(commit)
+                assert found is not None
+                if base == head:  # the target branch itself: this run records the merge-base
+                    return _chosen(
+                        session,
+                        found,
+                        f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of HEAD",
+                        f"baseline: HEAD is on {target} (its own merge-base), so it is "
+                        f"compared with its nearest recorded ancestor {commit[:12]}, {distance} "
+                        f"commit{'s' if distance != 1 else ''} before it on {target}'s "
+                        f"first-parent history (recorded {found.created})",
+                    )
+                return _chosen(
+                    session,
+                    found,
+                    f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of "
+                    f"merge-base {base[:12]}",
+                    f"baseline: the merge-base {base[:12]} of HEAD and {target} has no "
+                    f"recorded run; its nearest recorded ancestor is {commit[:12]}, "
+                    f"{distance} commit{'s' if distance != 1 else ''} before it on {target}'s "
+                    f"first-parent history (recorded {found.created}); {fix} to compare "
+                    "with the merge-base itself",
+                )
+    head = (
+        f"neither the merge-base {base[:12]} of HEAD and {target} nor any of the "
+        f"{len(chain) - 1} first-parent ancestors searched has a usable run"
+        if len(chain) > 1
+        else f"the merge-base {base[:12]} of HEAD and {target} (a root commit) has no usable run"
+    )
+    return LedgerBaseline(
+        None,
+        label=f"merge-base {base[:12]}",
+        skip=(
+            f"no baseline: {head} in {shown} (runs that were refused, errored, failed or made "
+            f"on a dirty work tree never count); {fix}"
+        ),
+    )
+
+
+# --- anchored budgets (since=) ---------------------------------------------------------------
+
+
+def resolve_anchor(labels: Mapping[str, str], rootdir: str, anchor: str) -> str:
+    """The commit ``since=ANCHOR`` names: a ledger label (``labels``) first, else a tag,
+    branch or commit; a usage error naming both ways to name one otherwise."""
+    from .commitinfo import GitError, resolve
+
+    labelled = labels.get(anchor)
+    if labelled is not None:
+        return labelled
+    found = resolve(rootdir, anchor)
+    if found is None:
+        raise GitError(
+            Problem(
+                f"since={anchor}: no ledger label, tag, branch or commit is called {anchor!r}",
+                fix=f"tag the release (git tag {anchor} REV) or label it in the ledger "
+                f"(pytest-retrieval ledger label {anchor} REV)",
+                source="since=",
+            )
+        )
+    return found
+
+
+def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None, LedgerBaseline]:
+    """The baseline of every ``since=`` anchor the budgets name: the anchor commit's usable
+    entry, re-scored under today's labels; skipped with the fix when it has none (a ledger
+    that does not exist yet has none)."""
+    from .ledger import Ledger
+
+    anchors = list(dict.fromkeys(b.since for b in session.budgets if b.since is not None))
+    if not anchors:
+        return {}
+    path = _ledger_path(session)
+    shown = ledger_note_path(path, rootdir)
+    found: dict[str | None, LedgerBaseline] = {}
+    ledger = Ledger(path) if os.path.exists(path) else None
+    try:
+        labels = ledger.labels() if ledger is not None else {}
+        for anchor in anchors:
+            commit = resolve_anchor(labels, rootdir, anchor)
+            entry = ledger.latest_usable(commit) if ledger is not None else None
+            label = f"the ledger entry of since={anchor} ({commit[:12]})"
+            if entry is None:
+                found[anchor] = LedgerBaseline(
+                    None,
+                    label=label,
+                    skip=(
+                        f"no anchor: since={anchor} is {commit[:12]}, which has no usable run in "
+                        f"{shown} (runs that were refused, errored, failed or made on a dirty "
+                        f"work tree never count); record it: `{RECORD_COMMAND} {anchor}`"
+                    ),
+                )
+                continue
+            found[anchor] = _chosen(
+                session,
+                entry,
+                label,
+                f"anchor: since={anchor} is {commit[:12]}, recorded {entry.created} in {shown}: "
+                "the total drift since then is judged",
+            )
+    finally:
+        if ledger is not None:
+            ledger.close()
+    return found
+
+
+# --- the headroom warning --------------------------------------------------------------------
+
+#: How many recorded runs in a row (this one included) significantly above the baseline make
+#: the headroom warning.
+HEADROOM_RUNS = 3
+
+
+def _committed_id(baseline: Snapshot | None) -> str | None:
+    """Which committed baseline file a check was judged against (its stamp)."""
+    return None if baseline is None else f"{baseline.created}:{baseline.fingerprint[:12]}"
+
+
+def headroom(session: RetrievalSession) -> list[str]:
+    """The warning for each budget this run and the :data:`HEADROOM_RUNS` - 1 runs recorded
+    before it (ancestors of HEAD) all passed as a significant improvement over the same
+    committed baseline: a stale baseline leaves headroom through which a real drop passes
+    unseen. Only for the baseline file (a merge-base or an anchor moves by design)."""
+    from .commitinfo import is_ancestor
+    from .ledger import Ledger
+
+    settings = session.settings
+    commit = session.commit
+    if not settings.ledger or settings.merge_base or commit is None or session.baseline is None:
+        return []
+    anchored = {b.name for b in session.budgets if b.since is not None}
+    improved = [
+        o
+        for o in session.regression_outcomes
+        if o.status == "improvement" and o.name not in anchored
+    ]
+    path = _ledger_path(session)
+    if not improved or not os.path.exists(path):
+        return []
+    committed = _committed_id(session.baseline)
+    cwd = os.path.dirname(settings.golden[0]) if settings.golden else os.getcwd()
+    try:
+        with Ledger(path) as ledger:
+            recent = ledger.entries(usable=True, last=20)
+    except InputError:  # a damaged ledger: recording says so, in red
+        return []
+    previous = []
+    for entry in reversed(recent):
+        if entry.commit.commit == commit.commit:
+            continue  # a re-run of this commit is not an earlier run
+        if is_ancestor(cwd, entry.commit.commit, commit.commit):
+            previous.append(entry)
+        if len(previous) == HEADROOM_RUNS - 1:
+            break
+    if len(previous) < HEADROOM_RUNS - 1:
+        return []
+    lines = []
+    for outcome in improved:
+        if all(
+            any(
+                c.get("name") == outcome.name
+                and c.get("status") == "improvement"
+                and c.get("baseline") == committed
+                for c in entry.checks
+            )
+            for entry in previous
+        ):
+            shown = ", ".join(e.short for e in previous)
+            lines.append(
+                f"headroom: {outcome.name} has been significantly above the baseline in the "
+                f"last {HEADROOM_RUNS} recorded runs (this one, {shown}): a baseline left below "
+                "the pipeline lets a real drop pass unseen; refresh it from several runs "
+                f"(pytest --retrieval-update-baseline --retrieval-baseline-runs 5)"
+            )
+    return lines
+
+
+def skipped(budget: Budget, message: str) -> RegressionOutcome:
+    """The outcome of a budget that has no baseline to compare with (a ledger without the
+    entry): skipped, never red, with the fix in its message."""
+    from .regression import RegressionOutcome
+
+    return RegressionOutcome(
+        name=budget.name,
+        metric=str(budget.spec),
+        stage=budget.selection.stage,
+        split=budget.selection.split,
+        slice=budget.selection.slice,
+        status="skipped",
+        message=message,
+        budget=budget.amount,
+        since=budget.since,
+    )
+
+
+# --- recording -------------------------------------------------------------------------------
+
+
+def _scores(session: RetrievalSession, snapshot: Snapshot) -> dict[str, dict[str, list[Any]]]:
+    """query id -> stage -> the ranking's scores (whole, aligned with the stored ranking), for
+    the snapshot's queries."""
+    outcomes = session.outcomes or {}
+    out: dict[str, dict[str, list[Any]]] = {}
+    for qid in snapshot.queries:
+        outcome = outcomes.get(qid)
+        if outcome is None or not outcome.scores:
+            continue
+        out[qid] = {stage: list(values) for stage, values in outcome.scores.items()}
+    return out
+
+
+def _checks(session: RetrievalSession) -> list[dict[str, Any]]:
+    """The run's regression checks as an entry keeps them; ``baseline`` names the committed
+    baseline a check was judged against (None: a ledger entry's)."""
+    committed = None if session.settings.merge_base else _committed_id(session.baseline)
+    anchored = {b.name for b in session.budgets if b.since is not None}
+    return [
+        {
+            "name": outcome.name,
+            "status": outcome.status,
+            "delta": outcome.delta,
+            "p_value": outcome.p_value,
+            "baseline": None if outcome.name in anchored else committed,
+        }
+        for outcome in session.regression_outcomes
+    ]
+
+
+def entry_of(
+    session: RetrievalSession, *, plugin_version: str, label: str | None = None
+) -> LedgerEntry | None:
+    """What this run records, or None when there is nothing to key it by (no commit) or
+    nothing ran (no test needed the retriever, and no stop)."""
+    from .ledger import FAILED, OK, LedgerEntry, now_utc
+
+    commit = session.commit
+    if commit is None:
+        return None
+    stop = session.stop
+    settings = session.settings
+    common: dict[str, Any] = {
+        "commit": commit,
+        "created": now_utc(),
+        "plugin_version": plugin_version,
+        "index_version": settings.index_version,
+        "label": label,
+    }
+    if stop is not None:
+        return LedgerEntry(status=stop.status, reason=stop.reason, **common)
+    if not session.has_run:
+        return None
+    snapshot = session.snapshot()
+    failed = session.failed_queries()
+    if failed:
+        shown = [o.query_id for o in failed if not session.is_redacted(session.golden[o.query_id])]
+        ids = ", ".join(shown[:5])
+        return LedgerEntry(
+            status=FAILED,
+            reason=f"{len(failed)} queries failed in the retriever" + (f" ({ids})" if ids else ""),
+            fingerprint=snapshot.fingerprint,
+            settings=snapshot.settings,
+            checks=_checks(session),
+            **common,
+        )
+    return LedgerEntry(
+        status=OK,
+        fingerprint=snapshot.fingerprint,
+        settings=snapshot.settings,
+        means=snapshot.means_by_column(),
+        snapshot=snapshot.to_dict(),
+        scores=_scores(session, snapshot),
+        checks=_checks(session),
+        **common,
+    )
+
+
+def record(
+    session: RetrievalSession, *, plugin_version: str, rootdir: str | None = None
+) -> tuple[str, bool]:
+    """Record this run in ``retrieval_ledger``; (the line to print, whether it is an error).
+
+    Never raises for a damaged ledger: the run's verdict stands, the line says what happened."""
+    from .ledger import Ledger, LedgerError
+
+    path = _ledger_path(session)
+    shown = ledger_note_path(path, rootdir or os.getcwd())
+    label = os.environ.get("PYTEST_RETRIEVAL_LEDGER_LABEL") or None
+    entry = entry_of(session, plugin_version=plugin_version, label=label)
+    if entry is None:
+        if session.commit is None:
+            return f"run not recorded in the ledger {shown}: not a git work tree", True
+        return f"run not recorded in the ledger {shown}: no test ran the retriever", False
+    try:
+        with Ledger(path) as ledger:
+            stored = ledger.add(entry)
+    except LedgerError as exc:
+        return f"run not recorded: {exc}", True
+    what = f"recorded {stored.commit.short}"
+    if stored.commit.branch:
+        what += f" ({stored.commit.branch})"
+    if stored.status != "ok":
+        return (
+            f"{what} in the ledger {shown} as {stored.status}: never used as a baseline",
+            False,
+        )
+    if stored.commit.dirty:
+        return (
+            f"{what} in the ledger {shown} as dirty (uncommitted changes to tracked files): "
+            "never used as a baseline",
+            False,
+        )
+    return f"{what} in the ledger {shown} (entry {stored.seq})", False
+
+
+def ledger_usage_problems(settings: Any) -> list[Problem]:
+    """What a merge-base baseline needs that the settings do not give."""
+    problems = []
+    if settings.merge_base and not settings.ledger:
+        problems.append(
+            Problem(
+                "retrieval_baseline = merge-base takes its baseline from the run ledger, but "
+                "retrieval_ledger is not set",
+                fix="set retrieval_ledger = PATH (the file the target branch's CI records into)",
+                source="retrieval_baseline",
+            )
+        )
+    if settings.merge_base and settings.update_baseline:
+        problems.append(
+            Problem(
+                "--retrieval-update-baseline writes a baseline file, and retrieval_baseline = "
+                "merge-base has none: the baseline is the merge-base's entry in the ledger",
+                fix=f"record a commit's run with `{RECORD_COMMAND} REV` (or run pytest with "
+                "--retrieval-ledger=PATH on the target branch)",
+                source="--retrieval-update-baseline",
+            )
+        )
+    return problems
+
+
+def describe_commit(commit: CommitInfo | None) -> Mapping[str, Any] | None:
+    """The artifact's ``commit`` block (None outside a git work tree)."""
+    return None if commit is None else commit.to_dict()
+
+
+def check_usage(settings: Any) -> None:
+    """Raise the usage error of :func:`ledger_usage_problems`, if any."""
+    problems = ledger_usage_problems(settings)
+    if problems:
+        raise InputError(problems, title="pytest-retrieval: the ledger settings")
