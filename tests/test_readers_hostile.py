@@ -142,6 +142,25 @@ def _fingerprint(target: str) -> object:
     return corpus_fingerprint(target)
 
 
+def _comment_report(target: str) -> object:
+    from pytest_retrieval.cli.comment import _read_report
+
+    return _read_report(target)
+
+
+def _comment_event(folder: Path, target: str) -> Outcome:
+    # GITHUB_EVENT_PATH is the CI's file: one it cannot read stops the comment with a warning
+    # naming it (exit 0 by design: the gate is the pytest step), never a traceback.
+    from pytest_retrieval.cli.comment import _github_event
+    from pytest_retrieval.cli.forges import CannotPost
+
+    try:
+        _github_event({"GITHUB_EVENT_PATH": target})
+    except CannotPost as exc:
+        return Outcome(True, str(exc))
+    return Outcome(False)
+
+
 def _ini_search(folder: Path, target: str) -> Outcome:
     from pytest_retrieval.preflight import _ini_from
 
@@ -357,6 +376,14 @@ DRIVERS = [
     Driver("plugin-gates-file", "hostile.yaml", GATES, plugin("gates_file")),
     Driver("plugin-duplicates", "hostile.tsv", "d1\tg\nd2\tg\n", plugin("duplicates")),
     Driver("plugin-corpus", "hostile.jsonl", CORPUS, plugin("corpus")),
+    Driver("comment-report", "hostile.md", "## Retrieval quality\n", loader(_comment_report)),
+    Driver(
+        "comment-event",
+        "hostile.json",
+        '{"pull_request": {"number": 7}}',
+        _comment_event,
+        located=False,
+    ),
 ]
 BY_ID = {d.id: d for d in DRIVERS}
 
@@ -396,6 +423,8 @@ READERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("pytest_retrieval.formats.worksheet", "read_corpus_texts"): ("pool-corpus",),
     ("pytest_retrieval.preflight", "_ini_from"): ("ini-file-search",),
     ("pytest_retrieval.report.artifact", "read_artifact"): ("report-artifact",),
+    ("pytest_retrieval.cli.comment", "_read_report"): ("comment-report",),
+    ("pytest_retrieval.cli.comment", "_github_event"): ("comment-event",),
 }
 
 #: The only reads outside ``reading``: (module, function, call) and why each is not a side
@@ -417,8 +446,27 @@ RAW_READS = {
     ("pytest_retrieval.shards", "decode_outcomes", "json.loads"): (
         "outcomes this session's workers encoded into the shard store"
     ),
-    ("pytest_retrieval.executors", "run_ray", "json.loads"): (
+    ("pytest_retrieval.executors", "_decoded", "json.loads"): (
         "outcomes Ray's actors encoded for this process"
+    ),
+    ("pytest_retrieval.ledger", "Ledger.__init__", "sqlite3.connect"): (
+        "the run ledger is SQLite: its own checks (application id, schema version, a checksum "
+        "per entry) refuse a foreign or damaged file as a usage error"
+    ),
+    ("pytest_retrieval.ledger", "Ledger._decoded", "json.loads"): (
+        "an entry this package wrote, decoded only after its checksum matched"
+    ),
+    ("pytest_retrieval.store", "_header", "os.open"): (
+        "the first 100 bytes of the cache file, non-blocking, regular files only: to tell "
+        "SQLite from a foreign file before SQLite opens it"
+    ),
+    ("pytest_retrieval.store", "_header", "os.read"): ("the same 100 bytes (see os.open)"),
+    ("pytest_retrieval.cli.forges", "Client._once", "json.loads"): (
+        "a GitHub or GitLab API answer over HTTP, not a file; a body that is not JSON is an "
+        "ApiError the command warns about"
+    ),
+    ("pytest_retrieval.cli.forges", "_message", "json.loads"): (
+        "the message of an API error answer, best effort (its raw text otherwise)"
     ),
     ("pytest_retrieval.runsource", "Sharded.__call__", "json.loads"): (
         "run information this session's workers encoded into the shard store"
