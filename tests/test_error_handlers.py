@@ -54,7 +54,7 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
     ),
     (
         "pytest_retrieval.retriever.calling",
-        "run_pipeline.record.on_result",
+        "run_pipeline.first_stage.on_result",
         "BaseException",
         False,
     ): (
@@ -110,6 +110,27 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
     ("pytest_retrieval.store", "RunCache.clear", "BaseException", True): (
         1,
         "the delete transaction rolled back",
+    ),
+    ("pytest_retrieval.retriever.calling", "run_pipeline.second_stage", "BaseException", False): (
+        1,
+        "the user's reranker (or a doc_id callable on its items), SystemExit included: its "
+        "error becomes that query's",
+    ),
+    ("pytest_retrieval.ledger", "Ledger.__init__", "BaseException", True): (
+        1,
+        "closes the SQLite connection when the ledger's checks refuse it, and re-raises",
+    ),
+    ("pytest_retrieval.ledger", "Ledger._initialise", "BaseException", True): (
+        1,
+        "rolls the schema transaction back, whatever stopped it, and re-raises",
+    ),
+    ("pytest_retrieval.ledger", "Ledger._writing", "BaseException", True): (
+        1,
+        "rolls a write back (a kill between statements leaves the ledger whole) and re-raises",
+    ),
+    ("pytest_retrieval.plugin", "RetrievalPlugin.pytest_runtest_call", "BaseException", True): (
+        1,
+        "notes whether the test failed (a Score compared in it counts only then) and re-raises",
     ),
 }
 

@@ -321,9 +321,9 @@ def _github_event(environ: Mapping[str, str]) -> dict[str, Any]:
             fix="pass the pull request's number with --pr N",
         ) from None
     except (InputError, ValueError, RecursionError) as exc:
-        reason = exc.problems[0].message if isinstance(exc, InputError) else "not valid JSON"
+        reason = exc.problems[0].message if isinstance(exc, InputError) else "it is not JSON"
         raise _cannot_post(
-            f"the event file GITHUB_EVENT_PATH={path} cannot be read ({reason})",
+            f"the event file GITHUB_EVENT_PATH={path} cannot be read: {reason}",
             fix="pass the pull request's number with --pr N",
         ) from None
     if not isinstance(event, dict):
