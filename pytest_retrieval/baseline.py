@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from .errors import InputError, Problem
-from .files import read_text_file
+from .optionvalues import MAX_BASELINE_RUNS
+from .reading import load_json, read_text_file
 from .snapshot import BASELINE_SCHEMA as BASELINE_SCHEMA
 from .snapshot import BASELINE_SCHEMA_VERSION as BASELINE_SCHEMA_VERSION
 from .snapshot import DECIMALS as DECIMALS
@@ -81,26 +82,15 @@ def load_baseline(path: str | os.PathLike[str]) -> Snapshot:
     # A regular file of bounded size only: a symlink to /dev/zero would be read until memory
     # runs out.
     text = read_text_file(name, what="baseline")
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise InputError(
-            Problem("baseline is nested too deeply to be a baseline", fix=refresh, source=name)
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            Problem(
-                f"baseline is not valid JSON ({exc.msg}); the file may be truncated",
-                fix=f"restore it from version control or {refresh}",
-                source=name,
-                line=exc.lineno,
-                column=exc.colno,
-            )
-        ) from None
-    except ValueError as exc:  # Python's integer-string limit
-        raise InputError(
-            Problem(f"baseline holds a number too long to read ({exc})", fix=refresh, source=name)
-        ) from None
+    # The one guarded decoder: depth, digits and syntax errors named by line and column.
+    data = load_json(
+        text,
+        source=name,
+        what="baseline",
+        expected="a pytest-retrieval baseline",
+        fix=f"the file may be truncated: restore it from version control or {refresh}",
+        allow_duplicate_keys=True,  # ours, read at scale; checked field by field below
+    )
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
         raise InputError(
             Problem(
@@ -166,6 +156,13 @@ def snapshot_problems(
     for key in ("heldout",):
         if key in data and not isinstance(data[key], Mapping):
             problem(f'"{key}" must be an object', field=key)
+    runs = data.get("n_runs", 1)
+    if type(runs) is not int or not 1 <= runs <= MAX_BASELINE_RUNS:
+        problem(
+            f'"n_runs" must be the number of runs averaged, 1 to {MAX_BASELINE_RUNS} (not '
+            f"{runs!r})",
+            field="n_runs",
+        )
     stages, metrics = data.get("stages"), data.get("metrics")
     if not _str_list(stages) or not stages:
         problem('"stages" must be a non-empty list of stage names', field="stages")
@@ -214,6 +211,23 @@ def snapshot_problems(
                 '"judgments" must be an object of doc id -> integer grade',
                 query_id=qid,
                 field="judgments",
+            )
+        spread = entry.get("spread")
+        if "spread" in entry and not (
+            isinstance(spread, Mapping)
+            and all(
+                isinstance(by_metric, Mapping)
+                and all(
+                    v is None or (_is_number(v) and 0.0 <= v <= 1.0) for v in by_metric.values()
+                )
+                for by_metric in spread.values()
+            )
+        ):
+            problem(
+                '"spread" must be an object of stage -> metric -> a standard deviation between 0 '
+                "and 1 (or null)",
+                query_id=qid,
+                field="spread",
             )
         if "text" in entry and not isinstance(entry["text"], str):
             problem('"text" must be a string (the hash of the query text)', query_id=qid)

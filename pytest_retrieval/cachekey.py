@@ -117,7 +117,7 @@ def doc_id_fingerprint(
         items = sorted((str(k), str(v)) for k, v in doc_id_map.items())
         parts["doc_id_map"] = "mapping:" + _sha256_text(json.dumps(items, ensure_ascii=False))
     elif doc_id_map is not None:
-        parts["doc_id_map"] = "file:" + _sha256_file(doc_id_map)
+        parts["doc_id_map"] = "file:" + _sha256_file(doc_id_map, what="doc-id map")
     else:
         parts["doc_id_map"] = None
     return _sha256_text(json.dumps(parts, sort_keys=True, ensure_ascii=False))
@@ -125,19 +125,18 @@ def doc_id_fingerprint(
 
 def corpus_fingerprint(path: str | os.PathLike[str]) -> str:
     """A sha256 of the ``retrieval_corpus`` file's bytes: editing the corpus file is a miss."""
-    return "file:" + _sha256_file(path)
+    return "file:" + _sha256_file(path, what="corpus")
 
 
 def _sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _sha256_file(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _sha256_file(path: str | os.PathLike[str], *, what: str) -> str:
+    from .reading import file_digest
+
+    # The one safe reader's rule: a regular file (a FIFO would wait forever for a writer).
+    return file_digest(path, what=what)
 
 
 def keys_for(
@@ -204,8 +203,11 @@ class CacheEntry:
 
 
 def entry_from_value(value: str, created: float) -> CacheEntry:
-    """Parse a stored value; ValueError when it is not one we wrote."""
-    document = json.loads(value)
+    """Parse a stored value; ValueError when it is not one we wrote (the guarded decoder's
+    InputError is one: a row edited to nest deep or hold a huge number is damage too)."""
+    from .reading import load_json
+
+    document = load_json(value, source="cache row", what="cache entry", expected="a cache entry")
     if not isinstance(document, dict):
         raise ValueError("not an object")
     ranking = document.get("ranking")

@@ -53,6 +53,7 @@ def start(
     when not given) or its ini key (``ini(key)``), resolved (relative paths against the ini
     file's folder, or the rootdir without one, and the invocation folder for flags), then
     :func:`build_session`. Raises InputError."""
+    from .preflight import overridden_keys
     from .settings import OPTIONS, resolve
 
     settings = resolve(
@@ -61,6 +62,7 @@ def start(
         ini_source=inipath.name if inipath else "the ini file",
         ini_base=inipath.parent if inipath else rootpath,
         cli_base=cli_base,
+        overridden=overridden_keys(option("override_ini")),
     )
     return build_session(
         settings, rootdir=rootpath, on_skip=on_skip, on_sealed=on_sealed, config_file=inipath

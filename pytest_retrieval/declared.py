@@ -332,29 +332,17 @@ def gates_file_entries(
     """The threshold and regression lines of a gates file, each with its line number."""
     import yaml
 
+    from .reading import compose_yaml, read_text_file
+
+    expected = "a mapping with 'version: 1' and a 'thresholds:' list of gate lines"
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = read_text_file(path, what="gates file")
     except FileNotFoundError:
         raise InputError(
             Problem("gates file not found", fix="check retrieval_gates_file", source=path)
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(f"cannot read the gates file: {exc}", source=path)) from None
-    try:
-        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            Problem(
-                f"YAML syntax error: {getattr(exc, 'problem', exc)}",
-                fix="fix the YAML syntax",
-                source=path,
-                line=mark.line + 1 if mark else None,
-                column=mark.column + 1 if mark else None,
-            )
-        ) from None
-    expected = "a mapping with 'version: 1' and a 'thresholds:' list of gate lines"
+    # The one guarded YAML path: syntax errors at their line and column, no alias bomb.
+    root = compose_yaml(text, source=path, what="gates file", expected=expected)
     if not isinstance(root, yaml.MappingNode):
         raise InputError(Problem(f"expected {expected}", source=path, line=1))
     entries: list[tuple[str, int | None]] = []
@@ -427,7 +415,8 @@ def gates_file_path(settings: Any, rootdir: Any) -> str | None:
     if settings.gates_file is not None:
         return str(settings.gates_file)
     candidate = os.path.join(str(rootdir), GATES_FILE_NAME)
-    return candidate if os.path.isfile(candidate) else None
+    # lexists: a FIFO or a dangling link there is refused by name, never silently skipped
+    return candidate if os.path.lexists(candidate) else None
 
 
 def expand_slices(item: Declared, slices: Sequence[str]) -> list[Declared]:

@@ -25,7 +25,6 @@ id outside the group). With no groups nothing is rewritten and nothing is slower
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import unicodedata
@@ -232,12 +231,14 @@ def parse_duplicates(
     where = f"{setting} = {source}" if setting.startswith("retrieval_") else f"{setting} {source}"
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise InputError(
-                Problem(f"not valid JSON ({exc})", fix=_FILE_FIX, source=source)
-            ) from None
+        from .reading import load_json
+
+        data = load_json(
+            text,
+            source=source,
+            what="duplicates file",
+            expected='JSON {"doc-a": "g1", "doc-b": "g1"}, or `doc id<TAB>group id` lines',
+        )
         if isinstance(data, dict):
             if all(isinstance(k, str) and isinstance(v, (str, int)) for k, v in data.items()):
                 return DuplicateGroups.from_mapping(
@@ -257,7 +258,9 @@ def parse_duplicates(
         )
     mapping: dict[str, str] = {}
     problems: list[Problem] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    from .reading import split_lines
+
+    for number, line in split_lines(text):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in line.split("\t")]
@@ -334,7 +337,7 @@ def check_groups(value: object) -> None:
 
 def load_duplicates(path: str, *, setting: str = "retrieval_duplicates") -> DuplicateGroups:
     """Read the ``retrieval_duplicates`` file (see :func:`parse_duplicates`)."""
-    from .files import read_text_file
+    from .reading import read_text_file
 
     try:
         text = read_text_file(path, what="duplicates file")
@@ -351,12 +354,6 @@ def load_duplicates(path: str, *, setting: str = "retrieval_duplicates") -> Dupl
                 source=path,
             )
         ) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            Problem(f"is not valid UTF-8 ({exc.reason})", fix="save it as UTF-8", source=path)
-        ) from None
-    except OSError as exc:
-        raise InputError(Problem(f"cannot be read ({exc.strerror or exc})", source=path)) from None
     return parse_duplicates(text, source=path, setting=setting)
 
 

@@ -13,9 +13,8 @@ is already in the file. :func:`append_text` is all-or-nothing instead: the whole
 the file is truncated back to the size it had before, so it never ends with a cut report. (One
 job's steps run one after another, so nothing else appends meanwhile.)
 
-:func:`read_text_file` reads a file we did not write (a baseline, an artifact, a doc-id map): a
-regular file only (a symlink to ``/dev/zero`` or a FIFO would never end), at most
-:data:`MAX_READ_BYTES`, UTF-8 with the line of a bad byte.
+:func:`read_text_file`, the bounded reader of a file we did not write, is
+:mod:`pytest_retrieval.reading`'s (importable from here too).
 """
 
 from __future__ import annotations
@@ -31,6 +30,10 @@ from pathlib import Path
 from typing import Any, TextIO, overload
 
 from .errors import InputError, Problem
+
+# The safe reader of side files lives with the guarded decoders; importable from here too.
+from .reading import MAX_READ_BYTES as MAX_READ_BYTES
+from .reading import read_text_file as read_text_file
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "file") -> None:
@@ -230,85 +233,7 @@ def atomic_write(
         raise
 
 
-#: The largest side file :func:`read_text_file` reads (a baseline of 100,000 queries is ~150 MB).
-MAX_READ_BYTES = 512 * 1024 * 1024
-
-
-def read_text_file(
-    path: str | os.PathLike[str], *, what: str = "file", limit: int = MAX_READ_BYTES
-) -> str:
-    """The UTF-8 text (a BOM tolerated) of the regular file ``path``, at most ``limit`` bytes.
-
-    A missing file raises ``FileNotFoundError`` (callers say how to create it); anything else
-    that makes the file unreadable (a folder, a device or pipe, too large, not UTF-8, no
-    permission) is an :class:`~pytest_retrieval.errors.InputError` naming the file.
-    """
-    name = os.fspath(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(name, flags)
-    except FileNotFoundError:
-        raise
-    except IsADirectoryError:
-        raise InputError(
-            Problem(f"the {what} path is a directory", fix="name a file", source=name)
-        ) from None
-    except OSError as exc:
-        raise InputError(
-            Problem(f"the {what} cannot be read: {exc.strerror or exc}", source=name)
-        ) from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise InputError(
-                Problem(f"the {what} path is a directory", fix="name a file", source=name)
-            )
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(
-                Problem(
-                    f"the {what} is not a regular file (a device, a pipe or a socket)",
-                    fix="name a plain file",
-                    source=name,
-                )
-            )
-        if info.st_size > limit:
-            raise InputError(
-                Problem(
-                    f"the {what} is {info.st_size:,} bytes, more than the {limit:,} this "
-                    "version reads",
-                    fix="check that it is the file you meant",
-                    source=name,
-                )
-            )
-        chunks = []
-        size = 0
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 20)
-            except OSError as exc:
-                raise InputError(
-                    Problem(f"the {what} cannot be read: {exc.strerror or exc}", source=name)
-                ) from None
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:  # grew while read
-                raise InputError(Problem(f"the {what} is larger than {limit:,} bytes", source=name))
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    raw = b"".join(chunks)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            Problem(
-                f"the {what} cannot be read: it is not UTF-8 ({exc.reason} at byte {exc.start})",
-                fix="save the file as UTF-8",
-                source=name,
-                line=raw.count(b"\n", 0, exc.start) + 1,
-            )
-        ) from None
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def append_text(path: str | os.PathLike[str], text: str) -> None:
@@ -319,7 +244,8 @@ def append_text(path: str | os.PathLike[str], text: str) -> None:
     docstring for why this is sound for ``$GITHUB_STEP_SUMMARY``.
     """
     data = text.encode("utf-8", "backslashreplace")
-    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of blocking forever.
+    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NONBLOCK, 0o666)
     try:
         info = os.fstat(fd)
         regular = stat.S_ISREG(info.st_mode)

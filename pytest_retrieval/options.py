@@ -15,15 +15,23 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .optionvalues import (
+    MAX_BASELINE_RUNS,
+    MAX_BATCH_SIZE,
+    MAX_CONCURRENCY,
+    MAX_DEPTH,
+    MAX_GRADE,
+    MAX_PROBE,
+    MAX_RESAMPLES,
+    MAX_SEED,
+    MAX_WORST,
     parse_bool,
     parse_choice,
+    parse_count,
     parse_dedup,
     parse_gain,
     parse_ks,
     parse_lines,
     parse_metrics,
-    parse_non_negative_int,
-    parse_positive_int,
     parse_probability,
     parse_run_sources,
     parse_score_floor,
@@ -52,6 +60,9 @@ class Option:
     #: The flag may be given several times (``action="append"``); the values are joined
     #: one per line, like the ini's line list.
     repeatable: bool = False
+    #: The value is a comma-separated list (``retrieval_ks = 1,3``): a TOML array in
+    #: pyproject.toml (``retrieval_ks = [1, 3]``) is read as one.
+    listed: bool = False
     #: An empty value (``--retrieval-gates-file=``, or the ini key written with nothing after
     #: ``=``) turns the setting off instead of being refused: the setting is then ``""``, not
     #: its default (which may be a file found by itself).
@@ -102,6 +113,7 @@ OPTIONS: tuple[Option, ...] = (
         parse_split_list,
         metavar="PATH[,PATH]",
         is_path=True,
+        listed=True,
     ),
     Option(
         "golden_format",
@@ -125,6 +137,7 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_KS,
         parse_ks,
         metavar="K[,K]",
+        listed=True,
     ),
     Option(
         "metrics",
@@ -133,6 +146,7 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_METRICS,
         parse_metrics,
         metavar="NAME[,NAME]",
+        listed=True,
     ),
     Option(
         "gain",
@@ -145,7 +159,7 @@ OPTIONS: tuple[Option, ...] = (
         "min_grade",
         "lowest grade that counts as relevant for the binary metrics (default 1)",
         1,
-        parse_positive_int,
+        parse_count(1, MAX_GRADE),
         metavar="N",
     ),
     Option(
@@ -163,6 +177,7 @@ OPTIONS: tuple[Option, ...] = (
         (),
         parse_score_floor,
         metavar="[STAGE=]SCORE",
+        listed=True,
     ),
     Option(
         "duplicates",
@@ -255,7 +270,7 @@ OPTIONS: tuple[Option, ...] = (
         "as it was built to return if more); a query whose results collapse into fewer "
         "documents than the largest K is asked again deeper",
         None,
-        parse_positive_int,
+        parse_count(1, MAX_DEPTH),
         metavar="N",
     ),
     Option(
@@ -263,7 +278,7 @@ OPTIONS: tuple[Option, ...] = (
         "how deep a query is asked again when its results collapse into fewer documents than "
         "the largest K (default 10 x the first depth)",
         None,
-        parse_positive_int,
+        parse_count(1, MAX_DEPTH),
         metavar="N",
     ),
     Option(
@@ -312,7 +327,11 @@ OPTIONS: tuple[Option, ...] = (
         repeatable=True,
     ),
     Option(
-        "concurrency", "queries in flight at once (default 8)", 8, parse_positive_int, metavar="N"
+        "concurrency",
+        "queries in flight at once (default 8)",
+        8,
+        parse_count(1, MAX_CONCURRENCY),
+        metavar="N",
     ),
     Option(
         "timeout",
@@ -325,7 +344,7 @@ OPTIONS: tuple[Option, ...] = (
         "batch_size",
         "queries per call for retrievers with a batch method (default 32)",
         32,
-        parse_positive_int,
+        parse_count(1, MAX_BATCH_SIZE),
         metavar="N",
     ),
     Option(
@@ -381,7 +400,7 @@ OPTIONS: tuple[Option, ...] = (
         "worst",
         "how many worst queries a failure message lists (default 5)",
         5,
-        parse_positive_int,
+        parse_count(1, MAX_WORST),
         metavar="N",
     ),
     Option(
@@ -435,14 +454,14 @@ OPTIONS: tuple[Option, ...] = (
         "seed",
         "seed of the bootstrap and randomization tests (default 0)",
         0,
-        parse_non_negative_int,
+        parse_count(0, MAX_SEED),
         metavar="N",
     ),
     Option(
         "resamples",
         "bootstrap and randomization resamples (default 10000)",
         10_000,
-        parse_positive_int,
+        parse_count(1, MAX_RESAMPLES),
         metavar="N",
     ),
     Option(
@@ -514,7 +533,7 @@ OPTIONS: tuple[Option, ...] = (
         "run (once per session under xdist) and report how many rankings changed, and which "
         "cached ones are stale (default 5; 0 = off)",
         5,
-        parse_non_negative_int,
+        parse_count(0, MAX_PROBE),
         metavar="N",
     ),
     Option(
@@ -522,7 +541,7 @@ OPTIONS: tuple[Option, ...] = (
         "with --retrieval-update-baseline: run the retriever N times and record per-query "
         "means and spread (default 1)",
         1,
-        parse_positive_int,
+        parse_count(1, MAX_BASELINE_RUNS),
         metavar="N",
     ),
     Option(

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from .errors import InputError
-from .metrics import METRIC_NAMES, MetricSpec, check_gain
+from .metrics import METRIC_NAMES, SAFE_TOP_GRADE, MetricSpec, check_gain
 from .text import parse_int
 
 
@@ -21,20 +21,47 @@ class InvalidValue(ValueError):
     """A value that does not parse; its message says what was expected."""
 
 
-def parse_positive_int(text: str) -> int:
-    text = text.strip()
-    value = parse_int(text)  # ASCII digits only: "²" passes str.isdigit() but not int()
-    if value is None or value < 1:
-        raise InvalidValue(f"{text!r} is not a positive integer")
-    return value
+# The legal ranges of the numeric settings: far beyond any real use, short of what would
+# crash (a thread per query in flight, a numpy array per resample, a wait too long for the
+# clock: OverflowError) or silently mean nothing.
+#: The largest cutoff K and retrieval depth.
+MAX_DEPTH = 1_000_000
+#: The most queries in flight at once (each a thread, for a synchronous retriever).
+MAX_CONCURRENCY = 1_000
+#: The most queries per batch call.
+MAX_BATCH_SIZE = 100_000
+#: The longest per-query timeout in seconds (a day; 0 means no limit).
+MAX_TIMEOUT_S = 86_400.0
+#: The most bootstrap and randomization resamples (each a row of numbers per query).
+MAX_RESAMPLES = 1_000_000
+#: The largest seed (numpy's 32-bit range, as most tools write seeds).
+MAX_SEED = 2**32 - 1
+#: The most worst queries a failure message lists.
+MAX_WORST = 10_000
+#: The most queries the determinism probe re-runs.
+MAX_PROBE = 100_000
+#: The most runs a baseline is averaged over (each calls the retriever on every query).
+MAX_BASELINE_RUNS = 100
+#: The highest grade a golden set holds (``golden.MAX_GRADE``): the largest ``min_grade``.
+MAX_GRADE = SAFE_TOP_GRADE
 
 
-def parse_non_negative_int(text: str) -> int:
-    text = text.strip()
-    value = parse_int(text)
-    if value is None:
-        raise InvalidValue(f"{text!r} is not an integer >= 0")
-    return value
+def parse_count(low: int, high: int) -> Callable[[str], int]:
+    """The parser of an integer setting from ``low`` (0 or 1) to ``high``: ASCII digits only
+    ("²" passes ``str.isdigit()``, "1_0" ``int()``), the range in the message."""
+    below = "a positive integer" if low == 1 else f"an integer >= {low}"
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        value = parse_int(stripped)
+        if value is None or value < low:
+            raise InvalidValue(f"{stripped!r} is not {below}")
+        if value > high:
+            raise InvalidValue(f"{stripped!r} is more than {high:,}, the largest accepted")
+        return value
+
+    parse.__doc__ = f"An integer from {low} to {high:,}."
+    return parse
 
 
 def _number(text: str) -> float:
@@ -48,11 +75,16 @@ def _number(text: str) -> float:
 
 
 def parse_seconds(text: str) -> float:
+    """A timeout: seconds from 0 (no limit) to :data:`MAX_TIMEOUT_S` (a day)."""
     value = _number(text)
     if math.isnan(value) or value < 0:
         raise InvalidValue(f"{text!r} is not a number >= 0")
     if math.isinf(value):
         raise InvalidValue(f"{text!r} is not a finite number of seconds; 0 means no limit")
+    if value > MAX_TIMEOUT_S:
+        raise InvalidValue(
+            f"{text!r} is more than {MAX_TIMEOUT_S:,.0f} seconds (a day); 0 means no limit"
+        )
     return value
 
 
@@ -68,7 +100,8 @@ def parse_split_list(text: str) -> list[str]:
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
-    values = [parse_positive_int(part) for part in parse_split_list(text)]
+    cutoff = parse_count(1, MAX_DEPTH)
+    values = [cutoff(part) for part in parse_split_list(text)]
     if not values:
         raise InvalidValue("no cutoff given; write e.g. 1,5,10,50")
     return tuple(sorted(set(values)))

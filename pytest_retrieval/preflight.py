@@ -35,7 +35,12 @@ def refusal(
     gate."""
     keys = [k for k in unknown_keys if k.startswith("retrieval_")]
     message = misread_settings(
-        args, keys, invocation_dir=invocation_dir, rootpath=rootpath, inipath=inipath
+        args,
+        keys,
+        invocation_dir=invocation_dir,
+        rootpath=rootpath,
+        inipath=inipath,
+        overridden=overridden_keys(getoption("override_ini")),
     )
     if message is not None or golden:
         return message
@@ -57,10 +62,28 @@ def flag_without_golden(flag: str, rootdir: object, ini: object) -> str:
     )
 
 
-def unknown_ini_keys(keys: Iterable[str], source: str) -> str | None:
+def overridden_keys(overrides: object) -> frozenset[str]:
+    """The ini keys given on the command line with ``-o``/``--override-ini`` (pytest's
+    ``override_ini`` option: ``KEY=VALUE`` items, from the arguments, ``addopts`` or
+    ``PYTEST_ADDOPTS``)."""
+    if not isinstance(overrides, (list, tuple)):
+        return frozenset()
+    return frozenset(
+        item.split("=", 1)[0].strip() for item in overrides if isinstance(item, str) and "=" in item
+    )
+
+
+#: Where a setting given with ``-o`` comes from, in messages.
+OVERRIDE_SOURCE = "-o/--override-ini"
+
+
+def unknown_ini_keys(
+    keys: Iterable[str], source: str, *, overridden: Collection[str] = ()
+) -> str | None:
     """The usage error for ``retrieval_*`` ini keys that are no setting (``retrieval_threshold``,
     singular): pytest only warns about an unknown key at the end, after a run that silently
-    dropped what the key meant (every declared gate, say). None when every key is known."""
+    dropped what the key meant (every declared gate, say). None when every key is known.
+    ``source`` is the ini file's name; a key in ``overridden`` came from ``-o`` instead."""
     import difflib
 
     known = [o.ini for o in OPTIONS if not o.flag_only]
@@ -78,7 +101,8 @@ def unknown_ini_keys(keys: Iterable[str], source: str) -> str | None:
             if close
             else '`pytest --help` lists every key under "retrieval quality gates"'
         )
-        problems.append(Problem(f"unknown ini key {key}", fix=fix, source=source))
+        where = f"{OVERRIDE_SOURCE} {key}=..." if key in overridden else source
+        problems.append(Problem(f"unknown ini key {key}", fix=fix, source=where))
     return str(InputError(problems, title="pytest-retrieval: unknown settings"))
 
 
@@ -104,9 +128,11 @@ def _ini_from(folder: Path) -> Path | None:
                 continue
             if not marker:
                 return candidate
+            from .reading import read_text_file
+
             try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                text = read_text_file(candidate, what="ini file")
+            except (OSError, InputError):  # pytest reports a broken ini file itself
                 continue
             if marker in text:
                 return candidate
@@ -155,11 +181,13 @@ def misread_settings(
     invocation_dir: Path,
     rootpath: Path,
     inipath: Path | None,
+    overridden: Collection[str] = (),
 ) -> str | None:
     """The usage error when pytest misread our settings: a ``--retrieval-* PATH`` flag in the
     space form that made it read another ini file (:func:`misread_flag_path`), else
     ``retrieval_*`` ini keys that are no setting (``unknown_keys``, what pytest did not
-    recognise: :func:`unknown_ini_keys`). None when neither happened."""
+    recognise: :func:`unknown_ini_keys`; ``overridden``: the keys given with ``-o``). None when
+    neither happened."""
     if any(a.startswith("--retrieval-") and "=" not in a for a in args):
         message = misread_flag_path(
             args,
@@ -172,5 +200,7 @@ def misread_settings(
             return message
     keys = list(unknown_keys)
     if keys:
-        return unknown_ini_keys(keys, inipath.name if inipath else "the ini file")
+        return unknown_ini_keys(
+            keys, inipath.name if inipath else "the ini file", overridden=overridden
+        )
     return None

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -198,49 +199,58 @@ def resolve(
     ini_source: str = "the ini file",
     ini_base: Path | None = None,
     cli_base: Path | None = None,
+    overridden: Collection[str] = (),
 ) -> Settings:
     """Resolve raw values into :class:`Settings` (command line > ini > default).
 
     ``cli`` maps option name → the flag's raw value (``None`` when not given); ``ini`` maps option
-    name → the ini value (``None``/empty when unset). Relative paths are resolved against the ini
-    file's folder (``ini_base``) or the invocation folder (``cli_base``). Every bad value is
-    reported in one :class:`~pytest_retrieval.errors.InputError`.
+    name → the ini value (``None``/empty when unset): text, or what pyproject.toml's TOML gives
+    (an array for a list, a number, a boolean). Relative paths are resolved against the ini
+    file's folder (``ini_base``) or the invocation folder (``cli_base``). ``overridden``: the
+    ini keys given with ``-o`` (their values are named as coming from it, not from
+    ``ini_source``). Every bad value is reported in one
+    :class:`~pytest_retrieval.errors.InputError`.
     """
     values: dict[str, Any] = {}
     problems: list[Problem] = []
     for option in OPTIONS:
         raw: Any = None
-        source = ""
+        from_ini = False
         base: Path | None = None
         cli_value = cli.get(option.name)
         if cli_value is not None and cli_value is not False:
             raw = cli_value
-            source = option.flag_name
             base = cli_base
         else:
             ini_value = ini.get(option.name)
             # pytest gives None for a key the ini file lacks, "" for one written empty.
             if ini_value not in (None, "", [], ()) or (option.empty_is_off and ini_value == ""):
                 raw = ini_value
-                source = f"{option.ini} in {ini_source}"
+                from_ini = True
                 base = ini_base
         if raw is None:
             continue
         if option.empty_is_off and isinstance(raw, str) and not raw.strip():
             values[option.name] = ""  # off: not the default, which may find a file by itself
             continue
-        if isinstance(raw, bool):
+        named = option.flag_name if option.flag else option.ini
+        where = partial(_where, option, from_ini=from_ini, overridden=overridden, ini=ini_source)
+        if isinstance(raw, bool) and (option.ini_type == "bool" or not from_ini):
             values[option.name] = raw
             continue
-        text = "\n".join(raw) if isinstance(raw, (list, tuple)) else str(raw)
+        text, wrong = _raw_text(raw, option)
+        if wrong is not None:
+            problems.append(
+                Problem(wrong, fix=f"see `pytest --help` for {named}", source=where(repr(raw)))
+            )
+            continue
         try:
             value = option.parse(text)
         except InvalidValue as exc:
             shown = text.replace("\n", "; ")
-            from_ini = source != option.flag_name
-            where = f"`{option.ini} = {shown}` in {ini_source}" if from_ini else f"{source} {shown}"
-            named = option.flag_name if option.flag else option.ini
-            problems.append(Problem(str(exc), fix=f"see `pytest --help` for {named}", source=where))
+            problems.append(
+                Problem(str(exc), fix=f"see `pytest --help` for {named}", source=where(shown))
+            )
             continue
         if option.name == "baseline" and value == MERGE_BASE:
             pass  # the keyword, never a path
@@ -288,9 +298,59 @@ def resolve(
                 source="retrieval_dedup",
             )
         )
+    runs = values.get("baseline_runs", 1)
+    stored = "retrieval_run" if values.get("run") else None
+    if stored is None and values.get("cache") == "replay":
+        stored = "retrieval_cache = replay"
+    if runs > 1 and stored is not None and values.get("update_baseline"):
+        problems.append(
+            Problem(
+                f"retrieval_baseline_runs = {runs} averages {runs} calls of the retriever on "
+                f"every query, but {stored} serves stored rankings: every run would be the same "
+                "one, and the baseline would claim a spread it never measured",
+                fix="drop --retrieval-baseline-runs (one stored run is one run), or call the "
+                "retriever (no retrieval_run; retrieval_cache off, use or refresh)",
+                source="retrieval_baseline_runs",
+            )
+        )
     if problems:
         raise InputError(problems, title="pytest-retrieval: invalid settings")
     return Settings(**values)
+
+
+def _where(
+    option: Option, shown: str, *, from_ini: bool, overridden: Collection[str], ini: str
+) -> str:
+    """Where a setting's value was given: its flag, ``-o`` or the ini file."""
+    if not from_ini:
+        return f"{option.flag_name} {shown}"
+    if option.ini in overridden:
+        return f"`-o {option.ini}={shown}`"
+    return f"`{option.ini} = {shown}` in {ini}"
+
+
+def _raw_text(raw: Any, option: Option) -> tuple[str, str | None]:
+    """The text of a raw setting value, or why it cannot be one (second item). A TOML array is a
+    list where the setting takes one (comma-separated ``retrieval_ks = [1, 3]`` is ``1,3``, a
+    line list one item per line), and refused where it takes a single value."""
+    if isinstance(raw, (list, tuple)):
+        items = list(raw)
+        bad = [i for i in items if isinstance(i, (bool, list, tuple, dict)) or i is None]
+        if bad:
+            return "", f"{bad[0]!r} is not a value of this setting (a list holds numbers or text)"
+        texts = [str(i) for i in items]
+        if option.ini_type == "linelist" or option.repeatable:
+            return "\n".join(texts), None
+        if option.listed:
+            return ",".join(texts), None
+        if len(texts) == 1:
+            return texts[0], None
+        return "", "is a list, and this setting takes one value"
+    if isinstance(raw, bool):
+        return "", f"is the boolean {str(raw).lower()}, and this setting is not true/false"
+    if isinstance(raw, dict):
+        return "", "is a TOML table, and this setting takes a value"
+    return str(raw), None
 
 
 def _resolve_paths(value: Any, base: Path) -> Any:

@@ -259,12 +259,11 @@ class RunCache:
             ) from None
         if self.path.is_dir():
             raise CacheCorrupt(self.path, "is a directory, not a cache file", kind="unusable")
-        if self.path.exists() and not self.path.is_file():  # SQLite would block on a FIFO
-            raise CacheCorrupt(
-                self.path,
-                "is not a regular file (a device, a pipe or a socket), not a cache file",
-                kind="unusable",
-            )
+        from .reading import not_a_regular_file
+
+        kind = not_a_regular_file(self.path)
+        if kind is not None:  # SQLite would wait on a FIFO, or read a device
+            raise CacheCorrupt(self.path, f"is not a regular file but {kind}", kind="unusable")
         #: True when the folder or the file cannot be written: hits are read, nothing is stored.
         self.read_only = not _writable(self.path)
         if self.read_only and not self.path.exists():

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as _hypothesis_settings
 from plugin_helpers import RetrievalProject
+
+# Speed is measured in benchmarks/, never asserted: no Hypothesis example has a deadline (its
+# default, 200 ms, failed property tests on a loaded CI machine with nothing wrong).
+
+_hypothesis_settings.register_profile("pytest-retrieval", deadline=None)
+_hypothesis_settings.load_profile("pytest-retrieval")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

@@ -194,8 +194,12 @@ CASES = [
     Case(
         "golden-file-not-utf8",
         USAGE,
-        # The Latin-1 é of "café" is on line 3.
-        ("golden.yaml:3: is not valid UTF-8", "save the file as UTF-8"),
+        # The Latin-1 é of "café" is on line 3, column 13 (after the 12 of "  - {id: caf").
+        (
+            "golden.yaml:3:13: the golden set is not valid UTF-8 (byte 0xe9: invalid "
+            "continuation byte)",
+            "save the file as UTF-8",
+        ),
         golden=b"version: 1\nqueries:\n  - {id: caf\xe9, text: t, relevant: [x]}\n",
     ),
     Case(
@@ -208,14 +212,17 @@ CASES = [
         "golden-yaml-syntax-error",
         USAGE,
         # The flow list opened on line 4 is still open at the end of the file (line 5).
-        ("golden.yaml:5:1: YAML syntax error", "look for a missing ':' or ']'"),
+        ("golden.yaml:5:1: the golden set is not valid YAML", "a missing ':' or ']'"),
         golden="version: 1\nqueries:\n  - id: a\n    text: [oops\n",
     ),
     Case(
         "golden-json-syntax-error",
         USAGE,
         # Column 28 is the '}' where a value was expected after '['.
-        ("golden.json:1:28: JSON syntax error: Expecting value", "look for a missing comma"),
+        (
+            "golden.json:1:28: the golden set is not valid JSON (Expecting value)",
+            "look for a missing comma",
+        ),
         golden='{"version": 1, "queries": [}',
         golden_name="golden.json",
     ),
@@ -707,7 +714,7 @@ CASES = [
         USAGE,
         # Column 41 is the opening quote of the string cut off by the end of the file.
         (
-            "baseline.json:1:41: baseline is not valid JSON",
+            "baseline.json:1:41: the baseline is not valid JSON",
             "the file may be truncated",
             "restore it from version control or recreate it with --retrieval-update-baseline",
         ),
@@ -897,8 +904,8 @@ CASES = [
         "golden-grade-of-5000-digits-in-json",
         USAGE,
         (
-            "golden.json: a number is too long to read (Exceeds the limit (4300 digits)",
-            "a grade is a small integer (0 to 1000)",
+            "golden.json: the golden set holds a number of 5,000 digits (at most 300 are read)",
+            "quote long ids as strings",
         ),
         golden='{"version": 1, "queries": [{"id": "a", "text": "t", "relevant": {"x": '
         + "9" * 5000
@@ -1011,7 +1018,7 @@ CASES = [
     Case(
         "baseline-with-a-number-of-5000-digits",
         USAGE,
-        ("baseline.json: baseline holds a number too long to read",),
+        ("baseline.json: the baseline holds a number of 5,000 digits (at most 300 are read)",),
         ini={"retrieval_baseline": "baseline.json"},
         files={"baseline.json": seeded_baseline("1" * 5000)},
     ),
@@ -1020,7 +1027,7 @@ CASES = [
         "baseline-is-a-symlink-to-dev-zero",
         USAGE,
         (
-            "baseline.json: the baseline is not a regular file (a device, a pipe or a socket)",
+            "baseline.json: the baseline is not a regular file but a character device",
             "name a plain file",
         ),
         ini={"retrieval_baseline": "baseline.json"},
@@ -1032,7 +1039,8 @@ CASES = [
         "doc-id-map-in-latin-1",
         USAGE,
         (
-            "chunks.tsv:2: retrieval_doc_id_map: the doc-id map cannot be read: it is not UTF-8",
+            "chunks.tsv:2:4: retrieval_doc_id_map: the doc-id map is not valid UTF-8 (byte "
+            "0xe9: invalid continuation byte)",
             "save the file as UTF-8",
         ),
         ini={"retrieval_doc_id_map": "chunks.tsv"},

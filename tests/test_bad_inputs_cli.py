@@ -135,7 +135,7 @@ CASES = [
         "report-on-a-symlink-to-dev-zero",
         ("report", "run.json"),
         USAGE,
-        ("run.json: the artifact is not a regular file (a device, a pipe or a socket)",),
+        ("run.json: the artifact is not a regular file but a character device",),
         symlinks={"run.json": "/dev/zero"},
     ),
     Case(
@@ -165,8 +165,9 @@ CASES = [
         ("report", "run.json", "--html", "out.html"),
         USAGE,
         (
-            "run.json: the artifact does not match its schema (",
-            "write it again with pytest --retrieval-json PATH; do not edit it by hand",
+            "run.json: not a valid artifact:",
+            "run.json: field 'results[0].metrics': \"metrics\" must be an object of metric -> "
+            "value (write it again with pytest --retrieval-json PATH; do not edit it by hand)",
         ),
         files={"run.json": artifact(results=[{"stage": "retriever", "metrics": 5}])},
     ),
@@ -181,14 +182,14 @@ CASES = [
         "report-on-a-deeply-nested-artifact",
         ("report", "run.json"),
         USAGE,
-        ("run.json: not an artifact: nested too deeply",),
+        ("run.json: the artifact nests JSON values more than 100 levels deep",),
         files={"run.json": "[" * 100_000 + "]" * 100_000},
     ),
     Case(
         "report-on-an-artifact-with-a-number-of-5000-digits",
         ("report", "run.json"),
         USAGE,
-        ("run.json: holds a number too long to read",),
+        ("run.json: the artifact holds a number of 5,000 digits (at most 300 are read)",),
         files={"run.json": '{"schema": ' + "1" * 5000 + "}"},
     ),
     Case(

@@ -739,10 +739,7 @@ CASES = [
         "cache-clear-leaves-a-fifo-in-the-cache-files-place",
         ("cache", "clear", "--cache-dir", "cache"),
         USAGE,
-        (
-            "cache/runs.sqlite3: is not a regular file (a device, a pipe or a socket), not a "
-            "cache file; nothing was cleared",
-        ),
+        ("cache/runs.sqlite3: is not a regular file but a FIFO (named pipe); nothing was cleared",),
         setup=lambda root: (root / "cache").mkdir() or os.mkfifo(root / "cache" / "runs.sqlite3"),
         check=lambda root: _assert_fifo(root / "cache" / "runs.sqlite3"),
     ),

@@ -213,7 +213,7 @@ def test_a_truncated_baseline_names_the_line_and_column(tmp_path: Path) -> None:
     problem = caught.value.problems[0]
     assert (problem.source, problem.line, problem.column) == (str(path), 3, 3)
     assert "the file may be truncated" in str(caught.value)
-    assert str(caught.value).startswith(f"{path}:3:3: baseline is not valid JSON")
+    assert str(caught.value).startswith(f"{path}:3:3: the baseline is not valid JSON")
 
 
 def test_an_artifact_passed_as_a_baseline_says_it_is_not_one(tmp_path: Path) -> None:
@@ -240,7 +240,7 @@ def test_a_directory_as_the_baseline_is_an_input_error(tmp_path: Path) -> None:
 def test_a_binary_baseline_is_an_input_error_not_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "base.json"
     path.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(InputError, match="the baseline cannot be read"):
+    with pytest.raises(InputError, match="the baseline is UTF-16"):
         load_baseline(path)
 
 

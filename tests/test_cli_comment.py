@@ -412,8 +412,8 @@ def test_a_malformed_event_file_is_a_warning_that_names_it(
     assert comment("--github", str(REPORT)) == EXIT_OK
     assert capsys.readouterr().err == (
         "pytest-retrieval comment: warning: could not post the comment: the event file "
-        f"GITHUB_EVENT_PATH={event} cannot be read (not valid JSON). Fix: pass the pull "
-        "request's number with --pr N\n"
+        f"GITHUB_EVENT_PATH={event} cannot be read: the event file is not valid JSON "
+        "(Expecting ',' delimiter). Fix: pass the pull request's number with --pr N\n"
     )
     assert github.requests() == []
 

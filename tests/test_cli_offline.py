@@ -225,7 +225,7 @@ def test_a_truncated_artifact_names_the_line_and_column(
     broken.write_text('{\n  "schema": ', encoding="utf-8")
     status, _, err = run(capsys, "compare", files["baseline"], str(broken))
     assert status == 2
-    assert f"{broken}:2:13: not valid JSON (Expecting value)" in err
+    assert f"{broken}:2:13: the artifact is not valid JSON (Expecting value)" in err
 
 
 def test_the_cli_reaches_the_plugins_verdict_from_the_artifact_the_run_wrote(

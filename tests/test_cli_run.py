@@ -179,7 +179,10 @@ def test_a_reranked_run_writes_the_final_and_the_candidate_rankings(project: Pat
             "--retriever-output: --retriever-output keeps the candidates of a reranked run",
         ),
         (["--output", "run.jsonl", "--batch-size", "0"], "'0' is not a positive integer"),
-        (["--output", "run.jsonl", "--timeout", "soon"], "'soon' is not a number of seconds"),
+        (
+            ["--output", "run.jsonl", "--timeout", "soon"],
+            "argument --timeout: 'soon' is not a number",
+        ),
     ],
 )
 def test_usage_errors_are_one_line_and_write_nothing(

@@ -52,7 +52,7 @@ def test_a_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
     problem = _only(path)
     # Line 4 is "    text: what: now"; the second ':' is at column 15.
     assert (problem.source, problem.line, problem.column) == (str(path), 4, 15)
-    assert "YAML syntax error" in problem.message
+    assert "the golden set is not valid YAML" in problem.message
     assert problem.fix
     assert "quote" in problem.fix
     assert f"{path}:4:15" in str(problem)
@@ -62,7 +62,7 @@ def test_a_json_syntax_error_names_line_and_column(tmp_path: Path) -> None:
     path = _write(tmp_path, "golden.json", '{"version": 1,\n "queries": [\n  {"id": "a",, }\n]}\n')
     problem = _only(path)
     assert (problem.line, problem.column) == (3, 14)
-    assert "JSON syntax error" in problem.message
+    assert "the golden set is not valid JSON" in problem.message
     assert problem.fix
     assert "comma" in problem.fix
 

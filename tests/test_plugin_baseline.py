@@ -253,7 +253,7 @@ def test_a_corrupt_baseline_is_a_usage_error_naming_the_line(project: Project) -
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            f"*{project.baseline}:3:1: baseline is not valid JSON (Expecting value); the file "
+            f"*{project.baseline}:3:1: the baseline is not valid JSON (Expecting value) (the file "
             "may be truncated*"
         ]
     )

@@ -123,7 +123,7 @@ CASES = [
         # The é of "café" in Latin-1 (0xE9) on line 2.
         "doc-id-map-not-utf8",
         "refused",
-        "*chunks.tsv:2: retrieval_doc_id_map: the doc-id map cannot be read: it is not UTF-8",
+        "*chunks.tsv:2:4: retrieval_doc_id_map: the doc-id map is not valid UTF-8*",
         "save the file as UTF-8",
         ini={"retrieval_doc_id_map": "chunks.tsv"},
         files={"chunks.tsv": b"okta\tokta\ncaf\xe9\tcafe\n"},

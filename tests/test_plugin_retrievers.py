@@ -600,7 +600,9 @@ def test_a_malformed_doc_id_map_is_a_usage_error_naming_the_line(
     )
     result = retrieval_project.run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*/chunks.tsv:2: expected 'chunk id<TAB>document id'*"])
+    result.stdout.fnmatch_lines(
+        ["*/chunks.tsv:2: retrieval_doc_id_map: expected 'chunk id<TAB>document id'*"]
+    )
 
 
 # --- what is not a ranking ---------------------------------------------------------------

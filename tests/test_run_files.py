@@ -113,8 +113,10 @@ def bad_jsonl(tmp_path: Path, line: str) -> str:
     [
         (
             "{not json",
-            "2:2: not valid JSON (Expecting property name enclosed in double quotes) "
-            f"(write one JSON object per line: {SHAPE})",
+            "2:2: the run file is not valid JSON (Expecting property name enclosed in double "
+            "quotes) "
+            f"(write one JSON object per line: {SHAPE}; look for a missing comma, quote or "
+            "bracket)",
         ),
         (
             '["q1", ["a"]]',
@@ -236,7 +238,7 @@ def test_a_missing_file_without_extension_is_named_too(tmp_path: Path) -> None:
 
 
 def test_a_directory_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(RunFileError, match="is a directory, expected a file"):
+    with pytest.raises(RunFileError, match="the run file path is a directory"):
         load_run_file(tmp_path)
 
 
@@ -246,7 +248,9 @@ def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     with pytest.raises(RunFileError) as info:
         load_run_file(path)
     assert str(info.value) == (
-        f"{path}: is not valid UTF-8 (invalid start byte at byte 15) (save the file as UTF-8)"
+        # Named by its line and column (the 16th character of line 1), not a buffer offset.
+        f"{path}:1:16: the run file is not valid UTF-8 (byte 0xff: invalid start byte) (save "
+        "the file as UTF-8)"
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import InputError, Problem
 from ..text import parse_int
@@ -17,6 +18,24 @@ def positive_int(text: str) -> int:
     if value is None or value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
+
+
+def setting(name: str) -> Callable[[str], Any]:
+    """argparse type of a flag that is the plugin setting ``name`` outside pytest (``--timeout``
+    is ``retrieval_timeout``): the option table's parser, its range and its message."""
+    from ..optionvalues import InvalidValue
+    from ..settings import option
+
+    parse = option(name).parse
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except InvalidValue as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = name  # argparse names the type in some messages
+    return convert
 
 
 def probability(text: str) -> float:

@@ -28,7 +28,6 @@ file that is missing, unreadable or empty). The token is never printed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..files import read_text_file
+from ..reading import load_json
 from ..text import for_terminal
 from .args import positive_int
 from .output import echo
@@ -316,16 +316,16 @@ def _github_event(environ: Mapping[str, str]) -> dict[str, Any]:
         raise _no_pull_request(environ)
     try:
         text = read_text_file(path, what="event file", limit=MAX_EVENT_BYTES)
-        event = json.loads(text)
+        event = load_json(text, source=path, what="event file")
     except FileNotFoundError:
         raise _cannot_post(
             f"the event file GITHUB_EVENT_PATH={path} does not exist",
             fix="pass the pull request's number with --pr N",
         ) from None
     except (InputError, ValueError, RecursionError) as exc:
-        reason = exc.problems[0].message if isinstance(exc, InputError) else "not valid JSON"
+        reason = exc.problems[0].message if isinstance(exc, InputError) else "it is not JSON"
         raise _cannot_post(
-            f"the event file GITHUB_EVENT_PATH={path} cannot be read ({reason})",
+            f"the event file GITHUB_EVENT_PATH={path} cannot be read: {reason}",
             fix="pass the pull request's number with --pr N",
         ) from None
     if not isinstance(event, dict):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..text import for_terminal
-from .args import positive_int
+from .args import setting
 from .output import echo, echo_json
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--min-grade",
-        type=positive_int,
+        type=setting("min_grade"),
         default=1,
         metavar="N",
         help="lowest grade that counts as relevant for the binary metrics (default 1)",

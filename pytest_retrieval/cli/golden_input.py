@@ -7,11 +7,11 @@ error, 2), then loads its golden set: an invalid one prints every problem and ex
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..errors import GoldenSetError
 from ..formats.golden_io import load_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
+from ..reading import exists
 from ..text import for_terminal
 from .output import echo
 
@@ -23,7 +23,7 @@ EXIT_USAGE = 2
 def missing_input(args: argparse.Namespace, *paths: tuple[str, str | None]) -> bool:
     """Print one line for the first input that does not exist; True if there was one."""
     for what, path in paths:
-        if path is not None and not os.path.exists(path):
+        if path is not None and not exists(path):
             echo(
                 f"pytest-retrieval golden {args.golden_command}: error: {what} not found: "
                 f"{for_terminal(path)}",

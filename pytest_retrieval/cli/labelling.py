@@ -9,7 +9,6 @@ their provenance (see :mod:`pytest_retrieval.labels`). A missing input file is a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``golden pool`` and ``golden merge``: the labelling worksheet, out and back."""
-    from .args import positive_int
+    from .args import setting
 
     pool = commands.add_parser(
         "pool",
@@ -41,7 +40,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         ),
     )
     pool.add_argument("runs", nargs="+", metavar="RUN", help="artifact, baseline or run file")
-    pool.add_argument("--depth", type=positive_int, required=True, metavar="N", help="top N")
+    pool.add_argument("--depth", type=setting("depth"), required=True, metavar="N", help="top N")
     pool.add_argument(
         "--output", required=True, metavar="WORKSHEET", help="worksheet (.csv, .jsonl, .yaml)"
     )
@@ -153,11 +152,16 @@ def _pool_input(
     :func:`~pytest_retrieval.snapshot.stored_cut`).
     """
     if path.lower().endswith(".json"):
-        from ..files import read_text_file
+        from ..errors import InputError
+        from ..reading import load_json, read_text_file
 
+        # Which file it is: an artifact or a baseline says so; anything else (not even JSON)
+        # is read as a run file, whose reader names what is wrong with it.
         try:
-            head = json.loads(read_text_file(path, what="run"))
-        except (json.JSONDecodeError, RecursionError, ValueError):
+            head = load_json(
+                read_text_file(path, what="run"), source=path, what="run", allow_duplicate_keys=True
+            )
+        except InputError:
             head = None
         schema = head.get("schema") if isinstance(head, dict) else None
         if schema == "pytest-retrieval/artifact":

@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
+from ..reading import exists
 from ..verdict import Stop
 from .args import probability, tampered
 from .output import echo
@@ -155,7 +156,7 @@ def _gates_file(
 
     if path is None:
         return [], []
-    if not os.path.isfile(path):
+    if not exists(path):  # a FIFO, a folder or a symlink loop: the reader names what it is
         raise InputError(Problem("gates file not found", fix="check the path", source=path))
     return gates_file_entries(path)
 

@@ -23,23 +23,13 @@ from pathlib import Path
 
 from ..errors import InputError, Problem
 from ..text import for_terminal
-from .args import positive_int
+from .args import setting
 from .output import echo
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 
 _JSONL = (".jsonl", ".ndjson")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text) if text.strip().isascii() else -1.0
-    except ValueError:
-        value = -1.0
-    if not value >= 0.0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 = no limit)")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,14 +73,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--batch-size",
-        type=positive_int,
+        type=setting("batch_size"),
         default=32,
         metavar="N",
         help="queries per batch call, and per Ray batch (default 32)",
     )
     parser.add_argument(
         "--concurrency",
-        type=positive_int,
+        type=setting("concurrency"),
         default=None,
         metavar="N",
         help="local: queries in flight at once (default 8); ray: actors in the pool, each "
@@ -98,14 +88,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--depth",
-        type=positive_int,
+        type=setting("depth"),
         default=100,
         metavar="N",
         help="results asked of the retriever per query (default 100); gate no deeper",
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=setting("timeout"),
         default=60.0,
         metavar="SECONDS",
         help="seconds one query may take before it counts as failed (default 60; 0 = none)",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 
@@ -48,7 +47,13 @@ def read_corpus_texts(corpus: str | os.PathLike[str]) -> dict[str, str]:
     return texts
 
 
+_CORPUS_LINE = 'one document per line, as in BEIR\'s corpus.jsonl: {"_id": ..., "text": ...}'
+
+
 def _read_corpus(corpus: str | os.PathLike[str], *, texts: bool) -> dict[str, str]:
+    from ..errors import InputError
+    from ..reading import load_json, read_lines
+
     source = os.fspath(corpus)
     if os.path.isdir(source):
         source = os.path.join(source, "corpus.jsonl")
@@ -56,44 +61,51 @@ def _read_corpus(corpus: str | os.PathLike[str], *, texts: bool) -> dict[str, st
     ids: dict[str, str] = {}
     problems: list[Problem] = []
     try:
-        with open(source, encoding="utf-8-sig") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                if not is_jsonl:
-                    doc, _tab, text = line.strip().partition("\t")
-                    ids[doc.strip()] = text.strip()
-                    continue
-                doc_id, text = _jsonl_doc(line, texts=texts)
-                if doc_id is None:
-                    problems.append(
-                        Problem(
-                            "not a JSON object with an '_id' (or 'id') string",
-                            "write one document per line, as in BEIR's corpus.jsonl",
-                            source=source,
-                            line=number,
-                        )
+        # The one safe reader, line by line: a corpus can be gigabytes.
+        for number, line in read_lines(source, what="corpus"):
+            if not line.strip():
+                continue
+            if not is_jsonl:
+                doc, _tab, text = line.strip().partition("\t")
+                ids[doc.strip()] = text.strip()
+                continue
+            try:
+                record = load_json(
+                    line, source=source, what="corpus", expected=_CORPUS_LINE, line=number
+                )
+            except InputError as exc:
+                problems.extend(exc.problems)
+                continue
+            doc_id, text = _jsonl_doc(record, texts=texts)
+            if doc_id is None:
+                problems.append(
+                    Problem(
+                        "not a JSON object with an '_id' (or 'id') string",
+                        "write one document per line, as in BEIR's corpus.jsonl",
+                        source=source,
+                        line=number,
                     )
-                else:
-                    ids[doc_id] = text
+                )
+            else:
+                ids[doc_id] = text
     except FileNotFoundError:
         problems.append(Problem("corpus file not found", "check the path", source=source))
-    except UnicodeDecodeError as exc:
+    except InputError as exc:
+        problems.extend(exc.problems)
+    if not ids and not problems:  # every judged id would be "not in the corpus"
         problems.append(
-            Problem(f"is not valid UTF-8 ({exc.reason})", "save it as UTF-8", source=source)
+            Problem(
+                "the corpus holds no document id",
+                "check that it is the corpus file: one id per line, or BEIR's corpus.jsonl",
+                source=source,
+            )
         )
-    except OSError as exc:
-        problems.append(Problem(f"cannot read the corpus: {exc.strerror}", source=source))
     if problems:
         raise GoldenSetError(problems, title=f"{source}: cannot read corpus ids")
     return ids
 
 
-def _jsonl_doc(line: str, *, texts: bool) -> tuple[str | None, str]:
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None, ""
+def _jsonl_doc(record: object, *, texts: bool) -> tuple[str | None, str]:
     if not isinstance(record, dict):
         return None, ""
     doc_id = record.get("_id", record.get("id"))
@@ -115,8 +127,12 @@ def corpus_problems(
     source: str | None,
     lines: Sequence[int | None] | None,
     corpus_version: str | None,
+    corpus: str | None = None,
 ) -> list[Problem]:
+    """One problem per query judging doc ids missing from ``known`` (the ids of the corpus
+    file ``corpus``, named in the fix when given)."""
     version = f" (labelled for corpus_version {corpus_version!r})" if corpus_version else ""
+    named = f" ({corpus})" if corpus else ""
     problems: list[Problem] = []
     for index, query in enumerate(queries):
         stale = [doc for doc in query.judgments if doc not in known]
@@ -129,7 +145,7 @@ def corpus_problems(
             Problem(
                 f"{len(stale)} judged doc id(s) not in the corpus{version}: {shown}",
                 "the documents were removed or given new ids since labelling: re-label them, "
-                "or check that the corpus matches the index build",
+                f"or check that the corpus{named} matches the index build",
                 source=source,
                 line=lines[index] if lines is not None else None,
                 query_id=query.id,
@@ -151,6 +167,7 @@ def check_corpus(golden: GoldenSet, corpus: CorpusSpec) -> None:
         source=golden.source,
         lines=None,
         corpus_version=golden.corpus_version,
+        corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
     )
     if problems:
         raise GoldenSetError(

@@ -13,10 +13,11 @@ to a split that was not shipped. A qrels query missing from ``queries.jsonl`` is
 
 from __future__ import annotations
 
-import json
 import os
 
+from ..errors import InputError
 from ..golden import DEFAULT_SPLIT, SURROGATE_FIX, Query, is_plain_name, surrogate_problem
+from ..reading import load_json, split_lines
 from ..text import parse_int
 from .golden_parsed import Parsed, read_text
 from .golden_values import as_id, grade_problem, id_problem
@@ -28,7 +29,7 @@ def qrels_files(folder: str) -> list[tuple[str, str]]:
     """``(split, path)`` of every qrels file of a BEIR folder, sorted by split name."""
     found: list[tuple[str, str]] = []
     top = os.path.join(folder, "qrels.tsv")
-    if os.path.isfile(top):
+    if os.path.lexists(top):  # a FIFO there is refused by the reader, not skipped
         found.append((DEFAULT_SPLIT, top))
     nested = os.path.join(folder, "qrels")
     if os.path.isdir(nested):
@@ -40,22 +41,23 @@ def qrels_files(folder: str) -> list[tuple[str, str]]:
 
 def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
     """``{query id: (line, text)}`` in file order."""
-    text = read_text(parsed, path)
+    text = read_text(parsed, path, what="BEIR queries file")
     if text is None:
         return {}
     queries: dict[str, tuple[int, str]] = {}
-    for line, row in enumerate(text.split("\n"), start=1):
+    for line, row in split_lines(text):
         if not row.strip():
             continue
         try:
-            record = json.loads(row)
-        except (ValueError, RecursionError) as exc:
-            parsed.fail(
-                f"not a JSON object ({exc})",
-                'write one {"_id": ..., "text": ...} object per line',
+            record = load_json(
+                row,
                 source=path,
+                what="BEIR queries file",
+                expected='one {"_id": ..., "text": ...} object per line',
                 line=line,
             )
+        except InputError as exc:
+            parsed.problems.extend(exc.problems)
             continue
         if not isinstance(record, dict):
             parsed.fail(
@@ -106,10 +108,10 @@ def _read_qrels(
     parsed: Parsed, path: str, judged: dict[str, tuple[str, str, int, dict[str, int]]], split: str
 ) -> None:
     """Add ``{query id: (split, file, first line, {doc: grade})}`` from one qrels TSV."""
-    text = read_text(parsed, path)
+    text = read_text(parsed, path, what="BEIR qrels file")
     if text is None:
         return
-    for line, row in enumerate(text.split("\n"), start=1):
+    for line, row in split_lines(text):
         if not row.strip():
             continue
         fields = [field.strip() for field in row.split("\t")]
@@ -164,7 +166,7 @@ def read_beir(folder: str) -> Parsed:
         parsed.fail("is not a folder", "a BEIR golden set is a folder with queries.jsonl")
         return parsed
     files = qrels_files(folder)
-    if not os.path.isfile(queries_path):
+    if not os.path.lexists(queries_path):
         parsed.fail(
             "BEIR folder without queries.jsonl",
             'add queries.jsonl with one {"_id": ..., "text": ...} per line',

@@ -12,7 +12,15 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InputError
 from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, GoldenSet, Query
+from ..reading import (
+    construct_scalar,
+    load_json,
+    split_lines,
+    yaml_document,
+    yaml_scalar_errors,
+)
 from .golden_parsed import Loc, Marks, Parsed, read_text
 from .golden_schema import HEADER_FIELDS, Defaults, SchemaReader
 from .golden_values import SourceInt
@@ -40,9 +48,10 @@ _PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 class _YamlBuilder:
     """Builds plain values from a composed YAML node tree, recording marks as it goes.
 
-    Only the safe constructors are used for scalars. Aliases and recursive anchors map to the
-    same Python object, so neither can blow up. Duplicate keys are problems (PyYAML would
-    silently keep the last).
+    Only the safe constructors are used for scalars. An alias maps to the same Python object;
+    the node tree was checked first (:func:`~pytest_retrieval.reading.yaml_document`: no alias
+    bomb, no recursive alias, bounded depth). Duplicate keys are problems (PyYAML would silently
+    keep the last).
     """
 
     def __init__(self, loader: yaml.SafeLoader, reader: SchemaReader, marks: Marks) -> None:
@@ -85,8 +94,8 @@ class _YamlBuilder:
 
     def _scalar(self, node: yaml.Node) -> Any:
         try:
-            value = self.loader.construct_object(node, deep=True)
-        except Exception as exc:  # the safe constructors raise ValueError & co. too
+            value = construct_scalar(self.loader, node)
+        except yaml_scalar_errors() as exc:  # e.g. the date 2024-13-45
             self._fail(
                 f"cannot read this YAML value ({exc.__class__.__name__})",
                 "write a plain string or number; quote it if in doubt",
@@ -146,51 +155,37 @@ class _YamlBuilder:
         return mapping
 
 
-def _yaml_loader() -> type[yaml.SafeLoader]:
-    import yaml
-
-    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return loader
+_EXPECTED = f"a golden set: 'version: {SCHEMA_VERSION}' and a 'queries:' list"
 
 
 def read_yaml(path: str) -> Parsed:
-    """Read a canonical YAML golden set (safe loader only)."""
-    import yaml
-
+    """Read a canonical YAML golden set: the safe loader only, through the one guarded YAML path
+    (:func:`pytest_retrieval.reading.yaml_document`: no alias bomb, no recursive alias, at most
+    100 levels deep)."""
     parsed = Parsed(path)
     text = read_text(parsed)
     if text is None:
         return parsed
     marks = Marks()
     reader = SchemaReader(parsed, marks.locate)
-    loader = _yaml_loader()(text)
     try:
-        try:
-            node = loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            parsed.fail(
-                f"YAML syntax error: {exc.problem or exc.context}",
-                "check the indentation, look for a missing ':' or ']', or quote the value",
-                line=mark.line + 1 if mark else None,
-                column=mark.column + 1 if mark else None,
-            )
-            return parsed
-        except yaml.YAMLError as exc:
-            parsed.fail(f"YAML error: {exc}", "fix the YAML syntax")
-            return parsed
-        if node is None:
-            parsed.fail(
-                "the file is empty",
-                f"write 'version: {SCHEMA_VERSION}' and a 'queries:' list",
-            )
-            return parsed
-        document = _YamlBuilder(loader, reader, marks).build(node)
-        if parsed.problems:
-            return parsed
-        reader.read_document(document)
-    finally:
-        loader.dispose()
+        with yaml_document(text, source=path, what="golden set", expected=_EXPECTED) as (
+            loader,
+            node,
+        ):
+            if node is None:
+                parsed.fail(
+                    "the file is empty",
+                    f"write 'version: {SCHEMA_VERSION}' and a 'queries:' list",
+                )
+                return parsed
+            document = _YamlBuilder(loader, reader, marks).build(node)
+    except InputError as exc:
+        parsed.problems.extend(exc.problems)
+        return parsed
+    if parsed.problems:
+        return parsed
+    reader.read_document(document)
     return parsed
 
 
@@ -210,15 +205,6 @@ def _pairs_hook(duplicates: list[str]) -> Callable[[list[tuple[str, Any]]], dict
     return hook
 
 
-def _json_syntax(parsed: Parsed, exc: json.JSONDecodeError, line: int | None = None) -> None:
-    parsed.fail(
-        f"JSON syntax error: {exc.msg}",
-        "look for a missing comma, quote or bracket",
-        line=exc.lineno if line is None else line,
-        column=exc.colno,
-    )
-
-
 def _duplicate_keys(parsed: Parsed, duplicates: list[str], line: int | None = None) -> None:
     for key in duplicates:
         parsed.fail(f"key {key!r} appears twice in one object", "keep one of the two", line=line)
@@ -233,30 +219,23 @@ def read_json(path: str) -> Parsed:
         return parsed
     duplicates: list[str] = []
     try:
-        document = json.loads(text, object_pairs_hook=_pairs_hook(duplicates))
-    except json.JSONDecodeError as exc:
-        _json_syntax(parsed, exc)
-        return parsed
-    except RecursionError:
-        parsed.fail("the JSON is nested too deeply", "flatten the document")
-        return parsed
-    except ValueError as exc:  # Python's integer-string limit (4,300 digits)
-        parsed.fail(_too_many_digits(exc), _TOO_MANY_DIGITS_FIX)
+        document = load_json(
+            text,
+            source=path,
+            what="golden set",
+            expected='a golden set: {"version": 1, "queries": [...]}',
+            object_pairs_hook=_pairs_hook(duplicates),
+        )
+    except InputError as exc:
+        parsed.problems.extend(exc.problems)
         return parsed
     _duplicate_keys(parsed, duplicates)
     SchemaReader(parsed, paths=True).read_document(document)
     return parsed
 
 
-_TOO_MANY_DIGITS_FIX = "a grade is a small integer (0 to 1000); write ids as quoted strings"
-
-
-def _too_many_digits(exc: ValueError) -> str:
-    return f"a number is too long to read ({str(exc).split(';')[0]})"
-
-
 def _jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in split_lines(text):
         if line.strip():
             yield number, line
 
@@ -275,21 +254,21 @@ def read_jsonl(path: str) -> Parsed:
 
     reader = SchemaReader(parsed, locate)
     duplicates: list[str] = []
-    decode = json.JSONDecoder(object_pairs_hook=_pairs_hook(duplicates)).decode
+    hook = _pairs_hook(duplicates)
     seen_record = False
     for current, line in _jsonl_lines(text):
         try:
-            record = decode(line)
-        except json.JSONDecodeError as exc:
-            _json_syntax(parsed, exc, current)
-            seen_record = True
-            continue
-        except RecursionError:
-            parsed.fail("the JSON is nested too deeply", "flatten the object", line=current)
-            seen_record = True
-            continue
-        except ValueError as exc:  # Python's integer-string limit (4,300 digits)
-            parsed.fail(_too_many_digits(exc), _TOO_MANY_DIGITS_FIX, line=current)
+            record = load_json(
+                line,
+                source=path,
+                what="golden set",
+                expected='one query per line: {"id": ..., "text": ..., "relevant": [...]}',
+                line=current,
+                object_pairs_hook=hook,
+            )
+        except InputError as exc:
+            parsed.problems.extend(exc.problems)
+            duplicates.clear()
             seen_record = True
             continue
         if duplicates:

@@ -24,6 +24,7 @@ from ..golden import (
     join_golden_sets,
 )
 from ..leakage import set_problems
+from ..reading import exists
 from .corpus import corpus_problems, read_corpus_ids
 
 if TYPE_CHECKING:
@@ -47,14 +48,16 @@ _SUFFIX_FORMATS = {
 
 
 def infer_format(path: str | os.PathLike[str]) -> str:
-    """The format name for ``path``: a folder is ``beir``; otherwise by suffix.
+    """The format name for ``path``: a folder is ``beir`` (unless its name ends in one of the
+    suffixes below: then it is that format's file, refused as a directory); otherwise by suffix.
 
     ``.yaml``/``.yml``, ``.json``, ``.jsonl``/``.ndjson``, ``.csv``/``.tsv``, and ``.qrels`` or a
     file name starting with ``qrels`` (``qrels.test``, ``qrels.txt``) for TREC. Raises
     :class:`~pytest_retrieval.errors.GoldenSetError` if it cannot tell.
     """
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() and p.suffix.lower() not in _SUFFIX_FORMATS:
+        # golden.yaml made a folder by mistake is read as YAML, and refused as a directory.
         return "beir"
     fmt = _SUFFIX_FORMATS.get(p.suffix.lower())
     if fmt is None and p.name.lower().startswith("qrels"):
@@ -109,7 +112,7 @@ def load_golden(
     :class:`~pytest_retrieval.errors.GoldenSetError`; no other exception escapes for bad input.
     """
     source = os.fspath(path)
-    if not os.path.exists(source):
+    if not exists(source):  # a symlink loop exists: its reader says so
         raise GoldenSetError(
             Problem("no such file or folder", "check the path", source=source),
             title=f"{source}: cannot load golden set",
@@ -157,6 +160,7 @@ def load_golden(
                     source=line_source,
                     lines=parsed.lines,
                     corpus_version=parsed.corpus_version,
+                    corpus=os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
                 )
             )
         except GoldenSetError as exc:

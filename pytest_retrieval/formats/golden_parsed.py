@@ -49,32 +49,21 @@ class Marks:
         return self.at.get(id(container), (None, None))
 
 
-def read_text(parsed: Parsed, path: str | None = None) -> str | None:
-    """The text of ``path`` (default: the parsed source) as UTF-8, a BOM tolerated; None after
-    recording why it cannot be read."""
+def read_text(parsed: Parsed, path: str | None = None, *, what: str = "golden set") -> str | None:
+    """The text of ``path`` (default: the parsed source) through the one safe reader
+    (:func:`pytest_retrieval.reading.read_text_file`: a regular file, bounded, UTF-8, a
+    byte-order mark dropped); None after recording why it cannot be read."""
+    from ..errors import InputError
+    from ..reading import read_text_file
+
     name = parsed.source if path is None else path
     try:
-        with open(name, "rb") as handle:
-            raw = handle.read()
+        return read_text_file(name, what=what)
     except FileNotFoundError:
         parsed.fail("file not found", "check the path", source=name)
-        return None
-    except IsADirectoryError:
-        parsed.fail("is a folder, expected a file", "name the file itself", source=name)
-        return None
-    except OSError as exc:
-        parsed.fail(f"cannot be read: {exc.strerror}", "check its permissions", source=name)
-        return None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        parsed.fail(
-            f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-            "save the file as UTF-8",
-            source=name,
-            line=raw.count(b"\n", 0, exc.start) + 1,
-        )
-        return None
+    except InputError as exc:
+        parsed.problems.extend(exc.problems)
+    return None
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ import re
 
 from ..errors import RunFileError
 from ..golden import DEFAULT_SPLIT, Query
+from ..reading import split_lines
 from .golden_parsed import Parsed, read_text
 from .trec import read_qrels_records
 
@@ -35,7 +36,7 @@ def _line_at(text: str, offset: int) -> int:
 
 def read_topics(path: str, parsed: Parsed) -> dict[str, str]:
     """``{query id: text}`` from a TSV or TREC topics file; problems go to ``parsed``."""
-    text = read_text(parsed, path)
+    text = read_text(parsed, path, what="topics file")
     if text is None:
         return {}
     entries: list[tuple[int, str, str]] = []  # (line, qid, text)
@@ -65,7 +66,7 @@ def read_topics(path: str, parsed: Parsed) -> dict[str, str]:
                 continue
             entries.append((line, number.group(1), query.group(2) if query else ""))
     else:
-        for line, row in enumerate(text.split("\n"), start=1):
+        for line, row in split_lines(text):
             if not row.strip():
                 continue
             qid, tab, query_text = row.partition("\t")

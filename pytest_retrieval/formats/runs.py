@@ -21,18 +21,21 @@ is JSONL).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from ..errors import Problem, RunFileError
+from ..errors import InputError, Problem, RunFileError
 from ..files import atomic_write
-from .trec import numbered_lines, open_text
+from ..golden import SURROGATE_FIX, surrogate_problem
+from ..reading import load_json
+from .trec import numbered_lines
 
 RunFormat = Literal["trec", "jsonl"]
 
@@ -74,39 +77,54 @@ class RunMatch:
     unknown: list[str]
 
 
-def detect_format(path: str | os.PathLike[str]) -> RunFormat:
-    """``jsonl`` or ``trec``, from the extension or else the first non-blank line."""
+def _format_by_suffix(path: str | os.PathLike[str]) -> RunFormat | None:
     suffix = Path(path).suffix.lower()
     if suffix in _JSONL_SUFFIXES:
         return "jsonl"
     if suffix in _TREC_SUFFIXES:
         return "trec"
-    with open_text(path) as handle:
-        try:
-            for line in handle:
-                if line.strip():
-                    return "jsonl" if line.lstrip().startswith("{") else "trec"
-        except UnicodeDecodeError:
-            return "trec"  # the reader reports the bad bytes with their position
-    return "trec"
+    return None
+
+
+def _format_of(first: str | None) -> RunFormat:
+    return "jsonl" if first is not None and first.lstrip().startswith("{") else "trec"
+
+
+def detect_format(path: str | os.PathLike[str]) -> RunFormat:
+    """``jsonl`` or ``trec``, from the extension or else the first non-blank line."""
+    by_suffix = _format_by_suffix(path)
+    if by_suffix is not None:
+        return by_suffix
+    lines = numbered_lines(path)
+    try:
+        first = next(lines, None)
+    except RunFileError:
+        return "trec"  # the reader reports the bad bytes with their position
+    finally:
+        lines.close()
+    return _format_of(None if first is None else first[1])
 
 
 def load_run_file(path: str | os.PathLike[str], *, format: RunFormat | None = None) -> RunFile:
     """Read a TREC or JSONL run file (see the module docstring for both formats).
 
-    Every problem is reported in one :class:`~pytest_retrieval.errors.RunFileError` naming the
-    file and line; a file with no query at all is an error too (most likely the wrong file).
+    The file is read once (a pipe such as ``<(command)`` is read once too), through the one
+    safe reader (:func:`pytest_retrieval.formats.trec.numbered_lines`). Every problem is
+    reported in one :class:`~pytest_retrieval.errors.RunFileError` naming the file and line; a
+    file with no query at all is an error too (most likely the wrong file).
     """
     name = os.fspath(path)
-    chosen = format or detect_format(path)
-    if chosen == "trec":
-        run = _load_trec(name)
-    elif chosen == "jsonl":
-        run = _load_jsonl(name)
-    else:
+    chosen = format or _format_by_suffix(name)
+    if chosen not in (None, "trec", "jsonl"):
         raise RunFileError(
             Problem(f"unknown run format {chosen!r}", fix="use trec or jsonl", source=name)
         )
+    lines: Iterator[tuple[int, str]] = numbered_lines(name)
+    if chosen is None:  # the content tells: the first non-blank line
+        first = next(lines, None)
+        chosen = _format_of(None if first is None else first[1])
+        lines = itertools.chain([] if first is None else [first], lines)
+    run = _load_trec(lines, name) if chosen == "trec" else _load_jsonl(lines, name)
     if not run.rankings:
         raise RunFileError(
             Problem(
@@ -122,20 +140,16 @@ def load_run_file(path: str | os.PathLike[str], *, format: RunFormat | None = No
     return run
 
 
-def _load_trec(name: str) -> RunFile:
-    from .trec import field_lines, read_run
+def _load_trec(lines: Iterable[tuple[int, str]], name: str) -> RunFile:
+    from .trec import scored_rows
 
-    # read_run validates every line and gives evaluate's exact order; the second pass only
-    # picks up the scores it parsed and dropped (both passes see the same valid lines).
-    rankings = read_run(name)
-    scores: dict[tuple[str, str], float] = {}
-    for _number, fields in field_lines(name):
-        scores[(fields[0], fields[2])] = float(fields[4])
+    # The order and checks of evaluate's reader (read_run), with the scores it parsed.
+    rows = scored_rows(lines, name)
     return RunFile(
         source=name,
         format="trec",
-        rankings={qid: tuple(docs) for qid, docs in rankings.items()},
-        scores={qid: tuple(scores[(qid, doc)] for doc in docs) for qid, docs in rankings.items()},
+        rankings={qid: tuple(doc for _score, doc in docs) for qid, docs in rows.items()},
+        scores={qid: tuple(score for score, _doc in docs) for qid, docs in rows.items()},
     )
 
 
@@ -179,12 +193,16 @@ def _item(raw: Any) -> tuple[str, float | None] | str:
         return f"the id {_describe(doc)} is not a string or an integer"
     if doc == "":
         return "an id is empty"
+    if isinstance(doc, str) and (bad := surrogate_problem(doc, "the doc id")) is not None:
+        # A JSON "\ud800": no judged id can hold it (the golden set's rule), so the document
+        # would be a silent miss, and a worksheet would write it back as other text.
+        return f"{bad} ({SURROGATE_FIX})"
     if score is not None and not _is_score(score):
         return f"the score {_describe(score)} of {_describe(doc)} is not a number"
     return str(doc), None if score is None else float(score)
 
 
-def _load_jsonl(name: str) -> RunFile:
+def _load_jsonl(lines: Iterable[tuple[int, str]], name: str) -> RunFile:
     rankings: dict[str, tuple[str, ...]] = {}
     scores: dict[str, tuple[float | None, ...]] = {}
     latency: dict[str, float] = {}
@@ -195,19 +213,17 @@ def _load_jsonl(name: str) -> RunFile:
     def problem(message: str, number: int, fix: str, query_id: str | None = None) -> None:
         problems.append(Problem(message, fix=fix, source=name, line=number, query_id=query_id))
 
-    for number, line in numbered_lines(name):
+    for number, line in lines:
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(
-                Problem(
-                    f"not valid JSON ({exc.msg})",
-                    fix=f"write one JSON object per line: {_JSONL_SHAPE}",
-                    source=name,
-                    line=number,
-                    column=exc.colno,
-                )
+            record = load_json(
+                line,
+                source=name,
+                what="run file",
+                expected=f"one JSON object per line: {_JSONL_SHAPE}",
+                line=number,
             )
+        except InputError as exc:
+            problems.extend(exc.problems)
             continue
         if not isinstance(record, dict):
             problem(
@@ -226,6 +242,9 @@ def _load_jsonl(name: str) -> RunFile:
             )
             continue
         qid = str(raw_qid)
+        if (not_text := surrogate_problem(qid, "the query id")) is not None:
+            problem(not_text, number, SURROGATE_FIX)
+            continue
         ranking = record.get("ranking")
         if not isinstance(ranking, list):
             found = 'no "ranking"' if ranking is None else f"ranking {_describe(ranking)}"
@@ -308,8 +327,8 @@ _RECORDED_FIX = (
 def _recorded(record: Mapping[str, Any]) -> tuple[float | None, tuple[str, str, str] | None] | str:
     """A line's optional latency and error, or a message saying what is wrong with them."""
     latency = record.get("latency_ms")
-    if latency is not None and (not _is_score(latency) or float(latency) < 0):
-        return f"latency_ms {_describe(latency)} is not a number of milliseconds (>= 0)"
+    if latency is not None and (not _is_score(latency) or not 0 <= float(latency) < math.inf):
+        return f"latency_ms {_describe(latency)} is not a number of milliseconds (finite, >= 0)"
     error = record.get("error")
     if error is None:
         return (None if latency is None else float(latency)), None

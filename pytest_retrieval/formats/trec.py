@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import TextIO
 
-from ..errors import Problem, RunFileError
+from ..errors import InputError, Problem, RunFileError
 from ..golden import MAX_GRADE, MAX_GRADE_FIX
 from ..text import parse_int
 
@@ -25,46 +25,42 @@ _QRELS_FIELDS = "qid iter docid grade"
 _RUN_FIELDS = "qid Q0 docid rank score tag"
 
 
-def open_text(path: str | os.PathLike[str]) -> TextIO:
-    """A run or qrels file opened for reading; RunFileError naming it when it cannot be."""
+def numbered_lines(
+    path: str | os.PathLike[str], *, what: str = "run file"
+) -> Generator[tuple[int, str], None, None]:
+    """Yield (line number, line) for every non-blank line of a UTF-8 text file (a run, qrels or
+    JSONL run file), read once, as it goes, by the one safe reader
+    (:func:`pytest_retrieval.reading.read_lines`: regular files or a pipe meant as one, a
+    byte-order mark dropped, a bad byte named by its line and column); RunFileError naming the
+    file otherwise."""
+    from ..reading import read_lines
+
     name = os.fspath(path)
     try:
-        return open(name, encoding="utf-8")
+        for number, line in read_lines(name, what=what):
+            if line.strip():
+                yield number, line
     except FileNotFoundError:
         raise RunFileError(Problem("file not found", fix="check the path", source=name)) from None
-    except IsADirectoryError:
-        raise RunFileError(
-            Problem("is a directory, expected a file", fix="name the file itself", source=name)
-        ) from None
-    except OSError as exc:
-        raise RunFileError(Problem(f"cannot be read: {exc.strerror}", source=name)) from None
+    except RunFileError:
+        raise
+    except InputError as exc:
+        raise RunFileError(exc.problems) from None
 
 
-def numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
-    """Yield (line number, line) for every non-blank line of a UTF-8 text file (a run, qrels or
-    JSONL run file); RunFileError naming the file when it is not UTF-8."""
-    name = os.fspath(path)
-    with open_text(name) as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield number, line
-        except UnicodeDecodeError as exc:
-            raise RunFileError(
-                Problem(
-                    f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                    fix="save the file as UTF-8",
-                    source=name,
-                )
-            ) from None
-
-
-def field_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line number, fields) for every non-blank, non-comment line of a text file."""
-    for number, line in numbered_lines(path):
+def fields_of(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every non-comment line of ``lines`` (white space separated)."""
+    for number, line in lines:
         fields = line.split()
         if fields[0] != "#":
             yield number, fields
+
+
+def field_lines(
+    path: str | os.PathLike[str], *, what: str = "run file"
+) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number, fields) for every non-blank, non-comment line of a text file."""
+    return fields_of(numbered_lines(path, what=what))
 
 
 def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str, int]]:
@@ -78,7 +74,7 @@ def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str
     records: list[tuple[int, str, str, int]] = []
     problems: list[Problem] = []
     first_line: dict[tuple[str, str], int] = {}
-    for number, fields in field_lines(path):
+    for number, fields in field_lines(path, what="qrels file"):
         if len(fields) != 4:
             problems.append(
                 Problem(
@@ -136,10 +132,20 @@ def read_qrels_records(path: str | os.PathLike[str]) -> list[tuple[int, str, str
 
 
 def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
-    """Read a TREC qrels file into ``{query id: {doc id: grade}}`` (file order kept)."""
+    """Read a TREC qrels file into ``{query id: {doc id: grade}}`` (file order kept). A file
+    with no judgment (empty, blank or comments only) is a RunFileError: every query would be
+    "without judgments" and no number would be computed."""
     qrels: dict[str, dict[str, int]] = {}
     for _number, qid, doc, grade in read_qrels_records(path):
         qrels.setdefault(qid, {})[doc] = grade
+    if not qrels:
+        raise RunFileError(
+            Problem(
+                "the qrels file has no judgments",
+                fix=f"write one '{_QRELS_FIELDS}' line per judgment",
+                source=os.fspath(path),
+            )
+        )
     return qrels
 
 
@@ -151,13 +157,31 @@ def read_run(
     Order: score descending, ties broken by doc id descending as plain strings (trec_eval's
     ``strcmp``), the rank column ignored; or the file's line order with ``keep_file_order``.
     Fields after the tag are ignored. A doc id listed twice for one query is an error naming
-    both lines.
+    both lines. A file with no ranked document (empty, blank or comments only) is a
+    RunFileError, as a run file given to pytest is: it would score every query 0.
     """
     name = os.fspath(path)
+    rows = scored_rows(numbered_lines(name), name, keep_file_order=keep_file_order)
+    if not rows:
+        raise RunFileError(
+            Problem(
+                "the run file has no ranked query (trec format)",
+                fix=f"write one line per ranked document ({_RUN_FIELDS})",
+                source=name,
+            )
+        )
+    return {qid: [doc for _score, doc in docs] for qid, docs in rows.items()}
+
+
+def scored_rows(
+    lines: Iterable[tuple[int, str]], name: str, *, keep_file_order: bool = False
+) -> dict[str, list[tuple[float, str]]]:
+    """``{query id: [(score, doc id), ...]}`` of the run file ``name``'s ``lines`` (read once),
+    ranked as :func:`read_run` ranks them; RunFileError listing every malformed line."""
     rows: dict[str, list[tuple[float, str]]] = {}
     first_line: dict[tuple[str, str], int] = {}
     problems: list[Problem] = []
-    for number, fields in field_lines(path):
+    for number, fields in fields_of(lines):
         if len(fields) < 6:
             problems.append(
                 Problem(
@@ -201,15 +225,12 @@ def read_run(
         rows.setdefault(qid, []).append((score, doc))
     if problems:
         raise RunFileError(problems, title=f"{name}: cannot read run ({len(problems)} problems)")
-    if keep_file_order:
-        return {qid: [doc for _score, doc in docs] for qid, docs in rows.items()}
-    run: dict[str, list[str]] = {}
-    for qid, docs in rows.items():
-        # Python compares str by code point, which for UTF-8 text orders like C's strcmp on the
-        # encoded bytes, so "9" > "10" here just as in trec_eval.
-        docs.sort(reverse=True)
-        run[qid] = [doc for _score, doc in docs]
-    return run
+    if not keep_file_order:
+        for docs in rows.values():
+            # Python compares str by code point, which for UTF-8 text orders like C's strcmp on
+            # the encoded bytes, so "9" > "10" here just as in trec_eval.
+            docs.sort(reverse=True)
+    return rows
 
 
 def write_run(

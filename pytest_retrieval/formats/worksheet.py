@@ -193,46 +193,60 @@ def _grade(value: object) -> int | str | None:
 
 
 def _records(path: str, fmt: str) -> list[tuple[int, object]]:
-    """(line or record number, raw row) of every row of a worksheet file."""
-    from ..files import read_text_file
+    """(line or record number, raw row) of every row of a worksheet file, read through the one
+    safe reader and the guarded JSON and YAML decoders."""
+    from ..reading import load_json, load_yaml, read_text_file, split_lines
 
     text = read_text_file(path, what="worksheet")
     fix = f"write the worksheet as {fmt.upper()}, as `pytest-retrieval golden pool` does"
     if fmt == "csv":
-        reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
-        if missing:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        try:
+            fieldnames = reader.fieldnames or ()
+            twice = sorted({c for c in fieldnames if c and list(fieldnames).count(c) > 1})
+            if twice:  # csv.DictReader keeps the last of the two cells silently
+                raise InputError(
+                    Problem(
+                        f"the worksheet's column {twice[0]!r} appears twice in the header",
+                        fix="keep one",
+                        source=path,
+                        line=1,
+                    )
+                )
+            missing = [c for c in REQUIRED if c not in fieldnames]
+            if missing:
+                raise InputError(
+                    Problem(
+                        f"the worksheet has no {', '.join(missing)} column(s) (header: "
+                        f"{', '.join(fieldnames) or 'none'})",
+                        fix="keep the header row that `golden pool` wrote",
+                        source=path,
+                        line=1,
+                    )
+                )
+            return [
+                (reader.line_num, {k: v if v is None else _restored(v) for k, v in row.items()})
+                for row in reader
+            ]
+        except csv.Error as exc:  # a cell over the csv module's field limit, say
             raise InputError(
                 Problem(
-                    f"the worksheet has no {', '.join(missing)} column(s) (header: "
-                    f"{', '.join(reader.fieldnames or ()) or 'none'})",
-                    fix="keep the header row that `golden pool` wrote",
+                    f"the worksheet is not valid CSV ({exc})",
+                    fix=fix,
                     source=path,
-                    line=1,
+                    line=reader.reader.line_num,  # the line being read (DictReader's lags)
                 )
-            )
-        return [
-            (reader.line_num, {k: v if v is None else _restored(v) for k, v in row.items()})
-            for row in reader
-        ]
+            ) from None
     if fmt == "jsonl":
         rows: list[tuple[int, object]] = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in split_lines(text):
             if not line.strip():
                 continue
-            try:
-                rows.append((number, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    Problem(f"not valid JSON ({exc.msg})", fix=fix, source=path, line=number)
-                ) from None
+            expected = "one JSON object per line with query_id, doc_id and grade"
+            record = load_json(line, source=path, what="worksheet", expected=expected, line=number)
+            rows.append((number, record))
         return rows
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(Problem(f"not valid YAML ({exc})", fix=fix, source=path)) from None
+    data = load_yaml(text, source=path, what="worksheet", expected="a list of rows")
     if not isinstance(data, list):
         raise InputError(Problem("a YAML worksheet must be a list of rows", fix=fix, source=path))
     return list(enumerate(data, start=1))
@@ -313,38 +327,51 @@ def read_worksheet(path: str | os.PathLike[str]) -> tuple[list[WorksheetRow], li
 def read_corpus_texts(path: str | os.PathLike[str]) -> dict[str, tuple[str | None, str | None]]:
     """``{doc id: (title, text)}`` of a BEIR ``corpus.jsonl`` (or folder) or ``id<TAB>text`` file.
 
-    For the worksheet's context columns only; an unreadable file raises InputError naming it.
+    For the worksheet's context columns only; an unreadable file, a line that is not a document
+    and a corpus with no document raise InputError naming the file (and the line), as the
+    corpus check's reader (:mod:`~pytest_retrieval.formats.corpus`) does: a worksheet
+    silently without texts would be labelled blind.
     """
-    from ..files import read_text_file
+    from ..reading import load_json, read_lines
 
     source = os.fspath(path)
     if os.path.isdir(source):
         source = os.path.join(source, "corpus.jsonl")
-    text = read_text_file(source, what="corpus")
     out: dict[str, tuple[str | None, str | None]] = {}
     jsonl = source.lower().endswith((".jsonl", ".ndjson"))
-    for number, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
+    for number, line in read_lines(source, what="corpus"):  # line by line: it may be large
         if not line.strip():
             continue
         if jsonl:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
+            record = load_json(
+                line,
+                source=source,
+                what="corpus",
+                expected="one document per line, as in BEIR's corpus.jsonl",
+                line=number,
+            )
+            doc = record.get("_id", record.get("id")) if isinstance(record, dict) else None
+            if isinstance(doc, bool) or not isinstance(doc, (str, int)):
                 raise InputError(
                     Problem(
-                        f"not valid JSON ({exc.msg})",
-                        fix="one document per line, as in BEIR's corpus.jsonl",
+                        "not a JSON object with an '_id' (or 'id') string",
+                        fix="write one document per line, as in BEIR's corpus.jsonl",
                         source=source,
                         line=number,
                     )
-                ) from None
-            doc = record.get("_id", record.get("id")) if isinstance(record, dict) else None
-            if doc is None:
-                continue
+                )
             out[str(doc)] = (_cell(record.get("title")), _cell(record.get("text")))
         else:
             doc, _tab, body = line.partition("\t")
             out[doc.strip()] = (None, _cell(body))
+    if not out:
+        raise InputError(
+            Problem(
+                "the corpus holds no document id",
+                fix="check that it is the corpus file: one id per line, or BEIR's corpus.jsonl",
+                source=source,
+            )
+        )
     return out
 
 

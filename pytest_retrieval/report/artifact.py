@@ -8,14 +8,14 @@ side so that they cannot drift.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..files import LazyList, read_text_file
+from ..files import LazyList
 from ..metrics import MetricSpec
+from ..reading import load_json, read_text_file
 from ..retriever import RETRIEVER_STAGE
 from ..runchecks import coverage_warnings
 from ..session import RetrievalSession
@@ -315,9 +315,19 @@ def _query_rows(
 
 def read_artifact(path: str) -> dict[str, Any]:
     """Read and check a JSON artifact; InputError naming the file otherwise."""
+    fix = "pass the file written by pytest --retrieval-json PATH"
     try:
-        # A regular file of bounded size only (a symlink to /dev/zero never ends).
-        data = json.loads(read_text_file(path, what="artifact"))
+        # A regular file of bounded size only (a symlink to /dev/zero never ends), decoded by
+        # the one guarded decoder (depth, digits, the line and column of a syntax error).
+        text = read_text_file(path, what="artifact")
+        data = load_json(
+            text,
+            source=path,
+            what="artifact",
+            expected="an artifact",
+            fix=fix,
+            allow_duplicate_keys=True,  # ours, read at scale; checked field by field below
+        )
     except FileNotFoundError:
         raise InputError(
             Problem(
@@ -326,20 +336,6 @@ def read_artifact(path: str) -> dict[str, Any]:
                 source=path,
             )
         ) from None
-    except IsADirectoryError:
-        raise InputError(Problem("the artifact path is a directory", source=path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            Problem(f"not valid JSON ({exc.msg})", source=path, line=exc.lineno, column=exc.colno)
-        ) from None
-    except InputError:
-        raise
-    except RecursionError:
-        raise InputError(Problem("not an artifact: nested too deeply", source=path)) from None
-    except ValueError as exc:  # Python's integer-string limit
-        raise InputError(Problem(f"holds a number too long to read ({exc})", source=path)) from None
-    except OSError as exc:
-        raise InputError(Problem(f"cannot be read ({exc.strerror or exc})", source=path)) from None
     if not isinstance(data, dict) or data.get("schema") != ARTIFACT_SCHEMA:
         raise InputError(
             Problem(
@@ -417,6 +413,7 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
                 )
             )
     problems.extend(_stop_problems(data, source))
+    problems.extend(_result_problems(data.get("results"), source))
     settings = data.get("settings")
     if isinstance(settings, dict):
         ks = settings.get("ks")
@@ -446,6 +443,7 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
                         field=f"settings.{key}",
                     )
                 )
+        problems.extend(_recorded_number_problems(settings, source))
     snapshot = data.get("snapshot")
     if snapshot is not None:
         # Types only here: a report needs the relevant ranks; the offline compare and gate
@@ -453,6 +451,79 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
         problems.extend(
             snapshot_problems(snapshot, source=f"{source} (snapshot)", fix=_REWRITE, complete=False)
         )
+    return problems
+
+
+def _result_problems(results: Any, source: str) -> list[Problem]:
+    """The overall and per-slice means a report shows and ``gate`` judges: each metric a
+    number from 0 to 1, or null (every metric of ours is a share). A NaN, an Infinity or a 7.5
+    edited in would be rendered, or pass a gate, as if the run had scored it."""
+    problems: list[Problem] = []
+    for index, row in enumerate(results if isinstance(results, list) else ()):
+        metrics = row.get("metrics") if isinstance(row, dict) else None
+        if metrics is None:
+            continue
+        if not isinstance(metrics, dict):
+            problems.append(
+                Problem(
+                    '"metrics" must be an object of metric -> value',
+                    fix=_REWRITE,
+                    source=source,
+                    field=f"results[{index}].metrics",
+                )
+            )
+            continue
+        for metric, value in metrics.items():
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is not None and not (number and 0.0 <= value <= 1.0):  # NaN fails too
+                problems.append(
+                    Problem(
+                        f"{metric} = {value!r} is not a number between 0 and 1 (or null)",
+                        fix=_REWRITE,
+                        source=source,
+                        field=f"results[{index}].metrics",
+                    )
+                )
+                break
+    return problems
+
+
+#: The numeric settings an artifact records that the offline commands use again (a
+#: ``resamples`` edited to 10**17 would ask numpy for an array of that size).
+_RECORDED_NUMBERS = (
+    "depth",
+    "min_grade",
+    "worst",
+    "seed",
+    "resamples",
+    "determinism_probe",
+    "baseline_runs",
+)
+
+
+def _recorded_number_problems(settings: Mapping[str, Any], source: str) -> list[Problem]:
+    """The recorded numeric settings outside the range the option table accepts."""
+    from ..optionvalues import InvalidValue
+    from ..settings import option
+
+    problems = []
+    for key in _RECORDED_NUMBERS:
+        value = settings.get(key)
+        if value is None:
+            continue
+        try:
+            if type(value) is not int:
+                raise InvalidValue(f"{value!r} is not an integer")
+            option(key).parse(str(value))
+        except InvalidValue as exc:
+            problems.append(
+                Problem(
+                    f'"{key}": {exc}',
+                    fix=_REWRITE,
+                    source=source,
+                    field=f"settings.{key}",
+                )
+            )
     return problems
 
 

@@ -273,7 +273,7 @@ def summary_metrics(session: RetrievalSession, stage: str) -> list[str]:
         if (gate.stage or final) == stage and not gate.skipped_reason:
             try:
                 wanted.add(MetricSpec.parse(gate.metric))
-            except Exception:  # a recorded name this version cannot parse: not shown
+            except ValueError:  # a recorded name this version cannot parse (InputError): not shown
                 continue
     return [str(s) for s in sorted(wanted, key=lambda s: s.sort_key)]
 

@@ -302,7 +302,7 @@ def _component_top_k(pipeline: Any, name: str) -> int | None:
     get = getattr(pipeline, "get_component", None)
     try:
         component = get(name) if callable(get) else None
-    except Exception:  # no such component, or a pipeline of another shape: unknown
+    except (ValueError, KeyError, AttributeError, TypeError):  # no such component: unknown
         return None
     return _int_attribute(component, "top_k") if component is not None else None
 
