@@ -200,6 +200,12 @@ def test_gate_with_a_baseline_checks_thresholds_and_budgets_together(
             ["gate", "{worse}", "--gates", "{tmp}/nope.yaml"],
             "{tmp}/nope.yaml: gates file not found",
         ),
+        # A gates file given decides: one with no threshold is not replaced by the run's own
+        # gates (which judged metrics this file never named, in an error that named no file).
+        (
+            ["gate", "{worse}", "--gates", "{tmp}/empty.yaml"],
+            "{tmp}/empty.yaml: nothing to gate: the gates file declares no threshold",
+        ),
     ],
 )
 def test_bad_input_is_a_one_line_error_with_exit_2(
@@ -210,6 +216,7 @@ def test_bad_input_is_a_one_line_error_with_exit_2(
     message: str,
 ) -> None:
     names = {**files, "tmp": str(tmp_path)}
+    (tmp_path / "empty.yaml").write_text("version: 1\n", encoding="utf-8")
     status, out, err = run(capsys, *(a.format(**names) for a in argv))
     assert status == 2
     assert out == ""

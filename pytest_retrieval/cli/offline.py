@@ -307,7 +307,7 @@ def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Thre
         (line, "--threshold", None) for line in args.thresholds or ()
     ]
     lines += [(line, args.gates, n) for line, n in _gates_file(args.gates)[0]]
-    if not lines:
+    if not lines and not args.gates:  # a gates file given decides, even with no threshold
         lines = [
             (line, "the run's declared gates", None)
             for line in document.get("declared", {}).get("thresholds", ())
@@ -338,6 +338,14 @@ def _run_gate(args: argparse.Namespace) -> int:
     heldout = document.get("settings", {}).get("heldout_split", "heldout")
     thresholds = _thresholds(args, document)
     if not thresholds and not args.baseline:
+        if args.gates:
+            raise InputError(
+                Problem(
+                    "nothing to gate: the gates file declares no threshold",
+                    fix="add a thresholds: list (- recall@50 >= 0.9), or pass --threshold",
+                    source=args.gates,
+                )
+            )
         raise InputError(
             Problem(
                 "nothing to gate: no threshold given and none recorded in the run",
