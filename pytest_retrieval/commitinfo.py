@@ -423,8 +423,3 @@ def describe(
         )
     except GitError:
         return None
-
-
-def short_ids(commits: Sequence[str]) -> str:
-    """``1a2b3c4d5e6f, 7a8b...``: commits as a reader sees them."""
-    return ", ".join(c[:12] for c in commits)

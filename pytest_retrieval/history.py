@@ -169,8 +169,10 @@ def render(all_series: Sequence[Series], fmt: str = "terminal") -> str:
         ]
         for s, t in rows:
             values = " ".join(f"{v:.4f}" for v in s.values)
+            cells = (str(v).replace("|", "\\|") for v in (s.metric, s.column, s.stage))
+            metric, column, stage = cells  # a slice name holding | would split the row
             lines.append(
-                f"| {s.metric} | {s.column} | {s.stage} | {sparkline(s.values)} | "
+                f"| {metric} | {column} | {stage} | {sparkline(s.values)} | "
                 f"{s.values[0]:.4f} | {s.values[-1]:.4f} | {values} | {t.describe()} |"
             )
         return "\n".join(lines) + "\n"

@@ -312,7 +312,9 @@ def read_lines(path: str | os.PathLike[str], *, what: str = "file") -> Iterator[
     """``(line number, line)`` of every line of the side file ``path``, read as it goes (the
     file is opened on the first ``next``). Lines end at ``\\n``, ``\\r\\n`` or ``\\r``, as in
     Python's text files; each line keeps no line end. The rules of :func:`read_text_file`,
-    line by line; a line longer than :data:`MAX_LINE_BYTES` is an error at its line."""
+    line by line, but for the size cap: a regular file is read to its end however large (only
+    a pipe stops at the cap); a line longer than :data:`MAX_LINE_BYTES` is an error at its
+    line."""
     name = os.fspath(path)
     cap = max_file_bytes()
     fd, _info, streamed = _open(name, what)

@@ -48,7 +48,6 @@ from .text import for_terminal
 from .verdict import Stop
 
 if TYPE_CHECKING:
-    from .retriever import QueryOutcome
     from .session import RetrievalSession
 
 __all__ = [
@@ -414,11 +413,6 @@ def coverage_warnings(found: Sequence[Coverage]) -> list[dict[str, object]]:
 
 
 # --- the checks of a session's run -----------------------------------------------------------
-
-
-def rankings_ran(outcomes: Mapping[str, QueryOutcome], stage: str) -> list[tuple[str, ...]]:
-    """The rankings of one stage, of the queries that ran without an error."""
-    return [o.rankings[stage] for o in outcomes.values() if stage in o.rankings and o.error is None]
 
 
 def gated_cutoffs(session: RetrievalSession) -> dict[str, tuple[int, ...]]:

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputError, Problem
 
 if TYPE_CHECKING:
-    from .commitinfo import CommitInfo
     from .declared import Budget
     from .ledger import Ledger, LedgerEntry
     from .regression import RegressionOutcome
@@ -457,7 +456,8 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
             entry = best_entry(ledger, commit, wanted) if ledger is not None else None
             label = f"the ledger entry of since={anchor} ({commit[:12]})"
             if entry is None:
-                unusable = why_unusable(ledger.entries(commits=[commit])) if ledger else ""
+                recorded = ledger.entries(commits=[commit]) if ledger is not None else None
+                unusable = why_unusable(recorded) if recorded is not None else ""
                 found[anchor] = LedgerBaseline(
                     None,
                     label=label,
@@ -716,11 +716,6 @@ def ledger_usage_problems(settings: Any) -> list[Problem]:
             )
         )
     return problems
-
-
-def describe_commit(commit: CommitInfo | None) -> Mapping[str, Any] | None:
-    """The artifact's ``commit`` block (None outside a git work tree)."""
-    return None if commit is None else commit.to_dict()
 
 
 def check_usage(settings: Any) -> None:

@@ -244,7 +244,8 @@ def test_pytest_evaluate_the_cli_and_run_files_give_identical_numbers(
     stored = pytest_values(retrieval_project, "--retrieval-run", f"run.{case.run_format}")
     command = cli_values(retrieval_project, case, capsys)
     assert set(live) == set(python) == set(stored) == set(command) == set(case.judgments)
-    # The relevance metrics: one rule, every path.
+    # The relevance metrics: one rule, every path (the artifact holds every metric asked for).
+    assert all(set(row) == set(METRICS) for row in live.values()), live
     assert live == {qid: {m: row[m] for m in live[qid]} for qid, row in python.items()}
     assert relevance(python) == relevance(documents) == relevance(command)
     assert relevance(stored) == relevance(python)

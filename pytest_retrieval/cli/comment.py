@@ -39,6 +39,7 @@ from ..files import read_text_file
 from ..reading import load_json
 from ..text import for_terminal
 from .args import positive_int
+from .forges import _object
 from .output import echo
 
 if TYPE_CHECKING:
@@ -373,11 +374,6 @@ def _no_pull_request(environ: Mapping[str, str]) -> Exception:
         fix="run the step on pull requests only (if: github.event_name == 'pull_request'), "
         "or name one with --pr N",
     )
-
-
-def _object(value: object) -> Mapping[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (an event's optional parts)."""
-    return value if isinstance(value, dict) else {}
 
 
 def _number(value: object) -> int | None:

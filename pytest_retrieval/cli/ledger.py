@@ -26,10 +26,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 from ..commitinfo import RECORDED_BRANCH
 from ..errors import InputError, Problem
+from ..files import same_file
 from ..runledger import DEFAULT_LEDGER
 from .args import positive_int
 from .output import echo
@@ -256,7 +256,7 @@ def merge_ledgers(args: argparse.Namespace) -> int:
 
     path = _ledger_path(args)
     other_path = os.path.abspath(args.other)
-    if Path(other_path) == Path(path):
+    if same_file(other_path, path) is not None:  # a symlink or a hard link to it too
         raise InputError(Problem("a ledger cannot be merged into itself", source=other_path))
     with Ledger(other_path, create=False) as other:
         other.check()
