@@ -39,7 +39,7 @@ from ..files import read_text_file
 from ..reading import load_json
 from ..text import for_terminal
 from .args import positive_int
-from .forges import _object
+from .forges import json_object
 from .output import echo
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ def _github(environ: Mapping[str, str], number: int | None) -> Target:
     api = _api(environ, "GITHUB_API_URL", "https://api.github.com")
     event = _github_event(environ) if number is None else {}
     pull = _pull_request(event)
-    workflow_run = _object(event.get("workflow_run"))
+    workflow_run = json_object(event.get("workflow_run"))
     lookup = None
     if number is None:
         number = _number(pull.get("number"))
@@ -294,8 +294,8 @@ def _github(environ: Mapping[str, str], number: int | None) -> Target:
             fix="give the step env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }} and the job "
             "permissions: pull-requests: write",
         )
-    head = _object(pull.get("head"))
-    base = _object(pull.get("base"))
+    head = json_object(pull.get("head"))
+    base = json_object(pull.get("base"))
     head_repo = _full_name(head.get("repo"))
     fork = head_repo if head_repo and head_repo != (_full_name(base.get("repo")) or repo) else ""
     server = (environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
@@ -351,7 +351,7 @@ def _from_workflow_run(
     sha = str(workflow_run.get("head_sha") or "")
     for pull in workflow_run.get("pull_requests") or ():
         if isinstance(pull, dict):
-            head = _object(pull.get("head"))
+            head = json_object(pull.get("head"))
             number = _number(pull.get("number"))
             if number is not None and (not sha or head.get("sha") in (None, sha)):
                 return number, None

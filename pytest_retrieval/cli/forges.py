@@ -326,8 +326,9 @@ class Client:
         return Answer(status, got, decoded)
 
 
-def _object(value: object) -> Mapping[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (an answer's optional parts)."""
+def json_object(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (the optional parts of an API
+    answer or of a CI event)."""
     return value if isinstance(value, dict) else {}
 
 
@@ -437,7 +438,7 @@ class GitHub:
             raise self.explain(exc, action) from None
 
     def _comment(self, record: Mapping[str, Any]) -> Comment:
-        user = _object(record.get("user"))
+        user = json_object(record.get("user"))
         return Comment(
             id=int(record.get("id") or 0),
             body=str(record.get("body") or ""),
@@ -495,7 +496,7 @@ class GitHub:
             "find the pull request",
         )
         for record in _records(answer, "pull requests", self.client.host):
-            head = _object(record.get("head"))
+            head = json_object(record.get("head"))
             number = record.get("number")
             if head.get("sha") == sha and isinstance(number, int):
                 return number
@@ -558,7 +559,7 @@ class GitLab:
             for record in _records(answer, "notes", self.client.host):
                 if record.get("system"):
                     continue
-                author = _object(record.get("author"))
+                author = json_object(record.get("author"))
                 note_id = int(record.get("id") or 0)
                 yield Comment(
                     id=note_id,
