@@ -300,6 +300,12 @@ DRIVERS = [
         cli("golden", "validate", "{}", failed_is_refusal=True),
     ),
     Driver(
+        "validate-csv-context",
+        "hostile.csv",
+        'id,text,relevant,context\nq1,refund window,d1,"{""tenant"": ""acme"", ""n"": [1]}"\n',
+        cli("golden", "validate", "{}", failed_is_refusal=True),
+    ),
+    Driver(
         "validate-trec-qrels",
         "hostile.qrels",
         QRELS,
@@ -403,6 +409,7 @@ READERS: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("pytest_retrieval.formats.docmap", "load_doc_map"): ("doc-id-map-json", "doc-id-map-tsv"),
     ("pytest_retrieval.formats.golden_beir", "_read_queries"): ("validate-beir-queries",),
+    ("pytest_retrieval.formats.golden_csv", "_context_cell"): ("validate-csv-context",),
     ("pytest_retrieval.formats.golden_files", "read_json"): ("validate-json",),
     ("pytest_retrieval.formats.golden_files", "read_jsonl"): ("validate-jsonl",),
     ("pytest_retrieval.formats.golden_files", "read_yaml"): ("validate-yaml", "plugin-golden"),
