@@ -89,7 +89,9 @@ def ledger_note_path(path: str, rootdir: os.PathLike[str] | str) -> str:
 
 def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
     """``entry``'s rankings scored with this session's conventions on today's labels, over the
-    visible queries whose text, split and slices did not change (see the module docstring)."""
+    visible queries whose text (and context), split and slices did not change (see the module
+    docstring)."""
+    from .querycontext import context_json
     from .retriever import QueryOutcome
     from .runbaseline import snapshot_settings, snapshot_specs
     from .snapshot import QuerySnapshot, Snapshot, build_snapshot, text_hash
@@ -107,7 +109,7 @@ def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
         if before is None:
             continue
         if (before.text, before.split, tuple(before.slices)) == (
-            text_hash(query.text),
+            text_hash(query.text, context_json(query.context)),
             query.split,
             tuple(query.slices),
         ):

@@ -456,6 +456,9 @@ RAW_READS = {
     ("pytest_retrieval.executors", "_decoded", "json.loads"): (
         "outcomes Ray's actors encoded for this process"
     ),
+    ("pytest_retrieval.executors", "RayRunner.__call__", "json.loads"): (
+        "the query contexts this process encoded (canonical JSON) for Ray's actors"
+    ),
     ("pytest_retrieval.ledger", "Ledger.__init__", "sqlite3.connect"): (
         "the run ledger is SQLite: its own checks (application id, schema version, a checksum "
         "per entry) refuse a foreign or damaged file as a usage error"
