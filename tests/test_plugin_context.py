@@ -367,6 +367,25 @@ def test_the_key_of_a_query_without_a_context_is_unchanged_so_old_caches_stay_va
     assert request_key(filtered, QueryRequest("q", REFUND)).digest == key.digest
 
 
+def test_the_shard_run_key_and_baseline_hashes_of_queries_without_contexts_are_unchanged() -> None:
+    from pytest_retrieval.shards import run_key
+    from pytest_retrieval.snapshot import label_hash, text_hash
+
+    # Computed by pytest-retrieval before query contexts existed (main at 59b5283).
+    plain = [QueryRequest("a", "x"), QueryRequest("b", "y")]
+    assert run_key(plain, "use depth=20") == (
+        "9454dfd89065fe0188a430cfe9296e8f93706a8dbeea8da4b7e2bb2e33f38e2b"
+    )
+    assert label_hash("Hi?", {"b": 2, "a": 0}, ["x"], "tune") == "9850cb89be7305a9"
+    assert text_hash("Hi?") == "81c135b7c6feef23"
+    # With a context, each changes: a ranking made for another tenant is not this query's.
+    scoped = [QueryRequest("a", "x", context={"tenant": "acme"}), QueryRequest("b", "y")]
+    assert run_key(scoped, "use depth=20") != run_key(plain, "use depth=20")
+    context = '{"tenant":"acme"}'
+    assert label_hash("Hi?", {"b": 2, "a": 0}, ["x"], "tune", context) != "9850cb89be7305a9"
+    assert text_hash("Hi?", context) != text_hash("Hi?")
+
+
 def test_a_context_makes_its_own_key_and_each_tenant_and_history_another() -> None:
     template = CacheKey("retriever", "", 20, "shop.search.bm25", context_filter="shop:f")
     acme = request_key(template, QueryRequest("a", REFUND, context={"tenant": "acme"}))
