@@ -120,7 +120,8 @@ class RetrievalSession:
     retriever_name: str | None = field(default=None, init=False)
     #: How to ask this retriever for more results (its framework's knob), when known.
     depth_hint: str | None = field(default=None, init=False)
-    #: Where the run came from (the retriever, the cache, run files): :func:`.runsource.obtain`.
+    #: Where the run came from (the retriever, the cache, run files): what
+    #: :func:`.runsource.obtain` returned, kept by :meth:`set_run_info`.
     run_info: RunInfo | None = field(default=None, init=False)
     #: How deep the retriever was asked, and why (:mod:`.depthplan`); None for run files.
     depth_plan: DepthPlan | None = field(default=None, init=False)
@@ -225,6 +226,11 @@ class RetrievalSession:
                 self.depth_hint = depth_hint
             self._cache.clear()
             self._snapshots.clear()
+
+    def set_run_info(self, info: RunInfo) -> None:
+        """Store where the run came from (what :func:`.runsource.obtain` returned)."""
+        with self._lock:
+            self.run_info = info
 
     # --- checks of the run ------------------------------------------------------------------
 
