@@ -49,11 +49,8 @@ def run_snapshot(session: RetrievalSession, specs: Sequence[MetricSpec]) -> Snap
 
     settings = session.settings
     stages = session.stages
-    held = (
-        [q.id for q in session.golden if q.split == session.heldout_name]
-        if session.unsealed
-        else []
-    )
+    scope = session.scope
+    held = [q.id for q in session.golden if not scope.visible(q)] if scope.unsealed else []
     outcomes = session.outcomes or {}
     return build_snapshot(
         session.visible_golden(),

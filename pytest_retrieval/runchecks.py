@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .gates import DETAILS_HINT
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
 from .shortrankings import (
@@ -442,8 +443,7 @@ def coverage_of(session: RetrievalSession) -> list[Coverage]:
     (the held-out split's coverage is not shown: it would describe its rankings)."""
     if not session.outcomes:
         return []
-    heldout = session.heldout_name
-    visible = [q.id for q in session.scorable_queries() if q.split != heldout]
+    visible = [q.id for q in session.scorable_queries() if session.scope.visible(q)]
     found = []
     for stage, cutoffs in gated_cutoffs(session).items():
         specs = [MetricSpec("judged", k) for k in cutoffs]
@@ -492,12 +492,12 @@ def every_query_failed(session: RetrievalSession) -> Stop | None:
     if not outcomes or any(o.error is None for o in outcomes):
         return None
     stages = sorted({o.error_stage or RETRIEVER_STAGE for o in outcomes})
-    visible = [o for o in outcomes if not session.is_redacted(session.golden[o.query_id])]
+    visible = [o for o in outcomes if not session.scope.redacted(session.golden[o.query_id])]
     first = (
         f"; the first, query {visible[0].query_id!r} [{visible[0].error_stage}]: "
         f"{for_terminal(visible[0].error_type)}: {for_terminal(visible[0].error)}"
         if visible
-        else " (held-out queries: details hidden; --retrieval-heldout-details shows them)"
+        else f" (held-out queries: details hidden; {DETAILS_HINT})"
     )
     return Stop.errored(
         f"every query failed in the {' and the '.join(stages)} ({len(outcomes)} of "
@@ -516,7 +516,7 @@ def doc_id_problem(session: RetrievalSession) -> Stop | None:
     outcomes = list(session.outcomes.values())
     if not all(o.error_type == "DocIdPathError" for o in outcomes):
         return None
-    visible = [o for o in outcomes if not session.is_redacted(session.golden[o.query_id])]
+    visible = [o for o in outcomes if not session.scope.redacted(session.golden[o.query_id])]
     example = f" (query {visible[0].query_id!r}: {visible[0].error})" if visible else ""
     return Stop.refused(
         f"retrieval_doc_id = {doc_id}: no returned item has it, so every query failed{example}",
@@ -532,7 +532,7 @@ def visible_rankings(
     queries that ran, and those of the answerable ones among them (a no-answer query's ranking
     need not hold a judged id)."""
     outcomes = session.outcomes or {}
-    visible = [q for q in session.scorable_queries() if q.split != session.heldout_name]
+    visible = [q for q in session.scorable_queries() if session.scope.visible(q)]
     answerable = {q.id for q in visible if any(g > 0 for g in q.judgments.values())}
     for stage in session.stages or (RETRIEVER_STAGE,):
         rankings = {

@@ -633,7 +633,8 @@ def entry_of(
     snapshot = session.snapshot()
     failed = session.failed_queries()
     if failed:
-        shown = [o.query_id for o in failed if not session.is_redacted(session.golden[o.query_id])]
+        redacted = session.scope.redacted
+        shown = [o.query_id for o in failed if not redacted(session.golden[o.query_id])]
         ids = ", ".join(shown[:5])
         return LedgerEntry(
             status=FAILED,

@@ -297,7 +297,7 @@ class RunPhase:
                 session.scorable_queries(),
                 rootdir=self.rootdir,
                 compute=compute,
-                redacted=session.is_redacted,
+                redacted=session.scope.redacted,
                 golden_ids=[q.id for q in session.golden],
                 run_files=session.run_files,
                 depth=session.first_depth,

@@ -2,7 +2,8 @@
 
 :class:`RetrievalSession` is the pure core behind the plugin's fixtures and gates. It scores the
 run per stage (``retriever``, ``reranker``), split and slice, explains failed gates with the worst
-queries, and enforces the held-out guard:
+queries, and enforces the held-out guard of its :attr:`~RetrievalSession.scope`
+(:class:`~pytest_retrieval.gates.Scope`, the one home of the policy and its wording):
 
 * The held-out split is sealed unless ``settings.heldout`` is set: it is never scored, and a gate
   naming it is skipped with the reason.
@@ -28,10 +29,12 @@ from .determinism import DeterminismProbe
 from .evaluate import Conventions, Evaluation, evaluate_documents
 from .explain import explain_score
 from .gates import (
+    SEALED_REASON,
     TEST_KINDS,
     Gate,
     GateOutcome,
     GateUsageError,
+    Scope,
     Score,
     ScoreRefused,
     Selection,
@@ -57,9 +60,6 @@ if TYPE_CHECKING:
     from .regression import Family, RegressionOutcome
     from .runledger import LedgerBaseline
     from .runsource import RunInfo
-
-
-SEALED_REASON = "held-out split is sealed; CI unseals it with --retrieval-heldout"
 
 
 def __tracebackhide__(excinfo: Any) -> bool:
@@ -113,6 +113,9 @@ class RetrievalSession:
     #: Baselines taken from the run ledger (:mod:`.runledger`): ``None`` keys the merge-base's
     #: (``retrieval_baseline = merge-base``).
     ledger_baselines: Mapping[str | None, LedgerBaseline] = field(default_factory=dict)
+    #: The held-out policy (which queries are scorable, visible, redacted; which split is
+    #: sealed), from the settings.
+    scope: Scope = field(init=False)
     # What the session learns as it goes; changed only through its methods.
     outcomes: dict[str, QueryOutcome] | None = field(default=None, init=False)
     gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
@@ -144,33 +147,21 @@ class RetrievalSession:
     _snapshots: dict[tuple[str, ...], Snapshot] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.scope = Scope.from_settings(self.settings)
+
     # --- which queries -------------------------------------------------------------------
-
-    @property
-    def heldout_name(self) -> str:
-        """The held-out split's name."""
-        return self.settings.heldout_split
-
-    @property
-    def unsealed(self) -> bool:
-        """True when the held-out split is scored (``--retrieval-heldout``)."""
-        return self.settings.heldout
-
-    @property
-    def show_heldout_details(self) -> bool:
-        """True when held-out per-query details may be shown."""
-        return self.settings.heldout and self.settings.heldout_details
 
     def scorable_queries(self) -> list[Query]:
         """The queries the retriever runs on: all but the held-out ones, unless unsealed."""
-        return [q for q in self.golden if self.unsealed or q.split != self.heldout_name]
+        return [q for q in self.golden if self.scope.scorable(q)]
 
     def visible_golden(self) -> GoldenSet:
         """The golden set the ``golden_set`` fixture gives: without the held-out split."""
-        heldout = self.heldout_name
-        if all(q.split != heldout for q in self.golden):
+        visible = self.scope.visible
+        if all(visible(q) for q in self.golden):
             return self.golden  # the same set (and its fingerprint, computed once)
-        return self.golden.where(lambda q: q.split != heldout)
+        return self.golden.where(visible)
 
     def visible_run(self) -> dict[str, tuple[str, ...]]:
         """The ``retrieval_run`` fixture: the final stage's ranking of each visible query."""
@@ -182,10 +173,6 @@ class RetrievalSession:
         evaluation = self.evaluation(self.default_stage, self.settings.metric_specs)
         return evaluation.restrict(q.id for q in self.visible_golden())
 
-    def is_redacted(self, query: Query) -> bool:
-        """True when this query's details must not be shown."""
-        return query.split == self.heldout_name and not self.show_heldout_details
-
     def select(self, selection: Selection) -> list[Query]:
         """The queries of a split/slice selection; errors name the known splits and slices."""
         split, slice_name = selection.split, selection.slice
@@ -195,12 +182,11 @@ class RetrievalSession:
         if slice_name is not None and slice_name not in self.golden.slices:
             known = ", ".join(self.golden.slices) or "none"
             raise GateUsageError(f"unknown slice {slice_name!r}; the golden set has: {known}")
-        if split == self.heldout_name and not self.unsealed:
+        if self.scope.sealed(split):
             self.on_sealed(SEALED_REASON)
+        heldout = self.scope.heldout
         return [
-            q
-            for q in self.golden
-            if selection.matches(q.split, q.slices, heldout_split=self.heldout_name)
+            q for q in self.golden if selection.matches(q.split, q.slices, heldout_split=heldout)
         ]
 
     # --- the run ------------------------------------------------------------------------
@@ -498,7 +484,7 @@ class RetrievalSession:
             queries,
             evaluation,
             outcomes,
-            redacted=self.is_redacted,
+            redacted=self.scope.redacted,
             limit=self.settings.worst,
         )
         if ci is not None:
@@ -614,7 +600,7 @@ class RetrievalSession:
         record = partial(
             unscored, spec, selection, op, threshold, kind=kind, name=name, nodeid=self.current_test
         )
-        if selection.split == self.heldout_name and not self.unsealed:
+        if self.scope.sealed(selection.split):
             self._record(record(passed=True, message=SEALED_REASON, skipped_reason=SEALED_REASON))
             self.on_sealed(SEALED_REASON)
         try:
@@ -657,7 +643,7 @@ class RetrievalSession:
 
     def columns(self) -> list[tuple[str, Selection]]:
         """The summary table's columns: overall, each slice, and held-out when unsealed."""
-        return summary.columns(self.golden, self.heldout_name, unsealed=self.unsealed)
+        return summary.columns(self.golden, self.scope)
 
     def table(self, stage: str) -> tuple[list[str], list[list[Any]]]:
         """(headers, rows) of the summary: each metric at each K by overall/slices/held-out."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .gates import Selection
+from .gates import Scope, Selection
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
 
@@ -41,14 +41,14 @@ def latency_percentiles(
     return percentile(0.5), percentile(0.95)
 
 
-def columns(golden: GoldenSet, heldout: str, *, unsealed: bool) -> list[tuple[str, Selection]]:
+def columns(golden: GoldenSet, scope: Scope) -> list[tuple[str, Selection]]:
     """The summary table's columns: overall, each slice, and held-out when unsealed."""
-    visible = [q for q in golden if q.split != heldout]
+    visible = [q for q in golden if scope.visible(q)]
     slices = sorted({s for q in visible for s in q.slices})
     cols = [("overall", Selection())]
     cols += [(name, Selection(slice=name)) for name in slices]
-    if unsealed and any(q.split == heldout for q in golden):
-        cols.append((heldout, Selection(split=heldout)))
+    if scope.unsealed and len(visible) < len(golden):
+        cols.append((scope.heldout, Selection(split=scope.heldout)))
     return cols
 
 

@@ -78,13 +78,13 @@ def build_artifact(
     redacted = 0
     if scored:
         scorable = session.scorable_queries()
-        shown = [q for q in scorable if not session.is_redacted(q)]
+        shown = [q for q in scorable if not session.scope.redacted(q)]
         redacted = len(scorable) - len(shown)
         rows = _query_rows(session, shown, specs)
     gates = []
     for gate in session.gate_outcomes:
         entry = gate.to_dict()
-        if gate.split == session.heldout_name and not session.show_heldout_details:
+        if session.scope.hides(gate.split):
             entry["message"] = entry["message"].split("\n", 1)[0]
         gates.append(entry)
     latency = {}
@@ -118,11 +118,7 @@ def build_artifact(
             "judgments": sum(len(q.judgments) for q in golden),
             "machine_judgments": session.machine_judgments(),
         },
-        "heldout": {
-            "split": session.heldout_name,
-            "scored": session.unsealed,
-            "details": session.show_heldout_details,
-        },
+        "heldout": session.scope.to_dict(),
         "retriever": _retriever_block(session),
         "run": session.run_info.to_dict() if session.run_info is not None else None,
         "commit": session.commit.to_dict() if session.commit is not None else None,
@@ -137,7 +133,7 @@ def build_artifact(
                 "message": o.error,
             }
             for o in failed
-            if not session.is_redacted(golden[o.query_id])
+            if not session.scope.redacted(golden[o.query_id])
         ],
         "warnings": warnings,
         "coverage": [c.to_dict() for c in coverage],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..gates import DETAILS_HINT
 from ..golden import Query
 from ..regression_outcome import describe_left_out
 from ..session import RetrievalSession
@@ -111,13 +112,7 @@ def _header(session: RetrievalSession, *, relative: bool = False) -> str:
         except ValueError:  # another drive (Windows)
             shown = source
         source = source if shown.startswith("..") else shown
-    heldout = (
-        f"held-out split {session.heldout_name!r} scored (aggregates only)"
-        if session.unsealed and not session.show_heldout_details
-        else f"held-out split {session.heldout_name!r} scored with details"
-        if session.unsealed
-        else f"held-out split {session.heldout_name!r} sealed"
-    )
+    heldout = session.scope.describe(repr(session.scope.heldout))
     return f"golden set {source} · {len(golden)} queries · {fingerprint_label(session)} · {heldout}"
 
 
@@ -342,7 +337,7 @@ def _failed_queries(session: RetrievalSession, *, head: str | None = None) -> li
         return []
     golden = session.golden
     lines = [head or f"{len(failed)} queries failed (they score 0 and fail the session):"]
-    shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
+    shown = [o for o in failed if not session.scope.redacted(golden[o.query_id])]
     for outcome in shown[:20]:
         # The id and the exception's message are user text: escaped to one line each.
         lines.append(
@@ -353,8 +348,7 @@ def _failed_queries(session: RetrievalSession, *, head: str | None = None) -> li
         lines.append(f"  ... and {len(shown) - 20} more (see the JSON artifact)")
     if len(shown) < len(failed):  # counted, never named (the held-out guard)
         lines.append(
-            f"  {len(failed) - len(shown)} held-out queries (details hidden; "
-            "--retrieval-heldout-details shows them)"
+            f"  {len(failed) - len(shown)} held-out queries (details hidden; {DETAILS_HINT})"
         )
     return lines
 
