@@ -273,7 +273,7 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
     refused = _unrepresentative(session)
     if refused is None:
-        from .runchecks import without_judged_ids
+        from .findings import without_judged_ids
 
         refused = without_judged_ids(session)
     if refused is not None:

@@ -228,7 +228,7 @@ class RunPhase:
             reranker = self._build(fixture, "reranker_under_test")
             session.plan_depth(retriever)  # how deep it is asked, and why
 
-        from .runchecks import every_query_failed, refusal
+        from .findings import every_query_failed, refusal
         from .runsource import describe_runs
         from .specs import corpus_ids, depth_hint, describe_callable
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import runbaseline, runledger, summary
+from . import runbaseline, runledger
 from .determinism import DeterminismProbe
 from .evaluate import Conventions, Evaluation, evaluate_documents
 from .explain import explain_score
@@ -44,8 +44,8 @@ from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
-from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
+from .shortrankings import RankedRun, depth_problem
 from .stages import final_stage, pipeline_order
 from .verdict import Status, Stop, Verdict
 
@@ -220,25 +220,36 @@ class RetrievalSession:
 
     # --- checks of the run ------------------------------------------------------------------
 
-    def hint_for(self, depth: int) -> str | None:
-        """How to ask this retriever for ``depth`` results, when its framework's knob is known."""
-        from .specs import hint_for
-
-        return hint_for(self.depth_hint, depth)
-
     def cutoffs(self) -> tuple[int, ...]:
         """Every cutoff K that is scored: ``retrieval_ks`` and the declared gates' and budgets'."""
         declared = [t.spec.k for t in self.thresholds] + [b.spec.k for b in self.budgets]
         return tuple(sorted({*self.settings.ks, *(k for k in declared if k)}))
 
-    def short_rankings(self) -> list[ShortRankings]:
-        """Per stage: rankings shorter than the cutoffs scored (see :mod:`.runchecks`)."""
-        return find_short_rankings(self)
+    def scored_specs(self) -> list[MetricSpec]:
+        """Every metric that is scored: the table's, and the declared gates' and budgets'."""
+        return [
+            *self.settings.metric_specs,
+            *(t.spec for t in self.thresholds),
+            *(b.spec for b in self.budgets),
+        ]
 
-    def coverage(self) -> list[Coverage]:
-        """judged@K per stage at each cutoff the gates look at, over the visible queries
-        (see :func:`.runchecks.coverage_of`)."""
-        return coverage_of(self)
+    def ranked_run(self) -> RankedRun:
+        """The run as the short-ranking checks read it (:class:`.shortrankings.RankedRun`:
+        the rankings, the depth asked, the knob, the settings that decide); the run must have
+        happened."""
+        assert self.outcomes is not None
+        settings = self.settings
+        return RankedRun(
+            self.outcomes,
+            self.stages,
+            self.first_depth,
+            self.depth_plan,
+            self.depth_hint,
+            stored=bool(self.run_files),
+            cutoff_unit=settings.cutoff_unit,
+            mode=settings.short_rankings,
+            doc_id_map=settings.doc_id_map,
+        )
 
     def machine_judgments(self) -> int:
         """How many judgments of the golden set were made by a machine (``--prefill``)."""
@@ -468,7 +479,7 @@ class RetrievalSession:
         queries = self.select(selection)
         outcomes = self._require_run()
         stage = self._stage(selection.stage)
-        problem = depth_problem(self, spec, stage)
+        problem = depth_problem(self.ranked_run(), spec, stage)
         if problem is not None:
             raise ScoreRefused(problem)
         evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
@@ -634,20 +645,6 @@ class RetrievalSession:
         """The gates of the current test that were never compared (and forget them all)."""
         pending, self._pending = self._pending, []
         return [g for g in pending if not g.compared]
-
-    # --- summaries ------------------------------------------------------------------------
-
-    def latency_percentiles(self, stage: str = RETRIEVER_STAGE) -> tuple[float, float] | None:
-        """(p50, p95) latency in milliseconds of one stage, or None without a run."""
-        return summary.latency_percentiles(self.outcomes, stage)
-
-    def columns(self) -> list[tuple[str, Selection]]:
-        """The summary table's columns: overall, each slice, and held-out when unsealed."""
-        return summary.columns(self.golden, self.scope)
-
-    def table(self, stage: str) -> tuple[list[str], list[list[Any]]]:
-        """(headers, rows) of the summary: each metric at each K by overall/slices/held-out."""
-        return summary.table(self, stage)
 
     # --- baselines and regressions ---------------------------------------------------------
 

@@ -84,12 +84,8 @@ TYPE_ONLY_UPWARD = frozenset(
     {
         ("pytest_retrieval.gateitems", "pytest_retrieval.session"),
         ("pytest_retrieval.runbaseline", "pytest_retrieval.session"),
-        ("pytest_retrieval.runchecks", "pytest_retrieval.session"),
         ("pytest_retrieval.runledger", "pytest_retrieval.session"),
         ("pytest_retrieval.runphase", "pytest_retrieval.report.payload"),
-        ("pytest_retrieval.runsource", "pytest_retrieval.session"),
-        ("pytest_retrieval.shortrankings", "pytest_retrieval.session"),
-        ("pytest_retrieval.summary", "pytest_retrieval.session"),
     }
 )
 

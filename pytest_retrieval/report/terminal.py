@@ -120,7 +120,13 @@ def _stage_full(session: RetrievalSession, stage: str) -> list[str]:
     """Every metric at every K, by overall, slice and held-out (``-v``)."""
     from tabulate import tabulate
 
-    headers, rows = session.table(stage)
+    from ..summary import refused, table
+
+    specs = session.settings.metric_specs
+    no_number = refused(session.ranked_run(), stage, specs)
+    headers, rows = table(
+        session.evaluation(stage, specs), _scored_columns(session), specs, no_number
+    )
     lines = [f"stage: {stage}"]
     lines.extend(
         tabulate(
@@ -168,7 +174,8 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     evaluation = session.evaluation(stage, specs)
     columns = _scored_columns(session)
     overall = evaluation.restrict(q.id for q in columns[0][1])
-    overall_means = shown_means(overall, refused(session, stage))
+    run = session.ranked_run()
+    overall_means = shown_means(overall, refused(run, stage, specs))
     ks = sorted({s.k for s in specs if s.k is not None})
     families: dict[str, dict[int | None, float | None]] = {}
     for spec in sorted(specs, key=lambda s: s.sort_key):
@@ -195,7 +202,7 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
         return lines
     wanted_specs = tuple(MetricSpec.parse(name) for name in wanted)
     by_slice = session.evaluation(stage, wanted_specs)
-    no_number = refused(session, stage, wanted_specs)
+    no_number = refused(run, stage, wanted_specs)
     headers = ["slice", *wanted]
     rows = []
     for label, queries in columns:
@@ -222,7 +229,9 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
 
 def _scored_columns(session: RetrievalSession) -> list[tuple[str, list[Query]]]:
     """The summary's columns (overall, each slice, held-out when unsealed) and their queries."""
-    return [(label, session.select(selection)) for label, selection in session.columns()]
+    from ..summary import columns
+
+    return [(label, session.select(s)) for label, s in columns(session.golden, session.scope)]
 
 
 def empty_slices(session: RetrievalSession) -> list[str]:
@@ -288,9 +297,10 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
         + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else "")
     )
     lines = [queries] if full else _fit(queries, width)
-    from ..summary import depth_line
+    from ..summary import depth_facts, depth_line, latency_percentiles
 
-    depth = depth_line(session, full=full)
+    facts = depth_facts(session.depth_plan, session.outcomes)
+    depth = depth_line(facts, session.effective_depth, full=full)
     if depth is not None:
         lines.extend([depth] if full else _fit(depth, width))
     for line in run_source_lines(session):
@@ -298,7 +308,7 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
     lines.extend(abstention_lines(session, verbose=full))
     latencies = []
     for stage in session.stages:
-        pair = session.latency_percentiles(stage)
+        pair = latency_percentiles(session.outcomes, stage)
         if pair is None:
             continue
         if full:
@@ -357,7 +367,9 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
     """Findings that make numbers meaningless where they apply; shown in every mode (the cache
     warnings are part of the run facts unless ``quiet`` hides those)."""
     lines: list[str] = []
-    found = session.short_rankings() if session.has_run else []
+    from .. import findings
+
+    found = findings.short_rankings(session) if session.has_run else []
     for finding in found:
         lines.extend(_fit(f"warning: {finding.message}", width))
     info = session.run_info
@@ -373,7 +385,7 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
         from ..runchecks import coverage_warnings
 
         # Coverage facts one line each; the warning is fitted to the width like the others.
-        coverage = session.coverage()
+        coverage = findings.coverage(session)
         lines.extend(c.line for c in coverage if not c.low)
         machine = session.machine_judgments()
         if machine:
