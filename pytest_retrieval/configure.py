@@ -124,7 +124,7 @@ def build_session(
         commit=commit_of(settings, rootdir),
     )
     if settings.merge_base or any(b.since is not None for b in session.budgets):
-        from .runledger import anchor_baselines, merge_base_baseline
+        from .sessionledger import anchor_baselines, merge_base_baseline
 
         # The merge-base first: a shallow clone's usage error (fetch-depth: 0) is the one to
         # see, before an anchor's tag that the shallow clone lacks.

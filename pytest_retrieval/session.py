@@ -43,7 +43,7 @@ from .gates import (
 from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
-from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
+from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_run, stage_scores
 from .settings import Settings
 from .shortrankings import RankedRun, depth_problem
 from .stages import final_stage, pipeline_order
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .depthplan import DepthPlan
     from .formats.runs import RunFile
     from .regression import Family, RegressionOutcome
+    from .regression_family import Against
     from .runledger import LedgerBaseline
     from .runsource import RunInfo
 
@@ -649,34 +650,94 @@ class RetrievalSession:
     # --- baselines and regressions ---------------------------------------------------------
 
     def snapshot(self, extra: Sequence[MetricSpec] = ()) -> Snapshot:
-        """Per-query values, relevant ranks and top ids of every non-held-out query, per stage
-        (:func:`.runbaseline.run_snapshot`), computed once per metric list."""
+        """Per-query values, relevant ranks and top ids of every visible query, per stage, with
+        the settings a baseline must share to be comparable (the depth, the duplicate groups:
+        :func:`.runbaseline.snapshot_settings`), computed once per metric list (the configured
+        ones, every budget's, ``extra``). Held-out queries never enter with per-query detail;
+        unsealed, only their means do."""
+        from .snapshot import build_snapshot
+
         specs = runbaseline.snapshot_specs(self.settings, self.budgets, extra)
         key = tuple(str(s) for s in specs)
         with self._lock:
             cached = self._snapshots.get(key)
         if cached is not None:
             return cached
-        snapshot = runbaseline.run_snapshot(self, specs)
+        held = [q.id for q in self.golden if not self.scope.visible(q)]
+        snapshot = build_snapshot(
+            self.visible_golden(),
+            {stage: self.evaluation(stage, specs) for stage in self.stages},
+            self.ranking,
+            metric_names=[str(s) for s in specs],
+            settings=runbaseline.snapshot_settings(
+                self.settings, depth=self.effective_depth, duplicates=self.duplicates
+            ),
+            heldout_ids=held if self.scope.unsealed else [],
+            index_version=self.settings.index_version,
+            returned_of=partial(runbaseline.returned_of, self.outcomes or {}),
+        )
         with self._lock:
             self._snapshots[key] = snapshot
         return snapshot
 
     def baseline_snapshot(self) -> Snapshot:
-        """What ``--retrieval-update-baseline`` writes (:func:`.runbaseline.baseline_snapshot`)."""
-        return runbaseline.baseline_snapshot(self)
+        """What ``--retrieval-update-baseline`` writes: this run's snapshot, or with extra runs
+        (``retrieval_baseline_runs``) the per-query means and spread over all of them, each
+        scored as this run is (:meth:`score_run`)."""
+        from .snapshot import average_snapshots, build_snapshot
 
-    def failed_in_extra_runs(self) -> list[str]:
-        """Ids of queries that failed in an extra baseline run."""
-        return runbaseline.failed_in_extra_runs(self.extra_runs)
+        first = self.snapshot()
+        if not self.extra_runs:
+            return first
+        specs = runbaseline.snapshot_specs(self.settings, self.budgets)
+        runs = [first]
+        for outcomes in self.extra_runs:
+            runs.append(
+                build_snapshot(
+                    self.visible_golden(),
+                    {stage: self.score_run(outcomes, stage, specs) for stage in first.stages},
+                    partial(runbaseline.ranking_of, outcomes),
+                    metric_names=list(first.metrics),
+                    settings=first.settings,
+                    returned_of=partial(runbaseline.returned_of, outcomes),
+                )
+            )
+        return average_snapshots(runs)
+
+    def against(self, budget: Budget) -> Against | None:
+        """What ``budget`` is compared with when its baseline comes from the run ledger, or None
+        for the session's baseline. A ledger baseline is re-scored under today's labels, so the
+        queries both runs have are compared (intersect) whatever the baseline mode says."""
+        from .regression_family import Against
+
+        source = self.ledger_baseline_for(budget)
+        if source is None:
+            return None
+        options = runbaseline.compare_options(self.settings, self.conventions)
+        options = dataclasses.replace(
+            options, mode="intersect", refresh=source.refresh or options.refresh
+        )
+        return Against(source.snapshot, options, source.label)
 
     def regression_family(self, *, baseline_path: str) -> Family:
-        """Every declared budget adjusted together, computed once (on the first check)."""
+        """Every declared budget adjusted together, those compared with a ledger entry included
+        (:meth:`against`), computed once (on the first check). Deterministic (same run,
+        baseline, budgets and seed), so every xdist worker computes the same family and reads
+        its own check from it."""
+        from .regression import family
+
         with self._lock:
             cached = self._family
         if cached is not None:
             return cached
-        computed = runbaseline.regression_family(self, baseline_path=baseline_path)
+        computed = family(
+            self.baseline,
+            self.snapshot(),
+            self.budgets,
+            options=runbaseline.compare_options(self.settings, self.conventions),
+            baseline_path=baseline_path,
+            against={b.name: a for b in self.budgets if (a := self.against(b)) is not None},
+        )
         with self._lock:
             if self._family is None:
                 self._family = computed
@@ -707,7 +768,7 @@ class RetrievalSession:
             with self._lock:
                 self.regression_outcomes.append(runledger.skipped(budget, source.skip))
             self.on_skip(source.skip)
-        against = runbaseline.against(self, budget)
+        against = self.against(budget)
         # The stages compared (stage=S with S; else the final stage of each side, whatever
         # their names) are the regression rule's: regression_pairs.compared_stages.
         outcome = compare(
@@ -732,14 +793,3 @@ class RetrievalSession:
         if outcome.status == "skipped":
             self.on_skip(outcome.message)
         return outcome
-
-
-def stage_run(
-    outcomes: Mapping[str, QueryOutcome], queries: Iterable[Query], stage: str
-) -> dict[str, tuple[str, ...]]:
-    """``{query id: ranking}`` at ``stage`` of those ``queries`` that have one there."""
-    return {
-        q.id: outcomes[q.id].rankings[stage]
-        for q in queries
-        if q.id in outcomes and stage in outcomes[q.id].rankings
-    }
