@@ -9,7 +9,7 @@ The baseline-update policy: a baseline is written only with the update flag, onl
 retriever ran, and never from a run where queries failed (a baseline must not record failures as
 quality), that was refused or errored (its numbers mean nothing: the committed file is left as
 it is), in which no ranking holds a judged id (a baseline of zeros, even with
-``retrieval_id_check = off``: :func:`.runchecks.without_judged_ids`) or that was interrupted (an
+``retrieval_id_check = off``: :func:`.findings.without_judged_ids`) or that was interrupted (an
 interrupted session writes nothing at all).
 
 A refused or errored run (:class:`~pytest_retrieval.verdict.Stop`) prints its reason and fix

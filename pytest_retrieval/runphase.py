@@ -7,7 +7,7 @@ or the retriever) and where it came from, runs the determinism probe and any ext
 (:func:`.determinism.run_checks`; under xdist once per session, in the worker that completed the
 run's last shard), stores it all in the session and stops a run that has no
 meaningful numbers (:meth:`RunPhase.stop`): refused when they would be meaningless
-(:func:`.runchecks.refusal`, a doc-id option or a replay that cannot be served, a retriever
+(:func:`.findings.refusal`, a doc-id option or a replay that cannot be served, a retriever
 object with no method to call, any other bad input found on the way), errored when nothing ran
 (the retriever could not be built, every query failed, the run phase raised). The stop is kept
 in the session, so every report says so, with no score, and no baseline is written from it.

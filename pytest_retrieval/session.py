@@ -111,7 +111,7 @@ class RetrievalSession:
     duplicates: DuplicateGroups | None = None
     #: The commit this run measures (:mod:`.commitinfo`; None outside a git work tree).
     commit: CommitInfo | None = None
-    #: Baselines taken from the run ledger (:mod:`.runledger`): ``None`` keys the merge-base's
+    #: Baselines taken from the run ledger (:mod:`.sessionledger`): ``None`` keys the merge-base's
     #: (``retrieval_baseline = merge-base``).
     ledger_baselines: Mapping[str | None, LedgerBaseline] = field(default_factory=dict)
     #: The held-out policy (which queries are scorable, visible, redacted; which split is
