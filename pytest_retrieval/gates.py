@@ -71,6 +71,14 @@ def is_pytest_outcome(excinfo: Any) -> bool:
     return bool(excinfo.errisinstance((pytest.skip.Exception, pytest.fail.Exception)))
 
 
+def helper_call(spec: MetricSpec, prefix: str = "assert_") -> str:
+    """How a message writes the helper of ``spec``'s metric: ``assert_recall_at(...)`` for a
+    metric that takes a cutoff, ``assert_abstain_rate(...)`` for one that takes none (the
+    metric table's cutoff rule); ``prefix=""`` names the Score twin (``recall_at(...)``)."""
+    at = "_at" if spec.metric.takes_cutoff else ""
+    return f"{prefix}{spec.name}{at}(...)"
+
+
 def check_threshold(value: object, *, where: str = "threshold") -> float:
     """Return ``value`` as a float if it is a number in [0, 1], else raise GateUsageError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -214,7 +222,7 @@ class Score:
 
     def __bool__(self) -> bool:
         raise TypeError(
-            f"a Score is not a truth value; compare it: assert {self.spec.name}_at(...) >= 0.9"
+            f"a Score is not a truth value; compare it: assert {helper_call(self.spec, '')} >= 0.9"
         )
 
     def __repr__(self) -> str:
@@ -227,7 +235,7 @@ def _no_equality(score: Score, op: str) -> str:
     # ``assert recall_at(10) != 0`` compared identities and always held: a silent green.
     return (
         f"a Score is not compared with {op}: a mean of floats is rarely exactly a number, and "
-        f"{op} is no gate; compare with a threshold (assert {score.spec.name}_at(...) >= 0.9) "
+        f"{op} is no gate; compare with a threshold (assert {helper_call(score.spec, '')} >= 0.9) "
         "or use its value (float(score), score.value)"
     )
 
@@ -386,9 +394,7 @@ class Gate:
         return self._check("<", threshold)
 
     def __bool__(self) -> bool:
-        raise TypeError(
-            f"compare the gate with a threshold, e.g. assert_{self.spec.name}_at(...) >= 0.9"
-        )
+        raise TypeError(f"compare the gate with a threshold, e.g. {helper_call(self.spec)} >= 0.9")
 
     def __repr__(self) -> str:
         where = self.selection.label()

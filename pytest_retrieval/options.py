@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .metrics import SUMMARY_METRICS
 from .optionvalues import (
     MAX_BASELINE_RUNS,
     MAX_BATCH_SIZE,
@@ -102,7 +103,7 @@ class Option:
 
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
-DEFAULT_METRICS = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr")
+DEFAULT_METRICS = SUMMARY_METRICS
 
 #: Every setting, in the order ``pytest --help`` lists them.
 OPTIONS: tuple[Option, ...] = (
