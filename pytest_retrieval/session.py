@@ -705,7 +705,7 @@ class RetrievalSession:
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
-        from .regression import compare
+        from .regression import CompareOptions, compare
         from .regression_outcome import BaselineRef
 
         if self.settings.update_baseline:
@@ -725,7 +725,7 @@ class RetrievalSession:
             self.baseline if against is None else against.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            options=runbaseline.compare_options(self.settings, self.conventions)
+            options=CompareOptions.from_settings(self.settings, conventions=self.conventions)
             if against is None
             else against.options,
             baseline_path=baseline_path if against is None else against.path,

@@ -298,9 +298,13 @@ def stale_cache(artifact: Mapping[str, Any]) -> str | None:
 
 
 def alpha(artifact: Mapping[str, Any]) -> float:
-    """The run's significance level (0.05 when the settings do not say)."""
+    """The run's significance level (the setting's default when the settings do not say)."""
     value = (artifact.get("settings") or {}).get("alpha")
-    return float(value) if isinstance(value, (int, float)) else 0.05
+    if isinstance(value, (int, float)):
+        return float(value)
+    from ..options import DEFAULT_ALPHA  # only for an artifact that records none
+
+    return DEFAULT_ALPHA
 
 
 def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:

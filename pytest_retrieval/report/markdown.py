@@ -154,8 +154,12 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
     if any(r.ci_level is not None for r in rows):
         change_header = "Δ vs baseline (bound; interval)"
     else:  # an artifact from before the intervals matched the test: its bootstrap CI
-        confidence = (artifact.get("settings") or {}).get("confidence", 0.95)
-        level = f"{float(confidence) * 100:g}%" if isinstance(confidence, (int, float)) else "95%"
+        from ..options import DEFAULT_CONFIDENCE
+
+        confidence = (artifact.get("settings") or {}).get("confidence", DEFAULT_CONFIDENCE)
+        if not isinstance(confidence, (int, float)):
+            confidence = DEFAULT_CONFIDENCE
+        level = f"{float(confidence) * 100:g}%"
         change_header = f"Δ vs baseline [{level} CI]"
     headers = [
         " ",

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..golden import Query
+from ..options import DEFAULT_ALPHA
 from ..regression_outcome import describe_left_out
 from ..session import RetrievalSession
 from ..text import for_terminal
@@ -417,7 +418,7 @@ def family_line(outcomes: Iterable[Any]) -> str | None:
 
     for outcome in outcomes:
         if outcome.multiplicity is not None and outcome.family_size:
-            alpha = outcome.alpha if outcome.alpha is not None else 0.05
+            alpha = outcome.alpha if outcome.alpha is not None else DEFAULT_ALPHA
             return describe(outcome.family_size, alpha, outcome.multiplicity, outcome.test)
     return None
 
