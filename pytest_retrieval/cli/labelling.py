@@ -194,7 +194,7 @@ def _pool_input(
 def run_pool(args: argparse.Namespace) -> int:
     """``golden pool``: write the worksheet of unjudged top-N documents of the runs."""
     from ..errors import RunFileError
-    from ..formats.worksheet import read_corpus_texts, write_worksheet
+    from ..formats.worksheet import corpus_columns, write_worksheet
     from ..labels import pool
 
     if missing_input(args, *(("run", path) for path in args.runs), ("corpus", args.corpus)):
@@ -255,7 +255,7 @@ def run_pool(args: argparse.Namespace) -> int:
     from ..specs import UserCodeError
 
     try:
-        corpus = read_corpus_texts(args.corpus) if args.corpus else None
+        corpus = corpus_columns(args.corpus) if args.corpus else None
         found = pool(
             golden,
             runs,
