@@ -175,7 +175,7 @@ def outcome_properties(
     if outcome.ci is not None:
         properties.extend([("ci_low", outcome.ci[0]), ("ci_high", outcome.ci[1])])
         properties.append(("ci_level", outcome.ci_level))
-    properties.append(("status", outcome.status))
+    properties.append(("status", outcome.status.value))
     return None if outcome.passed else outcome.message
 
 

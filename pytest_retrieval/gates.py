@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .metrics import MetricSpec
+from .verdict import Status
 
 Op = Literal[">=", ">", "<=", "<"]
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -261,11 +262,59 @@ class GateOutcome:
     skipped_reason: str | None = None
     ci: tuple[float, float] | None = None
 
+    @classmethod
+    def of(
+        cls,
+        spec: MetricSpec,
+        selection: Selection,
+        op: str,
+        threshold: float,
+        *,
+        stage: str | None,
+        passed: bool,
+        message: str,
+        kind: str = "assert",
+        name: str | None = None,
+        nodeid: str | None = None,
+        value: float | None = None,
+        n: int = 0,
+        skipped: int = 0,
+        ci: tuple[float, float] | None = None,
+        skipped_reason: str | None = None,
+    ) -> GateOutcome:
+        """The record of one gate, made the one way (:func:`.judge.judge` for a scored gate,
+        :func:`.judge.unscored` for one without a value; test gates and declared ones alike):
+        ``spec`` compared ``op`` ``threshold`` over ``selection``'s split and slice at
+        ``stage``; named ``name`` (a declared gate's) or ``recall@10>=0.9``."""
+        return cls(
+            name=name or f"{spec}{op}{threshold:g}",
+            metric=str(spec),
+            op=op,
+            threshold=threshold,
+            value=value,
+            passed=passed,
+            stage=stage,
+            split=selection.split,
+            slice=selection.slice,
+            n=n,
+            skipped=skipped,
+            kind=kind,
+            nodeid=nodeid,
+            message=message,
+            skipped_reason=skipped_reason,
+            ci=ci,
+        )
+
     @property
     def source(self) -> str:
         """``test`` for a gate asserted in a test (an ``assert_*`` gate or a compared Score),
         ``declared`` for an ini or gates-file line."""
         return gate_source(self.kind)
+
+    @property
+    def status(self) -> Status:
+        """What the gate concluded: skipped (a sealed split), passed or failed."""
+        return Status.of_gate(passed=self.passed, skipped=bool(self.skipped_reason))
 
     def properties(self) -> list[tuple[str, object]]:
         """The JUnit properties of a gate asserted in a test (one group per gate, in the

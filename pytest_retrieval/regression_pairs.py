@@ -41,6 +41,7 @@ from .options import (
 from .regression_outcome import LeftOut, RegressionOutcome
 from .snapshot import QuerySnapshot, Snapshot, round_value
 from .stages import final_stage, stage_change
+from .verdict import Status
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -156,21 +157,12 @@ def _incomparable(
     budget: Budget,
     stage: str | None,
     message: str,
-    status: str = "incomparable",
+    status: Status = Status.INCOMPARABLE,
     *,
     baseline_stage: str | None = None,
 ) -> RegressionOutcome:
-    return RegressionOutcome(
-        name=budget.name,
-        metric=str(budget.spec),
-        stage=stage,
-        split=budget.selection.split,
-        slice=budget.selection.slice,
-        status=status,
-        message=message,
-        budget=budget.amount,
-        baseline_stage=baseline_stage,
-        since=budget.since,
+    return RegressionOutcome.of_budget(
+        budget, status, message, stage=stage, baseline_stage=baseline_stage
     )
 
 
@@ -294,7 +286,7 @@ def pair_queries(
             budget.selection.stage,
             f"no baseline at {baseline_path}: create it with `pytest --retrieval-baseline="
             f"{baseline_path} --retrieval-update-baseline`, review it and commit it",
-            status="missing",
+            status=Status.MISSING,
         )
     stages = compared_stages(
         baseline, current, budget, baseline_path=baseline_path, refresh=options.refresh
@@ -319,7 +311,7 @@ def pair_queries(
         return incomparable(
             "held-out queries never enter a baseline with "
             "per-query detail; budget the tuning split instead",
-            status="skipped",
+            status=Status.SKIPPED,
         )
     added, removed, changed = label_changes(baseline, current)
     note: str | None = None

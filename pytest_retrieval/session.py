@@ -465,7 +465,7 @@ class RetrievalSession:
         """Failed gates, regressions and queries: the one verdict of this session."""
         return Verdict.count(
             (g.passed for g in self.gate_outcomes),
-            (Status(r.status) for r in self.regression_outcomes),
+            (r.status for r in self.regression_outcomes),
             failed_queries=len(self.failed_queries()),
             queries=len(self.scorable_queries()),
             stop=self.stop,
@@ -736,11 +736,11 @@ class RetrievalSession:
         ref = source.ref if source is not None else None
         if source is None and self.baseline is not None:
             ref = BaselineRef("file", label=baseline_path)
-        if ref is not None and outcome.status != "missing":
+        if ref is not None and outcome.status is not Status.MISSING:
             outcome = dataclasses.replace(outcome, baseline=ref)  # which one, structured
         with self._lock:
             self.regression_outcomes.append(outcome)
-        if outcome.status == "skipped":
+        if outcome.status is Status.SKIPPED:
             self.on_skip(outcome.message)
         return outcome
 

@@ -278,9 +278,7 @@ def _check_regressions(
     if family.size:
         echo(family.describe())
     for outcome in outcomes:
-        verdict = {"pass": "PASS", "improvement": "PASS", "skipped": "SKIP"}.get(
-            outcome.status, "FAIL"
-        )
+        verdict = outcome.status.shown.word
         lines = outcome.message.splitlines()
         echo(f"{verdict} {outcome.name}: {lines[0]}")
         for line in lines[1:]:
