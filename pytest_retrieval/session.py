@@ -43,7 +43,7 @@ from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
 from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
-from .stages import final_stage, pipeline_order
+from .stages import pipeline_order, stage_or_final
 from .verdict import Status, Stop, Verdict
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ class RetrievalSession:
     def default_stage(self) -> str:
         """The final stage (:func:`.stages.final_stage`: the ranking users get), the stage of
         every gate that names none; ``retriever`` before the run."""
-        return final_stage(self.stages) or RETRIEVER_STAGE
+        return stage_or_final(None, self.stages)
 
     def failed_queries(self) -> list[QueryOutcome]:
         """Outcomes whose retriever or reranker call failed, in golden-set order."""
