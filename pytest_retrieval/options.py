@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .metrics import SUMMARY_METRICS
+from .metrics import METRIC_NAMES, SUMMARY_METRICS
 from .optionvalues import (
     MAX_BASELINE_RUNS,
     MAX_BATCH_SIZE,
@@ -104,6 +104,7 @@ class Option:
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
 DEFAULT_METRICS = SUMMARY_METRICS
+_OTHER_METRICS = tuple(name for name in METRIC_NAMES if name not in DEFAULT_METRICS)
 
 # The statistics' defaults, in one place: the settings below and :class:`.settings.Settings`
 # default to them, and so does a comparison (``CompareOptions``) of a stored run that records
@@ -158,8 +159,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "metrics",
-        f"metrics in the summary table, each at every K (default "
-        f"{','.join(DEFAULT_METRICS)}; r_precision also allowed)",
+        f"metrics in the summary table, each at every K (default {','.join(DEFAULT_METRICS)}; "
+        f"{', '.join(_OTHER_METRICS)} and single spellings such as ndcg@10 also allowed)",
         DEFAULT_METRICS,
         parse_metrics,
         metavar="NAME[,NAME]",

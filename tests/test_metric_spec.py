@@ -225,3 +225,11 @@ def test_every_gate_helper_is_a_metric_of_the_table_with_its_cutoff_rule() -> No
 def test_messages_name_the_helper_that_exists_for_the_metric(spec: MetricSpec, helper: str) -> None:
     assert gates.helper_call(spec) == helper
     assert hasattr(gates, helper.removesuffix("(...)"))
+
+
+def test_the_metrics_setting_help_names_every_metric_of_the_table() -> None:
+    from pytest_retrieval.options import OPTIONS
+
+    help_text = next(o.help for o in OPTIONS if o.name == "metrics")
+    for metric in METRICS:
+        assert metric.name in help_text, metric.name
