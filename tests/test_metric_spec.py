@@ -233,3 +233,33 @@ def test_the_metrics_setting_help_names_every_metric_of_the_table() -> None:
     help_text = next(o.help for o in OPTIONS if o.name == "metrics")
     for metric in METRICS:
         assert metric.name in help_text, metric.name
+
+
+@pytest.mark.parametrize("metric", METRICS, ids=lambda m: m.name)
+def test_every_metric_of_the_table_is_scored_by_batch_evaluation(metric: Metric) -> None:
+    from pytest_retrieval.evaluate import evaluate
+
+    spec = MetricSpec(metric.name, 2 if metric.needs_cutoff else None)
+    # q1: relevant a at rank 1 of [a, b] (b judged 0, score 0.9 above the 0.5 floor); q2 no answer
+    run = {"q1": ["a", "b"], "q2": ["c"]}
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {}}
+    scores = {"q1": [0.9, 0.1], "q2": [0.2]}
+    evaluation = evaluate(run, qrels, [spec], scores=scores, score_floor=0.5)
+    values = evaluation.columns[str(spec)]
+    assert len(values) == 2
+    # hand-computed: every relevance metric of q1 is 1.0 (a at rank 1 is all there is) but
+    # precision@2 = 1/2; distinct@2 = 1.0; judged@2 = 1.0; q2 has no relevant document
+    expected = {
+        "recall": 1.0,
+        "precision": 0.5,
+        "hit_rate": 1.0,
+        "ndcg": 1.0,
+        "map": 1.0,
+        "mrr": 1.0,
+        "r_precision": 1.0,
+        "distinct": 1.0,
+        "abstain_rate": None,  # q1 is answerable: abstain_rate is defined on q2 only
+        "answer_rate": 1.0,  # q1 answered (0.9 >= 0.5)
+        "judged": 1.0,
+    }
+    assert values[0] == expected[metric.name]
