@@ -1,4 +1,4 @@
-"""This run and its baseline: the run as a snapshot, the baseline it writes, the comparison options.
+"""This run and its baseline: the run as a snapshot, the baseline it writes, the regression family.
 
 The session keeps what is computed once (a snapshot per metric list, the regression family) and
 records each regression outcome; what goes into them is decided here:
@@ -8,8 +8,8 @@ records each regression outcome; what goes into them is decided here:
   (:func:`snapshot_settings`); held-out queries only by their means, and only when unsealed.
 * :func:`baseline_snapshot`: what ``--retrieval-update-baseline`` writes: this run's snapshot,
   or with extra runs (``retrieval_baseline_runs``) the per-query means and spread over them all.
-* :func:`compare_options` and :func:`regression_family`: the statistics options of every
-  regression check of a session, and every declared budget adjusted together.
+* :func:`regression_family`: every declared budget of a session adjusted together, with the
+  comparison options of its settings (``CompareOptions.from_settings``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from .metrics import MetricSpec
 if TYPE_CHECKING:
     from .baseline import Snapshot
     from .declared import Budget
-    from .evaluate import Conventions
-    from .regression import CompareOptions, Family
+    from .regression import Family
     from .regression_family import Against
     from .retriever import QueryOutcome
     from .session import RetrievalSession
@@ -119,25 +118,6 @@ def failed_in_extra_runs(extra_runs: Sequence[Mapping[str, QueryOutcome]]) -> li
     return sorted({o.query_id for run in extra_runs for o in run.values() if o.error is not None})
 
 
-def compare_options(settings: Settings, conventions: Conventions | None = None) -> CompareOptions:
-    """The statistics options of every regression check of a session, with the session's
-    ``conventions`` (what the rescore mode scores the stored rankings with)."""
-    from .regression import CompareOptions
-
-    return CompareOptions(
-        alpha=settings.alpha,
-        confidence=settings.confidence,
-        resamples=settings.resamples,
-        seed=settings.seed,
-        mode=settings.baseline_mode,
-        heldout_split=settings.heldout_split,
-        shown=settings.worst,
-        multiplicity=settings.multiplicity,
-        budget_test=settings.budget_test,
-        conventions=conventions,
-    )
-
-
 def against(session: RetrievalSession, budget: Budget) -> Against | None:
     """What ``budget`` is compared with when its baseline comes from the run ledger (the
     merge-base's entry), or None for the session's baseline. A ledger baseline is re-scored
@@ -145,12 +125,13 @@ def against(session: RetrievalSession, budget: Budget) -> Against | None:
     compared (intersect) whatever ``retrieval_baseline_mode`` says."""
     import dataclasses
 
+    from .regression import CompareOptions
     from .regression_family import Against
 
     source = session.ledger_baseline_for(budget)
     if source is None:
         return None
-    options = compare_options(session.settings, session.conventions)
+    options = CompareOptions.from_settings(session.settings, conventions=session.conventions)
     options = dataclasses.replace(
         options, mode="intersect", refresh=source.refresh or options.refresh
     )
@@ -164,14 +145,14 @@ def regression_family(session: RetrievalSession, *, baseline_path: str) -> Famil
     Deterministic (same run, baseline, budgets and seed), so every xdist worker computes
     the same family and reads its own check from it.
     """
-    from .regression import family
+    from .regression import CompareOptions, family
 
     others = {b.name: a for b in session.budgets if (a := against(session, b)) is not None}
     return family(
         session.baseline,
         session.snapshot(),
         session.budgets,
-        options=compare_options(session.settings, session.conventions),
+        options=CompareOptions.from_settings(session.settings, conventions=session.conventions),
         baseline_path=baseline_path,
         against=others,
     )

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
+from .verdict import Status
 
 if TYPE_CHECKING:
     from .declared import Budget
@@ -513,7 +514,7 @@ def headroom(session: RetrievalSession) -> list[str]:
     improved = [
         o
         for o in session.regression_outcomes
-        if o.status == "improvement" and o.name not in anchored
+        if o.status is Status.IMPROVEMENT and o.name not in anchored
     ]
     path = _ledger_path(session)
     if not improved or not os.path.exists(path):
@@ -540,7 +541,7 @@ def headroom(session: RetrievalSession) -> list[str]:
         if all(
             any(
                 c.get("name") == outcome.name
-                and c.get("status") == "improvement"
+                and c.get("status") == Status.IMPROVEMENT
                 and c.get("baseline") == committed
                 for c in entry.checks
             )
@@ -561,16 +562,8 @@ def skipped(budget: Budget, message: str) -> RegressionOutcome:
     entry): skipped, never red, with the fix in its message."""
     from .regression import RegressionOutcome
 
-    return RegressionOutcome(
-        name=budget.name,
-        metric=str(budget.spec),
-        stage=budget.selection.stage,
-        split=budget.selection.split,
-        slice=budget.selection.slice,
-        status="skipped",
-        message=message,
-        budget=budget.amount,
-        since=budget.since,
+    return RegressionOutcome.of_budget(
+        budget, Status.SKIPPED, message, stage=budget.selection.stage
     )
 
 

@@ -43,7 +43,7 @@ from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
 from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
 from .settings import Settings
-from .stages import final_stage, pipeline_order
+from .stages import pipeline_order, stage_or_final
 from .verdict import Status, Stop, Verdict
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ class RetrievalSession:
     def default_stage(self) -> str:
         """The final stage (:func:`.stages.final_stage`: the ranking users get), the stage of
         every gate that names none; ``retriever`` before the run."""
-        return final_stage(self.stages) or RETRIEVER_STAGE
+        return stage_or_final(None, self.stages)
 
     def failed_queries(self) -> list[QueryOutcome]:
         """Outcomes whose retriever or reranker call failed, in golden-set order."""
@@ -465,7 +465,7 @@ class RetrievalSession:
         """Failed gates, regressions and queries: the one verdict of this session."""
         return Verdict.count(
             (g.passed for g in self.gate_outcomes),
-            (Status(r.status) for r in self.regression_outcomes),
+            (r.status for r in self.regression_outcomes),
             failed_queries=len(self.failed_queries()),
             queries=len(self.scorable_queries()),
             stop=self.stop,
@@ -705,7 +705,7 @@ class RetrievalSession:
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
-        from .regression import compare
+        from .regression import CompareOptions, compare
         from .regression_outcome import BaselineRef
 
         if self.settings.update_baseline:
@@ -725,7 +725,7 @@ class RetrievalSession:
             self.baseline if against is None else against.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            options=runbaseline.compare_options(self.settings, self.conventions)
+            options=CompareOptions.from_settings(self.settings, conventions=self.conventions)
             if against is None
             else against.options,
             baseline_path=baseline_path if against is None else against.path,
@@ -736,11 +736,11 @@ class RetrievalSession:
         ref = source.ref if source is not None else None
         if source is None and self.baseline is not None:
             ref = BaselineRef("file", label=baseline_path)
-        if ref is not None and outcome.status != "missing":
+        if ref is not None and outcome.status is not Status.MISSING:
             outcome = dataclasses.replace(outcome, baseline=ref)  # which one, structured
         with self._lock:
             self.regression_outcomes.append(outcome)
-        if outcome.status == "skipped":
+        if outcome.status is Status.SKIPPED:
             self.on_skip(outcome.message)
         return outcome
 
