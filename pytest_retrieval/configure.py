@@ -186,18 +186,15 @@ def check_outputs(settings: Settings, *, config_file: Path | None = None) -> Non
     after a long run. (Whether a baseline
     to update can be written is checked when it is written: the run's verdict is shown first.)"""
     from .files import path_problem, refuse_clobbering
+    from .report.write import ReportTargets
 
-    outputs = [
-        (settings.json, "JSON artifact", "retrieval_json"),
-        (settings.markdown, "Markdown report", "retrieval_markdown"),
-        (settings.html, "HTML report", "retrieval_html"),
-    ]
-    problems = [path_problem(path, what=what) for path, what, _name in outputs if path]
+    outputs = ReportTargets.from_settings(settings).files()
+    problems = [path_problem(path, what=kind.what) for kind, path in outputs]
     found = [p for p in problems if p is not None]
     if found:
         raise InputError(found)
     refuse_clobbering(
-        [(f"the {what} ({name})", path) for path, what, name in outputs]
+        [(f"the {kind.what} ({kind.setting})", path) for kind, path in outputs]
         + [
             (
                 "the baseline to update",

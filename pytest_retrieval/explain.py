@@ -150,7 +150,7 @@ def explain_score(
 
     worst = (
         []
-        if spec.name in ("abstain_rate", "answer_rate", "distinct")
+        if spec.metric.source != "judgments"
         else worst_queries(
             spec,
             queries,
@@ -161,7 +161,7 @@ def explain_score(
             limit=limit,
         )
     )
-    if spec.name in ("abstain_rate", "answer_rate"):
+    if spec.metric.source == "scores":
         lines.extend(
             _explain_abstention(
                 spec,

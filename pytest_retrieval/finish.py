@@ -323,12 +323,14 @@ def _ledger_notes(session: RetrievalSession, plugin_version: str) -> tuple[list[
 def _write_reports(
     session: RetrievalSession, plugin_version: str, *, step_summary: bool, written: list[str]
 ) -> None:
-    """The report files asked for, all rendered from one artifact document."""
-    settings = session.settings
-    if not (settings.json or settings.markdown or settings.html or step_summary):
+    """The report files asked for (:class:`.report.write.ReportTargets`), all rendered from one
+    artifact document."""
+    from .report.write import ReportTargets
+
+    targets = ReportTargets.from_settings(session.settings, step_summary=step_summary)
+    if not targets.wanted:
         return
     from .report.artifact import build_artifact
-    from .report.write import write_reports
 
     document = build_artifact(
         session,
@@ -339,12 +341,4 @@ def _write_reports(
             "regressions": [b.line for b in session.budgets],
         },
     )
-    write_reports(
-        document,
-        baseline=session.baseline,
-        json=settings.json,
-        markdown=settings.markdown,
-        html=settings.html,
-        step_summary=step_summary,
-        written=written,
-    )
+    targets.write(document, baseline=session.baseline, written=written)

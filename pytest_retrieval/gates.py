@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .golden import DEFAULT_HELDOUT_SPLIT
 from .metrics import MetricSpec
+from .verdict import Status
 
 if TYPE_CHECKING:
     from .golden import Query
@@ -74,6 +75,14 @@ def is_pytest_outcome(excinfo: Any) -> bool:
     import pytest
 
     return bool(excinfo.errisinstance((pytest.skip.Exception, pytest.fail.Exception)))
+
+
+def helper_call(spec: MetricSpec, prefix: str = "assert_") -> str:
+    """How a message writes the helper of ``spec``'s metric: ``assert_recall_at(...)`` for a
+    metric that takes a cutoff, ``assert_abstain_rate(...)`` for one that takes none (the
+    metric table's cutoff rule); ``prefix=""`` names the Score twin (``recall_at(...)``)."""
+    at = "_at" if spec.metric.takes_cutoff else ""
+    return f"{prefix}{spec.name}{at}(...)"
 
 
 def check_threshold(value: object, *, where: str = "threshold") -> float:
@@ -306,7 +315,7 @@ class Score:
 
     def __bool__(self) -> bool:
         raise TypeError(
-            f"a Score is not a truth value; compare it: assert {self.spec.name}_at(...) >= 0.9"
+            f"a Score is not a truth value; compare it: assert {helper_call(self.spec, '')} >= 0.9"
         )
 
     def __repr__(self) -> str:
@@ -319,7 +328,7 @@ def _no_equality(score: Score, op: str) -> str:
     # ``assert recall_at(10) != 0`` compared identities and always held: a silent green.
     return (
         f"a Score is not compared with {op}: a mean of floats is rarely exactly a number, and "
-        f"{op} is no gate; compare with a threshold (assert {score.spec.name}_at(...) >= 0.9) "
+        f"{op} is no gate; compare with a threshold (assert {helper_call(score.spec, '')} >= 0.9) "
         "or use its value (float(score), score.value)"
     )
 
@@ -345,11 +354,59 @@ class GateOutcome:
     skipped_reason: str | None = None
     ci: tuple[float, float] | None = None
 
+    @classmethod
+    def of(
+        cls,
+        spec: MetricSpec,
+        selection: Selection,
+        op: str,
+        threshold: float,
+        *,
+        stage: str | None,
+        passed: bool,
+        message: str,
+        kind: str = "assert",
+        name: str | None = None,
+        nodeid: str | None = None,
+        value: float | None = None,
+        n: int = 0,
+        skipped: int = 0,
+        ci: tuple[float, float] | None = None,
+        skipped_reason: str | None = None,
+    ) -> GateOutcome:
+        """The record of one gate, made the one way (:func:`.judge.judge` for a scored gate,
+        :func:`.judge.unscored` for one without a value; test gates and declared ones alike):
+        ``spec`` compared ``op`` ``threshold`` over ``selection``'s split and slice at
+        ``stage``; named ``name`` (a declared gate's) or ``recall@10>=0.9``."""
+        return cls(
+            name=name or f"{spec}{op}{threshold:g}",
+            metric=str(spec),
+            op=op,
+            threshold=threshold,
+            value=value,
+            passed=passed,
+            stage=stage,
+            split=selection.split,
+            slice=selection.slice,
+            n=n,
+            skipped=skipped,
+            kind=kind,
+            nodeid=nodeid,
+            message=message,
+            skipped_reason=skipped_reason,
+            ci=ci,
+        )
+
     @property
     def source(self) -> str:
         """``test`` for a gate asserted in a test (an ``assert_*`` gate or a compared Score),
         ``declared`` for an ini or gates-file line."""
         return gate_source(self.kind)
+
+    @property
+    def status(self) -> Status:
+        """What the gate concluded: skipped (a sealed split), passed or failed."""
+        return Status.of_gate(passed=self.passed, skipped=bool(self.skipped_reason))
 
     def properties(self) -> list[tuple[str, object]]:
         """The JUnit properties of a gate asserted in a test (one group per gate, in the
@@ -478,9 +535,7 @@ class Gate:
         return self._check("<", threshold)
 
     def __bool__(self) -> bool:
-        raise TypeError(
-            f"compare the gate with a threshold, e.g. assert_{self.spec.name}_at(...) >= 0.9"
-        )
+        raise TypeError(f"compare the gate with a threshold, e.g. {helper_call(self.spec)} >= 0.9")
 
     def __repr__(self) -> str:
         where = self.selection.label()

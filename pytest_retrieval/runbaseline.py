@@ -1,4 +1,4 @@
-"""A run and its baseline: what a run's snapshot holds and records, the comparison options.
+"""A run and its baseline: what a run's snapshot holds and records.
 
 The session owns its snapshot (one per metric list), the baseline it writes and its regression
 family (:meth:`~pytest_retrieval.session.RetrievalSession.snapshot`, ``baseline_snapshot``,
@@ -8,8 +8,10 @@ family (:meth:`~pytest_retrieval.session.RetrievalSession.snapshot`, ``baseline_
 * :func:`snapshot_settings`: the settings a baseline must share to be comparable (the depth,
   which duplicate groups);
 * :func:`ranking_of`, :func:`returned_of`: a query's ranking and its ids as returned, from a
-  run's outcomes; :func:`failed_in_extra_runs`;
-* :func:`compare_options`: the statistics options of every regression check of a session.
+  run's outcomes; :func:`failed_in_extra_runs`.
+
+The comparison options of every regression check of a session are
+``CompareOptions.from_settings`` (:mod:`.regression_pairs`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from .metrics import MetricSpec
 if TYPE_CHECKING:
     from .declared import Budget
     from .dedup import DuplicateGroups
-    from .evaluate import Conventions
-    from .regression import CompareOptions
     from .retriever import QueryOutcome
     from .settings import Settings
 
@@ -65,22 +65,3 @@ def snapshot_settings(
 def failed_in_extra_runs(extra_runs: Sequence[Mapping[str, QueryOutcome]]) -> list[str]:
     """Ids of queries that failed in an extra baseline run."""
     return sorted({o.query_id for run in extra_runs for o in run.values() if o.error is not None})
-
-
-def compare_options(settings: Settings, conventions: Conventions | None = None) -> CompareOptions:
-    """The statistics options of every regression check of a session, with the session's
-    ``conventions`` (what the rescore mode scores the stored rankings with)."""
-    from .regression import CompareOptions
-
-    return CompareOptions(
-        alpha=settings.alpha,
-        confidence=settings.confidence,
-        resamples=settings.resamples,
-        seed=settings.seed,
-        mode=settings.baseline_mode,
-        heldout_split=settings.heldout_split,
-        shown=settings.worst,
-        multiplicity=settings.multiplicity,
-        budget_test=settings.budget_test,
-        conventions=conventions,
-    )

@@ -34,6 +34,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
+from .verdict import Status
 
 if TYPE_CHECKING:
     from .commitinfo import CommitInfo
@@ -535,7 +536,7 @@ def headroom(
 
     if not settings.ledger or settings.merge_base or commit is None or baseline is None:
         return []
-    improved = [o for o in outcomes if o.status == "improvement" and o.name not in anchored]
+    improved = [o for o in outcomes if o.status is Status.IMPROVEMENT and o.name not in anchored]
     path = str(settings.ledger)
     if not improved or not os.path.exists(path):
         return []
@@ -561,7 +562,7 @@ def headroom(
         if all(
             any(
                 c.get("name") == outcome.name
-                and c.get("status") == "improvement"
+                and c.get("status") == Status.IMPROVEMENT
                 and c.get("baseline") == committed
                 for c in entry.checks
             )
@@ -582,16 +583,8 @@ def skipped(budget: Budget, message: str) -> RegressionOutcome:
     entry): skipped, never red, with the fix in its message."""
     from .regression import RegressionOutcome
 
-    return RegressionOutcome(
-        name=budget.name,
-        metric=str(budget.spec),
-        stage=budget.selection.stage,
-        split=budget.selection.split,
-        slice=budget.selection.slice,
-        status="skipped",
-        message=message,
-        budget=budget.amount,
-        since=budget.since,
+    return RegressionOutcome.of_budget(
+        budget, Status.SKIPPED, message, stage=budget.selection.stage
     )
 
 

@@ -46,7 +46,7 @@ from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_run, stage_scores
 from .settings import Settings
 from .shortrankings import RankedRun, depth_problem
-from .stages import final_stage, pipeline_order
+from .stages import pipeline_order, stage_or_final
 from .verdict import Status, Stop, Verdict
 
 if TYPE_CHECKING:
@@ -332,7 +332,7 @@ class RetrievalSession:
     def default_stage(self) -> str:
         """The final stage (:func:`.stages.final_stage`: the ranking users get), the stage of
         every gate that names none; ``retriever`` before the run."""
-        return final_stage(self.stages) or RETRIEVER_STAGE
+        return stage_or_final(None, self.stages)
 
     def failed_queries(self) -> list[QueryOutcome]:
         """Outcomes whose retriever or reranker call failed, in golden-set order."""
@@ -469,7 +469,7 @@ class RetrievalSession:
         """Failed gates, regressions and queries: the one verdict of this session."""
         return Verdict.count(
             (g.passed for g in self.gate_outcomes),
-            (Status(r.status) for r in self.regression_outcomes),
+            (r.status for r in self.regression_outcomes),
             failed_queries=len(self.failed_queries()),
             queries=len(self.scorable_queries()),
             stop=self.stop,
@@ -708,12 +708,13 @@ class RetrievalSession:
         """What ``budget`` is compared with when its baseline comes from the run ledger, or None
         for the session's baseline. A ledger baseline is re-scored under today's labels, so the
         queries both runs have are compared (intersect) whatever the baseline mode says."""
+        from .regression import CompareOptions
         from .regression_family import Against
 
         source = self.ledger_baseline_for(budget)
         if source is None:
             return None
-        options = runbaseline.compare_options(self.settings, self.conventions)
+        options = CompareOptions.from_settings(self.settings, conventions=self.conventions)
         options = dataclasses.replace(
             options, mode="intersect", refresh=source.refresh or options.refresh
         )
@@ -724,7 +725,7 @@ class RetrievalSession:
         (:meth:`against`), computed once (on the first check). Deterministic (same run,
         baseline, budgets and seed), so every xdist worker computes the same family and reads
         its own check from it."""
-        from .regression import family
+        from .regression import CompareOptions, family
 
         with self._lock:
             cached = self._family
@@ -734,7 +735,7 @@ class RetrievalSession:
             self.baseline,
             self.snapshot(),
             self.budgets,
-            options=runbaseline.compare_options(self.settings, self.conventions),
+            options=CompareOptions.from_settings(self.settings, conventions=self.conventions),
             baseline_path=baseline_path,
             against={b.name: a for b in self.budgets if (a := self.against(b)) is not None},
         )
@@ -755,7 +756,7 @@ class RetrievalSession:
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
-        from .regression import compare
+        from .regression import CompareOptions, compare
         from .regression_outcome import BaselineRef
 
         if self.settings.update_baseline:
@@ -775,7 +776,7 @@ class RetrievalSession:
             self.baseline if against is None else against.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            options=runbaseline.compare_options(self.settings, self.conventions)
+            options=CompareOptions.from_settings(self.settings, conventions=self.conventions)
             if against is None
             else against.options,
             baseline_path=baseline_path if against is None else against.path,
@@ -786,10 +787,10 @@ class RetrievalSession:
         ref = source.ref if source is not None else None
         if source is None and self.baseline is not None:
             ref = BaselineRef("file", label=baseline_path)
-        if ref is not None and outcome.status != "missing":
+        if ref is not None and outcome.status is not Status.MISSING:
             outcome = dataclasses.replace(outcome, baseline=ref)  # which one, structured
         with self._lock:
             self.regression_outcomes.append(outcome)
-        if outcome.status == "skipped":
+        if outcome.status is Status.SKIPPED:
             self.on_skip(outcome.message)
         return outcome

@@ -76,16 +76,14 @@ GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
 #: Every import, type-only ones included: what the layer and cycle guards read.
 TYPED_GRAPH = {name: imports_of(name, path, type_checking=True) for name, path in MODULES.items()}
 
-#: The type-only imports that go up the layers today: two steps of a pytest run name what they
-#: are handed for an annotation (the declared-gate items a session, the run phase the report
-#: payload's run bundle). Neither closes a cycle, and both become downward imports once
-#: ``phases/`` (gateitems, runphase) sits above ``session/`` and ``report/`` (issue 24 step 4),
-#: when this list is empty. Exact: an edge that goes away must leave this list, and no new one
-#: may join it.
+#: The type-only imports that go up the layers today: one step of a pytest run names what it is
+#: handed for an annotation (the declared-gate items, a session). It closes no cycle, and it
+#: becomes a downward import once ``phases/`` (gateitems) sits above ``session/`` (issue 24
+#: step 4), when this list is empty. Exact: an edge that goes away must leave this list, and no
+#: new one may join it.
 TYPE_ONLY_UPWARD = frozenset(
     {
         ("pytest_retrieval.gateitems", "pytest_retrieval.session"),
-        ("pytest_retrieval.runphase", "pytest_retrieval.report.payload"),
     }
 )
 

@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     from ..formats.runs import write_run_jsonl
     from ..golden import DEFAULT_HELDOUT_SPLIT
     from ..retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryRequest
+    from ..stages import stage_or_final
 
     _output(args.output, "--output")
     if args.retriever_output:
@@ -186,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency or 8,
         )
     elapsed = time.perf_counter() - start
-    final = RERANKER_STAGE if args.reranker else RETRIEVER_STAGE
+    ran = (RETRIEVER_STAGE, RERANKER_STAGE) if args.reranker else (RETRIEVER_STAGE,)
+    final = stage_or_final(None, ran)
     files = [(final, args.output)]
     if args.retriever_output:
         files.append((RETRIEVER_STAGE, args.retriever_output))

@@ -8,9 +8,11 @@ from typing import Any
 
 from ..gates import DETAILS_HINT
 from ..golden import Query
+from ..options import DEFAULT_ALPHA
 from ..regression_outcome import describe_left_out
 from ..session import RetrievalSession
 from ..text import for_terminal
+from ..verdict import Status
 from .phrases import unscored_reason
 
 _BARS = "▁▂▃▄▅▆▇█"
@@ -423,7 +425,7 @@ def family_line(outcomes: Iterable[Any]) -> str | None:
 
     for outcome in outcomes:
         if outcome.multiplicity is not None and outcome.family_size:
-            alpha = outcome.alpha if outcome.alpha is not None else 0.05
+            alpha = outcome.alpha if outcome.alpha is not None else DEFAULT_ALPHA
             return describe(outcome.family_size, alpha, outcome.multiplicity, outcome.test)
     return None
 
@@ -533,7 +535,7 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
     """The lines of the ``retrieval gates`` section: every gate with its verdict."""
     lines = []
     for gate in session.gate_outcomes:
-        verdict = "SKIP" if gate.skipped_reason else "PASS" if gate.passed else "FAIL"
+        verdict = gate.status.shown.word
         if quiet and verdict != "FAIL":
             continue
         value = "n/a" if gate.value is None else f"{gate.value:.4f}"
@@ -557,13 +559,8 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
     if family is not None and not quiet:
         lines.append(family)
     for regression in session.regression_outcomes:
-        verdict = {
-            "pass": "PASS",
-            "improvement": "PASS",
-            "skipped": "SKIP",
-            "regression": "FAIL",
-        }.get(regression.status, "FAIL")
-        if quiet and verdict != "FAIL" and regression.status != "improvement":
+        verdict = regression.status.shown.word
+        if quiet and verdict != "FAIL" and regression.status is not Status.IMPROVEMENT:
             if regression.warning:  # noise the budget cannot see through: said under -q too
                 lines.append(f"warning: {regression.name}: {regression.warning}")
             continue
@@ -613,11 +610,11 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 f"{detectable})"
                 + (
                     " — improvement: refresh the baseline"
-                    if regression.status == "improvement"
+                    if regression.status is Status.IMPROVEMENT
                     else ""
                 )
             )
-            if regression.status == "pass" and regression.over_budget:
+            if regression.status is Status.PASS and regression.over_budget:
                 lines[-1] += " — over budget but not significant"
             details = body
         else:  # missing, incomparable or skipped: the message says it all
