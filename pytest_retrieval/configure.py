@@ -73,13 +73,13 @@ def header(session: RetrievalSession) -> str:
     """The report header's line: the effective golden set (path, queries, fingerprint) and
     whether the held-out split is sealed."""
     golden = session.golden
-    state = "unsealed" if session.unsealed else "sealed"
+    state = session.scope.state
     # The fingerprint of every query (a baseline records the non-held-out ones'): the
     # label says which, so two different hashes of one file are not a mystery.
     return (
         f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
         f"{golden.short_fingerprint} of all {len(golden)}), held-out split "
-        f"{session.heldout_name!r} {state}"
+        f"{session.scope.heldout!r} {state}"
     )
 
 
@@ -124,7 +124,7 @@ def build_session(
         commit=commit_of(settings, rootdir),
     )
     if settings.merge_base or any(b.since is not None for b in session.budgets):
-        from .runledger import anchor_baselines, merge_base_baseline
+        from .sessionledger import anchor_baselines, merge_base_baseline
 
         # The merge-base first: a shallow clone's usage error (fetch-depth: 0) is the one to
         # see, before an anchor's tag that the shallow clone lacks.

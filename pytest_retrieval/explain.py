@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .evaluate import Evaluation
+from .gates import DETAILS_HINT
 from .golden import Query
 from .metrics import MetricSpec
 from .text import for_terminal
@@ -177,9 +178,7 @@ def explain_score(
         lines.append(f"worst {len(worst)} quer{'y' if len(worst) == 1 else 'ies'}:")
         lines.extend(f"  {w.describe(spec)}" for w in worst)
     if any(redacted(q) for q in queries):
-        lines.append(
-            "held-out per-query details are hidden (--retrieval-heldout-details shows them)"
-        )
+        lines.append(f"held-out per-query details are hidden ({DETAILS_HINT})")
     return lines
 
 

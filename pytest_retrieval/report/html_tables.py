@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..gates import DETAILS_HINT
 from ..verdict import Shown, Status
 from . import view
 from .markup import Markup, el, escape
@@ -324,8 +325,7 @@ def queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | N
             el(
                 "p",
                 {"class": "note", "id": "redacted"},
-                f"{redacted} held-out queries are not listed (aggregates only; "
-                "--retrieval-heldout-details shows them).",
+                f"{redacted} held-out queries are not listed (aggregates only; {DETAILS_HINT}).",
             )
         )
     if baseline is None:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..gates import Scope
 from ..text import for_terminal
 from ..verdict import Shown, Status, Stop
 from . import view
@@ -444,14 +445,8 @@ def _footer(artifact: Mapping[str, Any]) -> list[str]:
     splits = golden.get("splits") or {}
     split_text = ", ".join(f"{md_text(s)} {n}" for s, n in sorted(splits.items()))
     corpus = golden.get("corpus_version")
-    heldout = artifact.get("heldout") or {}
-    held_name = md_text(heldout.get("split") or "heldout")
-    if not heldout.get("scored"):
-        held = f"held-out split {held_name} sealed"
-    elif heldout.get("details"):
-        held = f"held-out split {held_name} scored with details"
-    else:
-        held = f"held-out split {held_name} scored (aggregates only)"
+    scope = Scope.from_dict(artifact.get("heldout") or {})
+    held = scope.describe(md_text(scope.heldout))
     facts = [
         f"Golden set {md_text(name)}"
         + (f" (corpus {md_text(corpus)})" if corpus else "")

@@ -6,10 +6,13 @@ import inspect
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..stages import RERANKER_STAGE as RERANKER_STAGE
 from ..stages import RETRIEVER_STAGE as RETRIEVER_STAGE
+
+if TYPE_CHECKING:
+    from ..golden import Query
 
 _DEFAULT_ID_KEYS = ("id", "doc_id", "document_id", "_id", "node_id", "chunk_id")
 _DEFAULT_METADATA_KEYS = ("id", "doc_id", "document_id", "source")
@@ -120,6 +123,17 @@ def stage_scores(
     """The scores of one stage per query, where its items had them (failed queries: none)."""
     return {
         qid: o.scores[stage] for qid, o in outcomes.items() if stage in o.scores and o.error is None
+    }
+
+
+def stage_run(
+    outcomes: Mapping[str, QueryOutcome], queries: Iterable[Query], stage: str
+) -> dict[str, tuple[str, ...]]:
+    """``{query id: ranking}`` at ``stage`` of those ``queries`` that have one there."""
+    return {
+        q.id: outcomes[q.id].rankings[stage]
+        for q in queries
+        if q.id in outcomes and stage in outcomes[q.id].rankings
     }
 
 
