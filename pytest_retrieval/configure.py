@@ -73,13 +73,13 @@ def header(session: RetrievalSession) -> str:
     """The report header's line: the effective golden set (path, queries, fingerprint) and
     whether the held-out split is sealed."""
     golden = session.golden
-    state = "unsealed" if session.unsealed else "sealed"
+    state = session.scope.state
     # The fingerprint of every query (a baseline records the non-held-out ones'): the
     # label says which, so two different hashes of one file are not a mystery.
     return (
         f"retrieval: golden set {golden.source} ({len(golden)} queries, fingerprint "
         f"{golden.short_fingerprint} of all {len(golden)}), held-out split "
-        f"{session.heldout_name!r} {state}"
+        f"{session.scope.heldout!r} {state}"
     )
 
 
@@ -124,7 +124,7 @@ def build_session(
         commit=commit_of(settings, rootdir),
     )
     if settings.merge_base or any(b.since is not None for b in session.budgets):
-        from .runledger import anchor_baselines, merge_base_baseline
+        from .sessionledger import anchor_baselines, merge_base_baseline
 
         # The merge-base first: a shallow clone's usage error (fetch-depth: 0) is the one to
         # see, before an anchor's tag that the shallow clone lacks.
@@ -186,18 +186,15 @@ def check_outputs(settings: Settings, *, config_file: Path | None = None) -> Non
     after a long run. (Whether a baseline
     to update can be written is checked when it is written: the run's verdict is shown first.)"""
     from .files import path_problem, refuse_clobbering
+    from .report.write import ReportTargets
 
-    outputs = [
-        (settings.json, "JSON artifact", "retrieval_json"),
-        (settings.markdown, "Markdown report", "retrieval_markdown"),
-        (settings.html, "HTML report", "retrieval_html"),
-    ]
-    problems = [path_problem(path, what=what) for path, what, _name in outputs if path]
+    outputs = ReportTargets.from_settings(settings).files()
+    problems = [path_problem(path, what=kind.what) for kind, path in outputs]
     found = [p for p in problems if p is not None]
     if found:
         raise InputError(found)
     refuse_clobbering(
-        [(f"the {what} ({name})", path) for path, what, name in outputs]
+        [(f"the {kind.what} ({kind.setting})", path) for kind, path in outputs]
         + [
             (
                 "the baseline to update",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .evaluate import Evaluation
+from .gates import DETAILS_HINT
 from .golden import Query
 from .metrics import MetricSpec
 from .text import for_terminal
@@ -149,7 +150,7 @@ def explain_score(
 
     worst = (
         []
-        if spec.name in ("abstain_rate", "answer_rate", "distinct")
+        if spec.metric.source != "judgments"
         else worst_queries(
             spec,
             queries,
@@ -160,7 +161,7 @@ def explain_score(
             limit=limit,
         )
     )
-    if spec.name in ("abstain_rate", "answer_rate"):
+    if spec.metric.source == "scores":
         lines.extend(
             _explain_abstention(
                 spec,
@@ -177,9 +178,7 @@ def explain_score(
         lines.append(f"worst {len(worst)} quer{'y' if len(worst) == 1 else 'ies'}:")
         lines.extend(f"  {w.describe(spec)}" for w in worst)
     if any(redacted(q) for q in queries):
-        lines.append(
-            "held-out per-query details are hidden (--retrieval-heldout-details shows them)"
-        )
+        lines.append(f"held-out per-query details are hidden ({DETAILS_HINT})")
     return lines
 
 

@@ -9,7 +9,7 @@ The baseline-update policy: a baseline is written only with the update flag, onl
 retriever ran, and never from a run where queries failed (a baseline must not record failures as
 quality), that was refused or errored (its numbers mean nothing: the committed file is left as
 it is), in which no ranking holds a judged id (a baseline of zeros, even with
-``retrieval_id_check = off``: :func:`.runchecks.without_judged_ids`) or that was interrupted (an
+``retrieval_id_check = off``: :func:`.findings.without_judged_ids`) or that was interrupted (an
 interrupted session writes nothing at all).
 
 A refused or errored run (:class:`~pytest_retrieval.verdict.Stop`) prints its reason and fix
@@ -240,6 +240,7 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
     """Write the baseline from this run; the note to print and the exit status if refused."""
     from .baseline import dump_baseline, stamp
     from .files import atomic_write_text
+    from .runbaseline import failed_in_extra_runs
 
     path = session.settings.baseline
     if path is None:  # refused at configure time; kept for callers outside the plugin
@@ -263,7 +264,7 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
             "and a baseline must not record failures as quality"
         )
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
-    failed_again = session.failed_in_extra_runs()
+    failed_again = failed_in_extra_runs(session.extra_runs)
     if failed_again:
         error = (
             f"baseline not written to {path}: {len(failed_again)} queries failed in one of the "
@@ -273,7 +274,7 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
     refused = _unrepresentative(session)
     if refused is None:
-        from .runchecks import without_judged_ids
+        from .findings import without_judged_ids
 
         refused = without_judged_ids(session)
     if refused is not None:
@@ -309,7 +310,7 @@ def _ledger_notes(session: RetrievalSession, plugin_version: str) -> tuple[list[
     ]
     failed = False
     if session.settings.ledger:
-        from .runledger import headroom, record
+        from .sessionledger import headroom, record
 
         notes.extend(Line(f"retrieval: {text}") for text in headroom(session))
         text, failed = record(session, plugin_version=plugin_version)
@@ -322,12 +323,14 @@ def _ledger_notes(session: RetrievalSession, plugin_version: str) -> tuple[list[
 def _write_reports(
     session: RetrievalSession, plugin_version: str, *, step_summary: bool, written: list[str]
 ) -> None:
-    """The report files asked for, all rendered from one artifact document."""
-    settings = session.settings
-    if not (settings.json or settings.markdown or settings.html or step_summary):
+    """The report files asked for (:class:`.report.write.ReportTargets`), all rendered from one
+    artifact document."""
+    from .report.write import ReportTargets
+
+    targets = ReportTargets.from_settings(session.settings, step_summary=step_summary)
+    if not targets.wanted:
         return
     from .report.artifact import build_artifact
-    from .report.write import write_reports
 
     document = build_artifact(
         session,
@@ -338,12 +341,4 @@ def _write_reports(
             "regressions": [b.line for b in session.budgets],
         },
     )
-    write_reports(
-        document,
-        baseline=session.baseline,
-        json=settings.json,
-        markdown=settings.markdown,
-        html=settings.html,
-        step_summary=step_summary,
-        written=written,
-    )
+    targets.write(document, baseline=session.baseline, written=written)

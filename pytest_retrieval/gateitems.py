@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .declared import Threshold
-from .gates import Gate, GateOutcome, GateUsageError, is_pytest_outcome
+from .gates import Gate, GateOutcome, GateUsageError, helper_call, is_pytest_outcome
 
 if TYPE_CHECKING:
     from .declared import Budget
@@ -175,7 +175,7 @@ def outcome_properties(
     if outcome.ci is not None:
         properties.extend([("ci_low", outcome.ci[0]), ("ci_high", outcome.ci[1])])
         properties.append(("ci_level", outcome.ci_level))
-    properties.append(("status", outcome.status))
+    properties.append(("status", outcome.status.value))
     return None if outcome.passed else outcome.message
 
 
@@ -205,5 +205,5 @@ def uncompared(nodeid: str, gate: Gate) -> str:
     """The warning for a gate a test created but never compared: that line gates nothing."""
     return (
         f"{nodeid}: the gate {gate!r} was created but never compared, so "
-        f"it gates nothing; write e.g. `assert_{gate.spec.name}_at(...) >= 0.9`"
+        f"it gates nothing; write e.g. `{helper_call(gate.spec)} >= 0.9`"
     )

@@ -25,12 +25,18 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .golden import DEFAULT_HELDOUT_SPLIT
 from .metrics import MetricSpec
+from .verdict import Status
+
+if TYPE_CHECKING:
+    from .golden import Query
+    from .settings import Settings
 
 Op = Literal[">=", ">", "<=", "<"]
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -69,6 +75,14 @@ def is_pytest_outcome(excinfo: Any) -> bool:
     import pytest
 
     return bool(excinfo.errisinstance((pytest.skip.Exception, pytest.fail.Exception)))
+
+
+def helper_call(spec: MetricSpec, prefix: str = "assert_") -> str:
+    """How a message writes the helper of ``spec``'s metric: ``assert_recall_at(...)`` for a
+    metric that takes a cutoff, ``assert_abstain_rate(...)`` for one that takes none (the
+    metric table's cutoff rule); ``prefix=""`` names the Score twin (``recall_at(...)``)."""
+    at = "_at" if spec.metric.takes_cutoff else ""
+    return f"{prefix}{spec.name}{at}(...)"
 
 
 def check_threshold(value: object, *, where: str = "threshold") -> float:
@@ -116,6 +130,93 @@ class Selection:
             if v is not None
         ]
         return " ".join(parts)
+
+
+#: Why a gate on the sealed held-out split is skipped, and the record it leaves (:class:`Scope`).
+SEALED_REASON = "held-out split is sealed; CI unseals it with --retrieval-heldout"
+#: How a report that hides held-out details says how to show them.
+DETAILS_HINT = "--retrieval-heldout-details shows them"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The held-out policy of a run, and its wording: the one home of both.
+
+    * **Sealed** (the default): the held-out split is never scored (its queries are not
+      *scorable*), and a gate or selection naming it is skipped with :data:`SEALED_REASON`.
+    * **Unsealed** (``--retrieval-heldout``): it is scored, but its per-query details (ids,
+      texts, rankings, worst queries) are *redacted* everywhere unless ``details``
+      (``--retrieval-heldout-details``) is also set; only aggregates are shown.
+    * Whatever the seal, the held-out split is never *visible*: the fixtures, the baseline's
+      per-query rows and the checks that quote queries leave it out, and a selection without a
+      split (``overall``) does not cover it (:meth:`Selection.matches`).
+    """
+
+    heldout: str = DEFAULT_HELDOUT_SPLIT
+    unsealed: bool = False
+    #: Held-out details asked for; they are shown only when the split is also unsealed.
+    details: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Scope:
+        """The scope of a pytest run (``retrieval_heldout_split``, ``--retrieval-heldout``,
+        ``--retrieval-heldout-details``)."""
+        return cls(settings.heldout_split, settings.heldout, settings.heldout_details)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scope:
+        """The scope an artifact's ``heldout`` block records (:meth:`to_dict`)."""
+        return cls(
+            str(data.get("split") or DEFAULT_HELDOUT_SPLIT),
+            bool(data.get("scored")),
+            bool(data.get("details")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The artifact's ``heldout`` block: the split, whether it was scored, whether its
+        details were shown."""
+        return {"split": self.heldout, "scored": self.unsealed, "details": self.shows_details}
+
+    @property
+    def shows_details(self) -> bool:
+        """True when held-out per-query details may be shown (unsealed, with details)."""
+        return self.unsealed and self.details
+
+    def sealed(self, split: str | None) -> bool:
+        """True when ``split`` (a gate's or a selection's) is the sealed held-out split."""
+        return split == self.heldout and not self.unsealed
+
+    def scorable(self, query: Query) -> bool:
+        """True when the retriever runs on ``query``: every query but held-out ones, unless
+        unsealed."""
+        return self.unsealed or query.split != self.heldout
+
+    def visible(self, query: Query) -> bool:
+        """True when ``query`` is outside the held-out split."""
+        return query.split != self.heldout
+
+    def hides(self, split: str | None) -> bool:
+        """True when the details of what belongs to ``split`` (a query's, a gate's) must not
+        be shown."""
+        return split == self.heldout and not self.shows_details
+
+    def redacted(self, query: Query) -> bool:
+        """True when ``query``'s details must not be shown (:meth:`hides` its split)."""
+        return self.hides(query.split)
+
+    @property
+    def state(self) -> str:
+        """``sealed`` or ``unsealed``."""
+        return "unsealed" if self.unsealed else "sealed"
+
+    def describe(self, shown: str) -> str:
+        """``held-out split 'heldout' sealed`` (or ``scored (aggregates only)``, ``scored with
+        details``), the split's name as the caller shows it (``shown``: quoted, escaped)."""
+        if not self.unsealed:
+            return f"held-out split {shown} sealed"
+        if self.shows_details:
+            return f"held-out split {shown} scored with details"
+        return f"held-out split {shown} scored (aggregates only)"
 
 
 #: The kinds of gate a test records: ``assert`` (an ``assert_*`` helper) and ``score`` (a
@@ -214,7 +315,7 @@ class Score:
 
     def __bool__(self) -> bool:
         raise TypeError(
-            f"a Score is not a truth value; compare it: assert {self.spec.name}_at(...) >= 0.9"
+            f"a Score is not a truth value; compare it: assert {helper_call(self.spec, '')} >= 0.9"
         )
 
     def __repr__(self) -> str:
@@ -227,7 +328,7 @@ def _no_equality(score: Score, op: str) -> str:
     # ``assert recall_at(10) != 0`` compared identities and always held: a silent green.
     return (
         f"a Score is not compared with {op}: a mean of floats is rarely exactly a number, and "
-        f"{op} is no gate; compare with a threshold (assert {score.spec.name}_at(...) >= 0.9) "
+        f"{op} is no gate; compare with a threshold (assert {helper_call(score.spec, '')} >= 0.9) "
         "or use its value (float(score), score.value)"
     )
 
@@ -253,11 +354,59 @@ class GateOutcome:
     skipped_reason: str | None = None
     ci: tuple[float, float] | None = None
 
+    @classmethod
+    def of(
+        cls,
+        spec: MetricSpec,
+        selection: Selection,
+        op: str,
+        threshold: float,
+        *,
+        stage: str | None,
+        passed: bool,
+        message: str,
+        kind: str = "assert",
+        name: str | None = None,
+        nodeid: str | None = None,
+        value: float | None = None,
+        n: int = 0,
+        skipped: int = 0,
+        ci: tuple[float, float] | None = None,
+        skipped_reason: str | None = None,
+    ) -> GateOutcome:
+        """The record of one gate, made the one way (:func:`.judge.judge` for a scored gate,
+        :func:`.judge.unscored` for one without a value; test gates and declared ones alike):
+        ``spec`` compared ``op`` ``threshold`` over ``selection``'s split and slice at
+        ``stage``; named ``name`` (a declared gate's) or ``recall@10>=0.9``."""
+        return cls(
+            name=name or f"{spec}{op}{threshold:g}",
+            metric=str(spec),
+            op=op,
+            threshold=threshold,
+            value=value,
+            passed=passed,
+            stage=stage,
+            split=selection.split,
+            slice=selection.slice,
+            n=n,
+            skipped=skipped,
+            kind=kind,
+            nodeid=nodeid,
+            message=message,
+            skipped_reason=skipped_reason,
+            ci=ci,
+        )
+
     @property
     def source(self) -> str:
         """``test`` for a gate asserted in a test (an ``assert_*`` gate or a compared Score),
         ``declared`` for an ini or gates-file line."""
         return gate_source(self.kind)
+
+    @property
+    def status(self) -> Status:
+        """What the gate concluded: skipped (a sealed split), passed or failed."""
+        return Status.of_gate(passed=self.passed, skipped=bool(self.skipped_reason))
 
     def properties(self) -> list[tuple[str, object]]:
         """The JUnit properties of a gate asserted in a test (one group per gate, in the
@@ -386,9 +535,7 @@ class Gate:
         return self._check("<", threshold)
 
     def __bool__(self) -> bool:
-        raise TypeError(
-            f"compare the gate with a threshold, e.g. assert_{self.spec.name}_at(...) >= 0.9"
-        )
+        raise TypeError(f"compare the gate with a threshold, e.g. {helper_call(self.spec)} >= 0.9")
 
     def __repr__(self) -> str:
         where = self.selection.label()

@@ -39,21 +39,20 @@ def judge(
         if passed and score.value is not None
         else "\n".join([f"{head}, expected {op} {threshold:g} [{where}]", *score.explanation])
     )
-    return GateOutcome(
-        name=name or f"{spec}{op}{threshold:g}",
-        metric=str(spec),
-        op=op,
-        threshold=threshold,
-        value=score.value,
-        passed=passed,
+    return GateOutcome.of(
+        spec,
+        selection,
+        op,
+        threshold,
         stage=score.stage,
-        split=selection.split,
-        slice=selection.slice,
+        passed=passed,
+        message=message,
+        kind=kind,
+        name=name,
+        nodeid=nodeid,
+        value=score.value,
         n=score.n,
         skipped=score.skipped,
-        kind=kind,
-        nodeid=nodeid,
-        message=message,
         ci=score.ci,
     )
 
@@ -73,20 +72,16 @@ def unscored(
 ) -> GateOutcome:
     """The record of a gate that has no value: skipped (a sealed split) or failed (it cannot be
     scored), so the reports and the artifact list it like every other gate."""
-    return GateOutcome(
-        name=name or f"{spec}{op}{threshold:g}",
-        metric=str(spec),
-        op=op,
-        threshold=threshold,
-        value=None,
-        passed=passed,
+    return GateOutcome.of(
+        spec,
+        selection,
+        op,
+        threshold,
         stage=selection.stage,
-        split=selection.split,
-        slice=selection.slice,
-        n=0,
-        skipped=0,
-        kind=kind,
-        nodeid=nodeid,
+        passed=passed,
         message=message,
+        kind=kind,
+        name=name,
+        nodeid=nodeid,
         skipped_reason=skipped_reason,
     )

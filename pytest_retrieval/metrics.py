@@ -267,67 +267,129 @@ def _scaled_dcg(grades: Sequence[int], gain: Gain, top: int) -> float:
     )
 
 
-# --- MetricSpec ----------------------------------------------------------------------------
+# --- the metric table ----------------------------------------------------------------------
 
-#: Canonical metric names, in the order tables list them.
-METRIC_NAMES = (
-    "recall",
-    "precision",
-    "hit_rate",
-    "ndcg",
-    "map",
-    "mrr",
-    "r_precision",
-    "distinct",
-    "abstain_rate",
-    "answer_rate",
-    "judged",
+#: Whether a metric takes a cutoff K: ``required`` (``recall@10``), ``optional`` (``ndcg@10`` or
+#: ``ndcg``, the whole ranking) or ``none`` (``r_precision``).
+CutoffRule = Literal["required", "optional", "none"]
+#: Which way is better. Every metric is higher-is-better today; a lower-is-better one is
+#: written with ``direction="lower"`` (the thresholds and wording read it from the table).
+Direction = Literal["higher", "lower"]
+#: What a metric is computed from: the judgments of the ranked documents (the relevance
+#: metrics and ``judged@K`` coverage, :mod:`.evaluate`'s kernel), the retriever's scores
+#: against a floor (:mod:`.abstention`), or the copies in a ranking (:mod:`.dedup`).
+Source = Literal["judgments", "scores", "copies"]
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One row of the metric table (:data:`METRICS`): everything that makes a metric itself.
+
+    ``name`` is its canonical spelling; ``aliases`` the other names parsing accepts (lower
+    case; other tools' spellings); ``trec`` the alias trec_eval writes a cutoff after with an
+    underscore (``P_5``, ``ndcg_cut_10``); ``cutoff`` the cutoff rule and ``no_cutoff`` why a
+    metric takes none (said when one is given); ``direction`` which way is better; ``source``
+    what it is computed from; ``summary`` whether the summary table shows it by default
+    (``retrieval_metrics``' default). Its place in :data:`METRICS` is the order every table
+    lists metrics in.
+    """
+
+    name: str
+    cutoff: CutoffRule
+    aliases: tuple[str, ...] = ()
+    trec: str | None = None
+    no_cutoff: str = ""
+    direction: Direction = "higher"
+    source: Source = "judgments"
+    summary: bool = False
+
+    @property
+    def takes_cutoff(self) -> bool:
+        """False for a metric that takes no cutoff (``r_precision``, ``abstain_rate``, ...)."""
+        return self.cutoff != "none"
+
+    @property
+    def needs_cutoff(self) -> bool:
+        """True for a metric that has no value without one (``recall``, ``judged``, ...)."""
+        return self.cutoff == "required"
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Its valid spellings with K for the cutoff: ``("recall@K",)``, ``("map@K", "map")``,
+        ``("r_precision",)``."""
+        if self.cutoff == "required":
+            return (f"{self.name}@K",)
+        if self.cutoff == "optional":
+            return (f"{self.name}@K", self.name)
+        return (self.name,)
+
+
+#: The metric table: every metric, once, in the order tables list them. Adding a metric is a
+#: row here (its kernel in :mod:`.evaluate`, its helpers in :mod:`.gates`, its row in
+#: docs/metrics.md); every spelling, rule and message below derives from it.
+METRICS: tuple[Metric, ...] = (
+    Metric("recall", "required", aliases=("r",), trec="recall", summary=True),
+    Metric("precision", "required", aliases=("p",), trec="p", summary=True),
+    Metric(
+        "hit_rate",
+        "required",
+        aliases=("hitrate", "hit", "success"),
+        trec="success",
+        summary=True,
+    ),
+    Metric("ndcg", "optional", aliases=("ndcg_cut",), trec="ndcg_cut", summary=True),
+    Metric("map", "optional", aliases=("ap", "map_cut"), trec="map_cut", summary=True),
+    Metric("mrr", "optional", aliases=("rr", "recip_rank"), summary=True),
+    Metric(
+        "r_precision",
+        "none",
+        aliases=("r-precision", "rprec"),
+        no_cutoff="it is precision at R = |relevant|",
+    ),
+    Metric("distinct", "required", source="copies"),
+    Metric(
+        "abstain_rate",
+        "none",
+        aliases=("abstain", "abstention"),
+        no_cutoff="a floor",
+        source="scores",
+    ),
+    Metric("answer_rate", "none", aliases=("answer",), no_cutoff="a floor", source="scores"),
+    Metric("judged", "required"),
 )
 
-_K_REQUIRED = frozenset({"recall", "precision", "hit_rate", "distinct", "judged"})
-_K_FORBIDDEN = frozenset({"r_precision", "abstain_rate", "answer_rate"})
+_BY_NAME = {metric.name: metric for metric in METRICS}
+
+#: Canonical metric names, in the order tables list them.
+METRIC_NAMES = tuple(_BY_NAME)
 
 #: Metrics that do not come from the judged ranks (:mod:`.abstention`, :mod:`.dedup`), and
 #: ignore the ``no_relevant`` convention: each has its own domain of queries.
-EXTENSION_METRICS = frozenset({"distinct", "abstain_rate", "answer_rate"})
+EXTENSION_METRICS = frozenset(m.name for m in METRICS if m.source != "judgments")
+
+#: The metrics of the summary table when ``retrieval_metrics`` is not set, each at every K.
+SUMMARY_METRICS = tuple(m.name for m in METRICS if m.summary)
+
+#: Every valid spelling, as error messages list them.
+VALID_METRICS = ", ".join(spelling for m in METRICS for spelling in m.spellings)
+
+#: Every name parsing accepts (lower case) → its metric's canonical name.
+_ALIASES = {alias: m.name for m in METRICS for alias in (m.name, *m.aliases)}
+
+# trec_eval spells cutoffs with an underscore: P_5, recall_10, ndcg_cut_10, map_cut_100, success_5.
+_TREC_STYLE = re.compile(
+    r"^(" + "|".join(re.escape(m.trec) for m in METRICS if m.trec) + r")_(.+)$"
+)
+
+
+def metric(name: str) -> Metric:
+    """The table's row of the metric named ``name`` (canonical); KeyError when there is none."""
+    return _BY_NAME[name]
 
 
 def takes_cutoff(name: str) -> bool:
     """False for the metrics that take no cutoff (``r_precision``, ``abstain_rate``, ...)."""
-    return name not in _K_FORBIDDEN
-
-
-_ALIASES = {
-    "recall": "recall",
-    "r": "recall",
-    "precision": "precision",
-    "p": "precision",
-    "hit_rate": "hit_rate",
-    "hitrate": "hit_rate",
-    "hit": "hit_rate",
-    "success": "hit_rate",
-    "ndcg": "ndcg",
-    "ndcg_cut": "ndcg",
-    "map": "map",
-    "ap": "map",
-    "map_cut": "map",
-    "mrr": "mrr",
-    "rr": "mrr",
-    "recip_rank": "mrr",
-    "r_precision": "r_precision",
-    "r-precision": "r_precision",
-    "rprec": "r_precision",
-    "distinct": "distinct",
-    "abstain_rate": "abstain_rate",
-    "abstain": "abstain_rate",
-    "abstention": "abstain_rate",
-    "answer_rate": "answer_rate",
-    "answer": "answer_rate",
-    "judged": "judged",
-}
-
-# trec_eval spells cutoffs with an underscore: P_5, recall_10, ndcg_cut_10, map_cut_100, success_5.
-_TREC_STYLE = re.compile(r"^(p|recall|ndcg_cut|map_cut|success)_(.+)$")
+    return _BY_NAME[name].takes_cutoff
 
 
 def _metric_error(text: str, message: str, fix: str) -> InputError:
@@ -343,29 +405,36 @@ class MetricSpec:
     ``success@5``, ``AP``, ``RR``, ``Rprec``, and trec_eval's ``P_5``, ``ndcg_cut_10``, ...).
     ``recall``, ``precision``, ``hit_rate``, ``distinct`` and ``judged`` (coverage) need a
     cutoff; ``ndcg``, ``map`` and ``mrr`` without one score the whole ranking; ``r_precision``,
-    ``abstain_rate`` and ``answer_rate`` take none.
+    ``abstain_rate`` and ``answer_rate`` take none. The names, aliases and cutoff rules are the
+    metric table's (:data:`METRICS`).
     """
 
     name: str
     k: int | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in METRIC_NAMES:
+        found = _BY_NAME.get(self.name)
+        if found is None:
             raise ValueError(f"unknown metric name {self.name!r}; known: {', '.join(METRIC_NAMES)}")
         if self.k is not None:
             check_k(self.k, what=f"the cutoff of {self.name}")
-        if self.name in _K_REQUIRED and self.k is None:
+        if found.needs_cutoff and self.k is None:
             raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
-        if self.name in _K_FORBIDDEN and self.k is not None:
-            why = "it is precision at R = |relevant|" if self.name == "r_precision" else "a floor"
-            raise ValueError(f"{self.name} takes no cutoff ({why})")
+        if not found.takes_cutoff and self.k is not None:
+            why = f" ({found.no_cutoff})" if found.no_cutoff else ""
+            raise ValueError(f"{self.name} takes no cutoff{why}")
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}@{self.k}"
 
     @property
+    def metric(self) -> Metric:
+        """Its row of the metric table (:data:`METRICS`)."""
+        return _BY_NAME[self.name]
+
+    @property
     def sort_key(self) -> tuple[int, int]:
-        """Table order: by metric name (see :data:`METRIC_NAMES`), then by cutoff."""
+        """Table order: by metric (the order of :data:`METRICS`), then by cutoff."""
         return (METRIC_NAMES.index(self.name), self.k if self.k is not None else 1 << 62)
 
     @classmethod
@@ -398,9 +467,10 @@ class MetricSpec:
                     f"the cutoff {k_text!r} is not a positive integer",
                     f"write a cutoff such as {name}@10",
                 )
-        if name in _K_REQUIRED and k is None:
+        found = _BY_NAME[name]
+        if found.needs_cutoff and k is None:
             raise _metric_error(raw, f"{name} needs a cutoff", f"write e.g. {name}@10")
-        if name in _K_FORBIDDEN and k is not None:
+        if not found.takes_cutoff and k is not None:
             raise _metric_error(raw, f"{name} takes no cutoff", f"write {name}")
         return cls(name, k)
 
@@ -408,21 +478,16 @@ class MetricSpec:
 def _suggestion(name_text: str, k_text: str | None) -> str:
     import difflib  # only on the error path: keeps importing the plugin cheap
 
-    candidates = sorted(set(_ALIASES) | set(METRIC_NAMES))
-    close = difflib.get_close_matches(name_text, candidates, n=1, cutoff=0.5)
-    valid = (
-        "recall@K, precision@K, hit_rate@K, ndcg@K, map@K, map, mrr, mrr@K, r_precision, "
-        "distinct@K, abstain_rate, answer_rate, judged@K"
-    )
+    close = difflib.get_close_matches(name_text, sorted(_ALIASES), n=1, cutoff=0.5)
     if not close:
-        return f"valid metrics: {valid}"
-    name = _ALIASES[close[0]]
-    if name in _K_FORBIDDEN:
-        guess = name
+        return f"valid metrics: {VALID_METRICS}"
+    found = _BY_NAME[_ALIASES[close[0]]]
+    if not found.takes_cutoff:
+        guess = found.name
     elif k_text is not None and (cutoff := parse_int(k_text)) is not None and cutoff >= 1:
-        guess = f"{name}@{cutoff}"
-    elif name in _K_REQUIRED:
-        guess = f"{name}@10"
+        guess = f"{found.name}@{cutoff}"
+    elif found.needs_cutoff:
+        guess = f"{found.name}@10"
     else:
-        guess = name
-    return f"did you mean {guess!r}? valid metrics: {valid}"
+        guess = found.name
+    return f"did you mean {guess!r}? valid metrics: {VALID_METRICS}"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .metrics import METRIC_NAMES, SUMMARY_METRICS
 from .optionvalues import (
     MAX_BASELINE_RUNS,
     MAX_BATCH_SIZE,
@@ -102,7 +103,24 @@ class Option:
 
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
-DEFAULT_METRICS = ("recall", "precision", "hit_rate", "ndcg", "map", "mrr")
+DEFAULT_METRICS = SUMMARY_METRICS
+_OTHER_METRICS = tuple(name for name in METRIC_NAMES if name not in DEFAULT_METRICS)
+
+# The statistics' defaults, in one place: the settings below and :class:`.settings.Settings`
+# default to them, and so does a comparison (``CompareOptions``) of a stored run that records
+# none, and a report of an artifact written before it recorded them.
+#: The significance level of a regression check (family-wise, under ``retrieval_multiplicity``).
+DEFAULT_ALPHA = 0.05
+#: The confidence level of the bootstrap intervals.
+DEFAULT_CONFIDENCE = 0.95
+#: The seed of the bootstrap and the randomization tests: the same run gives the same verdict.
+DEFAULT_SEED = 0
+#: Bootstrap and randomization resamples.
+DEFAULT_RESAMPLES = 10_000
+#: The family-wise control of the regression checks.
+DEFAULT_MULTIPLICITY = "maxt"
+#: What a regression check tests.
+DEFAULT_BUDGET_TEST = "drop"
 
 #: Every setting, in the order ``pytest --help`` lists them.
 OPTIONS: tuple[Option, ...] = (
@@ -141,8 +159,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "metrics",
-        f"metrics in the summary table, each at every K (default "
-        f"{','.join(DEFAULT_METRICS)}; r_precision also allowed)",
+        f"metrics in the summary table, each at every K (default {','.join(DEFAULT_METRICS)}; "
+        f"{', '.join(_OTHER_METRICS)} and single spellings such as ndcg@10 also allowed)",
         DEFAULT_METRICS,
         parse_metrics,
         metavar="NAME[,NAME]",
@@ -448,29 +466,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "alpha",
-        "significance level of the regression test (default 0.05)",
-        0.05,
+        f"significance level of the regression test (default {DEFAULT_ALPHA})",
+        DEFAULT_ALPHA,
         parse_probability,
         metavar="ALPHA",
     ),
     Option(
         "confidence",
-        "confidence level of the bootstrap intervals (default 0.95)",
-        0.95,
+        f"confidence level of the bootstrap intervals (default {DEFAULT_CONFIDENCE})",
+        DEFAULT_CONFIDENCE,
         parse_probability,
         metavar="LEVEL",
     ),
     Option(
         "seed",
-        "seed of the bootstrap and randomization tests (default 0)",
-        0,
+        f"seed of the bootstrap and randomization tests (default {DEFAULT_SEED})",
+        DEFAULT_SEED,
         parse_count(0, MAX_SEED),
         metavar="N",
     ),
     Option(
         "resamples",
-        "bootstrap and randomization resamples (default 10000)",
-        10_000,
+        f"bootstrap and randomization resamples (default {DEFAULT_RESAMPLES})",
+        DEFAULT_RESAMPLES,
         parse_count(1, MAX_RESAMPLES),
         metavar="N",
     ),
@@ -525,7 +543,7 @@ OPTIONS: tuple[Option, ...] = (
         "multiplicity",
         "family-wise control of the regression checks: maxt (default, Westfall-Young "
         "step-down over joint sign flips), minp, holm, or none (each check alone at alpha)",
-        "maxt",
+        DEFAULT_MULTIPLICITY,
         parse_choice("maxt", "minp", "holm", "none"),
         metavar="METHOD",
     ),
@@ -533,7 +551,7 @@ OPTIONS: tuple[Option, ...] = (
         "budget_test",
         "what a regression check tests: drop (default: the drop exceeds the budget and is "
         "significant) or beyond-budget (the drop is significantly larger than the budget)",
-        "drop",
+        DEFAULT_BUDGET_TEST,
         parse_choice("drop", "beyond-budget"),
         metavar="MODE",
     ),

@@ -129,7 +129,7 @@ def parse_metrics(text: str) -> tuple[str, ...]:
                     f"{', '.join(METRIC_NAMES)}, or one cutoff such as ndcg@10)"
                 ) from None
             raise InvalidValue(str(exc)) from None
-        names.append(spec.name if spec.k is None and spec.name != "r_precision" else str(spec))
+        names.append(str(spec))
     if not names:
         raise InvalidValue("no metric given; write e.g. recall, ndcg, mrr")
     return tuple(dict.fromkeys(names))

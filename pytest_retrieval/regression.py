@@ -47,6 +47,7 @@ from .regression_pairs import CompareOptions as CompareOptions
 from .regression_pairs import label_changes as label_changes
 from .snapshot import QuerySnapshot, Snapshot
 from .stages import stage_change
+from .verdict import Status
 
 #: Differences of means smaller than this are float noise when comparing a drop with a budget.
 _NOISE = 1e-10
@@ -183,7 +184,7 @@ def compare(
     ci = (interval.low, interval.high) if finite else None
     holed = [d for d in worse if d.holes]
     hole_delta = sum(d.delta for d in holed) / len(pairs) if holed else None
-    status = "regression" if regressed else "improvement" if improved else "pass"
+    status = Status.REGRESSION if regressed else Status.IMPROVEMENT if improved else Status.PASS
     tested = "p (drop > budget)" if beyond else "one-sided p"
     if members.method != "none" and members.size > 1:
         method = _METHOD_NAMES.get(members.method, members.method)
@@ -271,7 +272,7 @@ def compare(
             f"{hole_delta:+.4f} of the mean change {delta:+.4f}{share}: label them "
             "(pytest-retrieval golden pool) before trusting this drop"
         )
-    if worse and (regressed or status == "pass"):
+    if worse and (regressed or status is Status.PASS):
         lines.append(f"queries that got worse ({len(worse)}), worst first:")
         lines.extend(f"  {d.describe(metric)}" for d in worse[: options.shown])
         if len(worse) > options.shown:
@@ -279,15 +280,12 @@ def compare(
     if better:
         lines.append(f"queries that improved ({len(better)}):")
         lines.extend(f"  {d.describe(metric)}" for d in better[: min(3, options.shown)])
-    return RegressionOutcome(
-        name=budget.name,
-        metric=metric,
+    return RegressionOutcome.of_budget(
+        budget,
+        status,
+        "\n".join(lines),
         stage=stage,
-        split=budget.selection.split,
-        slice=budget.selection.slice,
-        status=status,
-        message="\n".join(lines),
-        budget=allowed,
+        allowed=allowed,
         n=len(pairs),
         baseline_mean=mean_before,
         current_mean=mean_current,
@@ -316,7 +314,6 @@ def compare(
         hole_queries=len(holed),
         hole_delta=hole_delta,
         baseline_stage=baseline_stage,
-        since=budget.since,
         left_out=paired.left_out,
     )
 

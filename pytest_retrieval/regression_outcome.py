@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .snapshot import round_value
 from .stages import stage_change
 from .text import for_terminal
 from .verdict import Status
+
+if TYPE_CHECKING:
+    from .declared import Budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +213,8 @@ class RegressionOutcome:
     stage: str | None
     split: str | None
     slice: str | None
-    status: str  # "pass", "regression", "improvement", "incomparable", "missing", "skipped"
+    #: What the check concluded (given as its string too: from builtins, the artifact).
+    status: Status
     message: str
     budget: float = 0.0
     n: int = 0
@@ -265,6 +269,39 @@ class RegressionOutcome:
     #: baseline); ``n`` counts the ones it did.
     left_out: tuple[LeftOut, ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
+
+    @classmethod
+    def of_budget(
+        cls,
+        budget: Budget,
+        status: Status,
+        message: str,
+        *,
+        stage: str | None,
+        allowed: float | None = None,
+        **measured: Any,
+    ) -> RegressionOutcome:
+        """The outcome of ``budget``'s check, made the one way (the regression rule's verdict, a
+        check that could not compare, one without a baseline to compare with): named and
+        placed by the budget (its name, metric, split, slice and anchor), at ``stage``;
+        ``allowed`` the drop it allowed in metric units (None: the budget's amount, for a
+        check that measured nothing); ``measured`` what the check measured (the other
+        fields)."""
+        return cls(
+            name=budget.name,
+            metric=str(budget.spec),
+            stage=stage,
+            split=budget.selection.split,
+            slice=budget.selection.slice,
+            status=status,
+            message=message,
+            budget=budget.amount if allowed is None else allowed,
+            since=budget.since,
+            **measured,
+        )
+
     @property
     def stage_change(self) -> str | None:
         """``final stage: reranker in the baseline, retriever now``, or None (one stage)."""
@@ -273,7 +310,7 @@ class RegressionOutcome:
     @property
     def passed(self) -> bool:
         """True unless the check found a regression or could not compare."""
-        return Status(self.status).passed
+        return self.status.passed
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins (artifact, xdist payload)."""
@@ -283,7 +320,7 @@ class RegressionOutcome:
             "stage": self.stage,
             "split": self.split,
             "slice": self.slice,
-            "status": self.status,
+            "status": self.status.value,
             "passed": self.passed,
             "message": self.message,
             "budget": self.budget,
@@ -344,7 +381,7 @@ class RegressionOutcome:
             stage=data["stage"],
             split=data["split"],
             slice=data["slice"],
-            status=data["status"],
+            status=Status(data["status"]),
             message=data["message"],
             budget=data.get("budget", 0.0),
             n=data.get("n", 0),

@@ -24,30 +24,47 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .declared import Budget
 from .dedup import recorded_groups
 from .evaluate import Conventions
 from .gates import Selection
+from .options import (
+    DEFAULT_ALPHA,
+    DEFAULT_BUDGET_TEST,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MULTIPLICITY,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+)
 from .regression_outcome import LeftOut, RegressionOutcome
 from .snapshot import QuerySnapshot, Snapshot, round_value
 from .stages import final_stage, stage_change
+from .verdict import Status
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
 class CompareOptions:
-    """Statistics and matching options of a comparison."""
+    """Statistics and matching options of a comparison.
 
-    alpha: float = 0.05
-    confidence: float = 0.95
-    resamples: int = 10_000
-    seed: int = 0
+    Built from a run's settings (:meth:`from_settings`, every check of a pytest run) or from
+    what a stored run recorded (:meth:`from_recorded`, ``pytest-retrieval compare``); the
+    statistics' defaults are the settings' (:mod:`pytest_retrieval.options`).
+    """
+
+    alpha: float = DEFAULT_ALPHA
+    confidence: float = DEFAULT_CONFIDENCE
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
     mode: str = "strict"  # or "intersect", "rescore"
     heldout_split: str = "heldout"
     shown: int = 5
-    multiplicity: str = "maxt"  # or "minp", "holm", "none"
-    budget_test: str = "drop"  # or "beyond-budget"
+    multiplicity: str = DEFAULT_MULTIPLICITY  # or "minp", "holm", "none"
+    budget_test: str = DEFAULT_BUDGET_TEST  # or "beyond-budget"
     #: What the rescore mode scores the stored rankings with: the session's conventions
     #: (duplicate groups included). None: the current snapshot's recorded settings, without
     #: duplicate groups (a snapshot records their fingerprint only; the rescore mode then
@@ -56,6 +73,63 @@ class CompareOptions:
     #: How a message says to make the baseline again (a ledger baseline is recorded with
     #: ``pytest-retrieval ledger record``, never refreshed with --retrieval-update-baseline).
     refresh: str = "refresh the baseline (--retrieval-update-baseline)"
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, conventions: Conventions | None = None
+    ) -> CompareOptions:
+        """The options of every regression check of a pytest run: ``retrieval_alpha``,
+        ``retrieval_confidence``, ``retrieval_resamples``, ``retrieval_seed``,
+        ``retrieval_baseline_mode``, ``retrieval_heldout_split``, ``retrieval_worst``,
+        ``retrieval_multiplicity`` and ``retrieval_budget_test``; ``conventions`` are the
+        session's (what the rescore mode scores the stored rankings with)."""
+        return cls(
+            alpha=settings.alpha,
+            confidence=settings.confidence,
+            resamples=settings.resamples,
+            seed=settings.seed,
+            mode=settings.baseline_mode,
+            heldout_split=settings.heldout_split,
+            shown=settings.worst,
+            multiplicity=settings.multiplicity,
+            budget_test=settings.budget_test,
+            conventions=conventions,
+        )
+
+    @classmethod
+    def from_recorded(
+        cls,
+        recorded: Mapping[str, Any],
+        *,
+        conventions: Conventions | None = None,
+        **given: Any,
+    ) -> CompareOptions:
+        """The options a stored run's settings (an artifact's ``settings``,
+        :meth:`.settings.Settings.to_dict`) recorded, as :meth:`from_settings` made them for
+        the run: a setting it lacks (written before the setting existed) has today's default,
+        and ``given`` (the command's flags, each not None) overrides what it recorded."""
+        names = {
+            "alpha": "alpha",
+            "confidence": "confidence",
+            "resamples": "resamples",
+            "seed": "seed",
+            "mode": "baseline_mode",
+            "heldout_split": "heldout_split",
+            "shown": "worst",
+            "multiplicity": "multiplicity",
+            "budget_test": "budget_test",
+        }
+        unknown = set(given) - set(names)
+        if unknown:
+            raise TypeError(f"unknown comparison options: {', '.join(sorted(unknown))}")
+        defaults = cls()
+        values = {
+            field: given[field]
+            if given.get(field) is not None
+            else recorded.get(key, getattr(defaults, field))
+            for field, key in names.items()
+        }
+        return cls(**values, conventions=conventions)
 
 
 #: The options when none are given (the default argument of the rule's functions).
@@ -83,21 +157,12 @@ def _incomparable(
     budget: Budget,
     stage: str | None,
     message: str,
-    status: str = "incomparable",
+    status: Status = Status.INCOMPARABLE,
     *,
     baseline_stage: str | None = None,
 ) -> RegressionOutcome:
-    return RegressionOutcome(
-        name=budget.name,
-        metric=str(budget.spec),
-        stage=stage,
-        split=budget.selection.split,
-        slice=budget.selection.slice,
-        status=status,
-        message=message,
-        budget=budget.amount,
-        baseline_stage=baseline_stage,
-        since=budget.since,
+    return RegressionOutcome.of_budget(
+        budget, status, message, stage=stage, baseline_stage=baseline_stage
     )
 
 
@@ -221,7 +286,7 @@ def pair_queries(
             budget.selection.stage,
             f"no baseline at {baseline_path}: create it with `pytest --retrieval-baseline="
             f"{baseline_path} --retrieval-update-baseline`, review it and commit it",
-            status="missing",
+            status=Status.MISSING,
         )
     stages = compared_stages(
         baseline, current, budget, baseline_path=baseline_path, refresh=options.refresh
@@ -246,7 +311,7 @@ def pair_queries(
         return incomparable(
             "held-out queries never enter a baseline with "
             "per-query detail; budget the tuning split instead",
-            status="skipped",
+            status=Status.SKIPPED,
         )
     added, removed, changed = label_changes(baseline, current)
     note: str | None = None

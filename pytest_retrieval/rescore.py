@@ -87,7 +87,7 @@ def why_not_rescorable(
                     "baseline written now keeps whole rankings, and later label changes "
                     "re-score exactly"
                 )
-    if spec is not None and spec.name in ("abstain_rate", "answer_rate"):
+    if spec is not None and spec.metric.source == "scores":
         return (
             f"{metric} is measured on the retriever's scores, which a baseline does not store, "
             "so it cannot be re-scored; compare the unchanged queries with "

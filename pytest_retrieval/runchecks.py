@@ -16,10 +16,11 @@
 
 Both look only at queries that ran without an error; held-out queries are never quoted.
 
-The functions that take a session (:func:`find_short_rankings`, :func:`coverage_of`,
-:func:`refusal`, :func:`every_query_failed`) apply these checks to its run: which stages,
-cutoffs and queries they look at, and which finding stops the run: a refusal, a usage error
-(:func:`refusal`, with the ``retrieval_doc_id`` path that no returned item has), or an error
+Nothing here takes a session: each check takes the run's facts (its outcomes, the visible
+queries, the judged ids, the cutoffs the gates look at). :mod:`pytest_retrieval.findings` applies
+them to a session's run: which stages, cutoffs and queries they look at, and which finding stops
+the run: a refusal, a usage error (:func:`doc_id_problem`, the ``retrieval_doc_id`` path that no
+returned item has; :func:`id_problem`; :func:`short_rankings_refusal`), or an error
 (:func:`every_query_failed`: nothing ran, so nothing can be scored). Each is a
 :class:`~pytest_retrieval.verdict.Stop`: the reason and the fix, apart.
 """
@@ -27,10 +28,11 @@ cutoffs and queries they look at, and which finding stops the run: a refusal, a 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .gates import DETAILS_HINT
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
 from .shortrankings import (
@@ -48,7 +50,10 @@ from .text import for_terminal
 from .verdict import Stop
 
 if TYPE_CHECKING:
-    from .session import RetrievalSession
+    from .dedup import DuplicateGroups
+    from .evaluate import Evaluation
+    from .golden import Query
+    from .retriever import QueryOutcome
 
 __all__ = [
     "SPELLING_WORDS",
@@ -57,20 +62,27 @@ __all__ = [
     "IdMatch",
     "Measured",
     "ShortRankings",
+    "StageRankings",
     "collapse_fix",
     "collapsed_calls",
-    "coverage_of",
     "depth_problem",
+    "doc_id_problem",
     "every_query_failed",
     "find_short_rankings",
+    "gated_cutoffs",
     "id_match",
     "id_mismatch",
+    "id_problem",
+    "judged_ids",
     "normalisation_mismatch",
     "normalisation_pairs",
-    "refusal",
     "short_rankings",
+    "short_rankings_refusal",
     "spelling_pairs",
+    "stage_coverage",
     "stage_rankings",
+    "visible_rankings",
+    "without_judged_ids",
 ]
 
 #: Below this share of queries with any judged id in their ranking, the ids "almost never" match
@@ -412,92 +424,73 @@ def coverage_warnings(found: Sequence[Coverage]) -> list[dict[str, object]]:
     return out
 
 
-# --- the checks of a session's run -----------------------------------------------------------
+# --- the checks of a run ---------------------------------------------------------------------
+
+#: The rankings of one stage, as :func:`visible_rankings` gives them: ``(stage, rankings,
+#: with_answers)``.
+StageRankings = tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]
 
 
-def gated_cutoffs(session: RetrievalSession) -> dict[str, tuple[int, ...]]:
-    """Per stage, the cutoffs the gates look at (declared, recorded or budgeted; a gate
-    without a stage looks at the final one). When no gate names a cutoff, the final stage
-    at the ``retrieval_ks`` cutoff nearest 10."""
+def gated_cutoffs(
+    declared: Iterable[tuple[MetricSpec, str | None]],
+    *,
+    default_stage: str,
+    ks: Sequence[int],
+    stages: Sequence[str],
+) -> dict[str, tuple[int, ...]]:
+    """Per stage of ``stages``, the cutoffs the gates look at (``declared``: each declared,
+    recorded or budgeted metric with its stage; a gate without a stage looks at the
+    ``default_stage``, the final one). When no gate names a cutoff, the final stage at the
+    ``ks`` cutoff nearest 10."""
     pairs: set[tuple[str, int]] = set()
-    declared = [(t.spec, t.selection.stage) for t in session.thresholds]
-    declared += [(b.spec, b.selection.stage) for b in session.budgets]
-    declared += [(MetricSpec.parse(g.metric), g.stage) for g in session.gate_outcomes]
-    default_stage = session.default_stage
     for spec, stage in declared:
         if spec.k is not None and spec.name != "judged":
             pairs.add((stage or default_stage, spec.k))
     if not pairs:
-        ks = session.settings.ks
         pairs.add((default_stage, min(ks, key=lambda k: (abs(k - 10), k))))
     return {
         stage: tuple(sorted(k for s, k in pairs if s == stage))
-        for stage in session.stages
+        for stage in stages
         if any(s == stage for s, _k in pairs)
     }
 
 
-def coverage_of(session: RetrievalSession) -> list[Coverage]:
-    """judged@K per stage at each cutoff the gates look at, over the visible queries
-    (the held-out split's coverage is not shown: it would describe its rankings)."""
-    if not session.outcomes:
-        return []
-    heldout = session.heldout_name
-    visible = [q.id for q in session.scorable_queries() if q.split != heldout]
+def stage_coverage(
+    stage: str, specs: Sequence[MetricSpec], evaluation: Evaluation
+) -> list[Coverage]:
+    """judged@K of one stage for each ``judged@K`` of ``specs``, from ``evaluation`` (over the
+    queries it covers: the visible ones, since the held-out split's coverage would describe
+    its rankings)."""
     found = []
-    for stage, cutoffs in gated_cutoffs(session).items():
-        specs = [MetricSpec("judged", k) for k in cutoffs]
-        evaluation = session.evaluation(stage, specs).restrict(visible)
-        for spec in specs:
-            values = [v for v in evaluation.columns[str(spec)] if v is not None]
-            found.append(
-                Coverage(
-                    stage=stage,
-                    cutoff=spec.k or 0,
-                    value=sum(values) / len(values) if values else None,
-                    queries=len(values),
-                    with_holes=sum(1 for v in values if v < 1.0),
-                )
+    for spec in specs:
+        values = [v for v in evaluation.columns[str(spec)] if v is not None]
+        found.append(
+            Coverage(
+                stage=stage,
+                cutoff=spec.k or 0,
+                value=sum(values) / len(values) if values else None,
+                queries=len(values),
+                with_holes=sum(1 for v in values if v < 1.0),
             )
+        )
     return found
 
 
-def refusal(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
-    """Why the session's numbers would be meaningless, as a refusal (a usage error); None when
-    they are not.
-
-    A ``retrieval_doc_id`` path that no returned item has (every query failed on it: a typo,
-    not a retriever failure); ids that (almost) never match a judged or corpus id; short
-    rankings when ``retrieval_short_rankings = error``.
-    """
-    problem = doc_id_problem(session)
-    if problem is not None:
-        return problem
-    problem = id_problem(session, corpus_ids)
-    if problem is not None:
-        return problem
-    if session.settings.short_rankings == "error":
-        found = find_short_rankings(session)
-        if found:
-            fixes = dict.fromkeys(f.fix for f in found)  # one stage's fix is often the other's
-            return Stop.refused("\n".join(f.finding for f in found), "\n".join(fixes))
-    return None
-
-
-def every_query_failed(session: RetrievalSession) -> Stop | None:
-    """The error when every query of the run failed (nothing to score: a table of zeros
-    would say nothing about retrieval quality); None when one ran. The first visible failure
-    is quoted, never a held-out one."""
-    outcomes = list(session.outcomes.values()) if session.outcomes else []
+def every_query_failed(
+    outcomes: Sequence[QueryOutcome], redacted: Callable[[str], bool]
+) -> Stop | None:
+    """The error when every query of the run (``outcomes``) failed (nothing to score: a table
+    of zeros would say nothing about retrieval quality); None when one ran. The first visible
+    failure is quoted, never one of a query ``redacted`` hides (by id)."""
     if not outcomes or any(o.error is None for o in outcomes):
         return None
     stages = sorted({o.error_stage or RETRIEVER_STAGE for o in outcomes})
-    visible = [o for o in outcomes if not session.is_redacted(session.golden[o.query_id])]
+    visible = [o for o in outcomes if not redacted(o.query_id)]
     first = (
         f"; the first, query {visible[0].query_id!r} [{visible[0].error_stage}]: "
         f"{for_terminal(visible[0].error_type)}: {for_terminal(visible[0].error)}"
         if visible
-        else " (held-out queries: details hidden; --retrieval-heldout-details shows them)"
+        else f" (held-out queries: details hidden; {DETAILS_HINT})"
     )
     return Stop.errored(
         f"every query failed in the {' and the '.join(stages)} ({len(outcomes)} of "
@@ -507,16 +500,17 @@ def every_query_failed(session: RetrievalSession) -> Stop | None:
     )
 
 
-def doc_id_problem(session: RetrievalSession) -> Stop | None:
+def doc_id_problem(
+    doc_id: str | None, outcomes: Sequence[QueryOutcome], redacted: Callable[[str], bool]
+) -> Stop | None:
     """The refusal when every query failed because no returned item has the
-    ``retrieval_doc_id`` path: the setting is wrong, not each query."""
-    doc_id = session.settings.doc_id
-    if not session.outcomes or not doc_id or ":" in doc_id:
+    ``retrieval_doc_id`` path (``doc_id``): the setting is wrong, not each query. A query
+    ``redacted`` hides (by id) is never quoted."""
+    if not outcomes or not doc_id or ":" in doc_id:
         return None
-    outcomes = list(session.outcomes.values())
     if not all(o.error_type == "DocIdPathError" for o in outcomes):
         return None
-    visible = [o for o in outcomes if not session.is_redacted(session.golden[o.query_id])]
+    visible = [o for o in outcomes if not redacted(o.query_id)]
     example = f" (query {visible[0].query_id!r}: {visible[0].error})" if visible else ""
     return Stop.refused(
         f"retrieval_doc_id = {doc_id}: no returned item has it, so every query failed{example}",
@@ -526,15 +520,13 @@ def doc_id_problem(session: RetrievalSession) -> Stop | None:
 
 
 def visible_rankings(
-    session: RetrievalSession,
-) -> Iterator[tuple[str, dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]]:
-    """Per stage of the run: ``(stage, rankings, with_answers)``, the rankings of the visible
-    queries that ran, and those of the answerable ones among them (a no-answer query's ranking
-    need not hold a judged id)."""
-    outcomes = session.outcomes or {}
-    visible = [q for q in session.scorable_queries() if q.split != session.heldout_name]
+    outcomes: Mapping[str, QueryOutcome], visible: Sequence[Query], stages: Sequence[str]
+) -> Iterator[StageRankings]:
+    """Per stage of the run (``stages``; the retriever's when it has none): ``(stage, rankings,
+    with_answers)``, the rankings of the ``visible`` queries that ran, and those of the
+    answerable ones among them (a no-answer query's ranking need not hold a judged id)."""
     answerable = {q.id for q in visible if any(g > 0 for g in q.judgments.values())}
-    for stage in session.stages or (RETRIEVER_STAGE,):
+    for stage in stages or (RETRIEVER_STAGE,):
         rankings = {
             q.id: outcomes[q.id].rankings.get(stage, ())
             for q in visible
@@ -543,22 +535,20 @@ def visible_rankings(
         yield stage, rankings, {qid: r for qid, r in rankings.items() if qid in answerable}
 
 
-def judged_ids(session: RetrievalSession) -> set[str]:
-    """The ids that count as judged: every judged id, and with duplicate groups every member
-    of a judged id's group (a copy stands for its group, so a ranking of copies is scored)."""
-    judged = {doc for q in session.golden for doc in q.judgments}
-    groups = session.duplicates
+def judged_ids(golden: Iterable[Query], groups: DuplicateGroups | None) -> set[str]:
+    """The ids that count as judged: every judged id, and with duplicate ``groups`` every
+    member of a judged id's group (a copy stands for its group, so a ranking of copies is
+    scored)."""
+    judged = {doc for q in golden for doc in q.judgments}
     return groups.with_copies(judged) if groups is not None else judged
 
 
-def without_judged_ids(session: RetrievalSession) -> str | None:
-    """Why no baseline may be written from this run, when no ranking of an answerable query
-    holds a judged id at some stage (every metric there is 0: a baseline of zeros would let
-    every later run pass its budgets), whatever ``retrieval_id_check`` says; None otherwise."""
-    if not session.outcomes:
-        return None
-    judged = judged_ids(session)
-    for stage, _rankings, with_answers in visible_rankings(session):
+def without_judged_ids(per_stage: Iterable[StageRankings], judged: Collection[str]) -> str | None:
+    """Why no baseline may be written from a run, when no ranking of an answerable query
+    holds a ``judged`` id at some stage (``per_stage``: :func:`visible_rankings`; every metric
+    there is 0: a baseline of zeros would let every later run pass its budgets), whatever
+    ``retrieval_id_check`` says; None otherwise."""
+    for stage, _rankings, with_answers in per_stage:
         ranked = [r for r in with_answers.values() if r]
         if ranked and judged and not any(doc in judged for r in ranked for doc in r):
             return (
@@ -570,14 +560,16 @@ def without_judged_ids(session: RetrievalSession) -> str | None:
     return None
 
 
-def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = None) -> Stop | None:
-    """The refusal when returned ids differ from judged ids only in their Unicode
+def id_problem(
+    per_stage: Iterable[StageRankings],
+    judged: Collection[str],
+    corpus_ids: Collection[str] | None = None,
+) -> Stop | None:
+    """The refusal when returned ids differ from ``judged`` ids only in their Unicode
     normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
-    ranking a corpus id); every stage is checked, the first finding is the error."""
-    if not session.outcomes or session.settings.id_check == "off":
-        return None
-    judged = judged_ids(session)
-    for stage, rankings, with_answers in visible_rankings(session):
+    ranking a corpus id); every stage of ``per_stage`` (:func:`visible_rankings`) is checked,
+    the first finding is the error."""
+    for stage, rankings, with_answers in per_stage:
         # The normal-form check first: ids that only look alike are its case, not the generic one.
         problem = normalisation_mismatch(rankings, judged, what="judged", stage=stage)
         if problem is None:
@@ -587,3 +579,12 @@ def id_problem(session: RetrievalSession, corpus_ids: Collection[str] | None = N
         if problem is not None:
             return problem
     return None
+
+
+def short_rankings_refusal(found: Sequence[ShortRankings]) -> Stop | None:
+    """The refusal of a run whose rankings are short (``found``) under
+    ``retrieval_short_rankings = error``; None when none are."""
+    if not found:
+        return None
+    fixes = dict.fromkeys(f.fix for f in found)  # one stage's fix is often the other's
+    return Stop.refused("\n".join(f.finding for f in found), "\n".join(fixes))

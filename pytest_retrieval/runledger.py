@@ -1,10 +1,11 @@
-"""This run and the ledger: the entry a run records, and the baselines taken from the ledger.
+"""A run and the ledger: the baselines taken from the ledger, and what a recorded entry keeps.
 
-* :func:`entry_of`: what a run records (``retrieval_ledger``): its commit, its status (``ok``,
-  ``failed``: queries failed in the retriever, ``refused``, ``errored``), and for an ``ok`` run
-  its snapshot (per query and stage: every metric, the relevant ranks, the ranking to the
-  retrieval depth) and the rankings' scores, never held-out per-query data.
-  :func:`record` stores it at the end of the session (the controller only).
+Nothing here takes a session: each function takes the run's facts (:class:`LedgerRun`: its
+settings, commit, snapshot settings, how an entry is re-scored; its regression outcomes).
+:mod:`pytest_retrieval.sessionledger` applies them to a session, and builds the entry a session
+records (``retrieval_ledger``: its commit, its status, for an ``ok`` run its snapshot and the
+rankings' scores, never held-out per-query data).
+
 * :func:`merge_base_baseline`: ``retrieval_baseline = merge-base``: the target branch's
   merge-base with HEAD (:func:`pytest_retrieval.commitinfo.merge_base`), its entry (else the
   nearest recorded first-parent ancestor, saying which and how far), re-scored under today's
@@ -14,8 +15,8 @@
   (:func:`record_command`: ``pytest-retrieval ledger record --at REV``), never red.
 
 **Re-scoring an entry.** An entry holds rankings, not just numbers: :func:`rescored` scores the
-entry's rankings (whole, as they were scored) with the session's own scoring
-(:meth:`~pytest_retrieval.session.RetrievalSession.score_run`: gain, grades, zero-relevant
+entry's rankings (whole, as they were scored) with the run's own scoring (a session's
+:meth:`~pytest_retrieval.session.RetrievalSession.score_run`: gain, grades, zero-relevant
 queries, duplicate groups, the score floor with the stored scores, unjudged documents), over
 the queries whose text, split and slices did not change, so a query whose ranking did not move
 gets exactly this run's value. The comparison then pairs the queries both runs have (queries
@@ -27,19 +28,30 @@ such a pull request red.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
+from .verdict import Status
 
 if TYPE_CHECKING:
+    from .commitinfo import CommitInfo
     from .declared import Budget
+    from .evaluate import Evaluation
+    from .golden import GoldenSet
     from .ledger import Ledger, LedgerEntry
+    from .metrics import MetricSpec
     from .regression import RegressionOutcome
     from .regression_outcome import BaselineRef
-    from .session import RetrievalSession
+    from .retriever import QueryOutcome
+    from .settings import Settings
     from .snapshot import Snapshot
+
+#: Scores a run's outcomes at one stage on some metrics, as the run scores its own
+#: (``score_run(outcomes, stage, specs)``: a session's conventions).
+ScoreRun = Callable[["Mapping[str, QueryOutcome]", str, "Sequence[MetricSpec]"], "Evaluation"]
 
 #: How far back the first-parent chain is searched for the nearest recorded ancestor.
 ANCESTOR_SEARCH = 200
@@ -71,8 +83,23 @@ class LedgerBaseline:
     refresh: str | None = None
 
 
-def _ledger_path(session: RetrievalSession) -> str:
-    return str(session.settings.ledger)
+@dataclass(frozen=True, slots=True)
+class LedgerRun:
+    """What the ledger's baselines need of a run: its settings (the ledger, the target branch),
+    its commit (None outside a work tree), the snapshot settings an entry is best recorded
+    with (:func:`best_entry`), the pytest arguments that record another commit at its depth
+    (:func:`depth_args`) and how an entry's rankings are re-scored (:func:`rescored`)."""
+
+    settings: Settings
+    head: str | None
+    wanted: Mapping[str, Any]
+    depth_args: tuple[str, ...]
+    rescore: Callable[[LedgerEntry], Snapshot]
+
+    @property
+    def path(self) -> str:
+        """The ledger file (``retrieval_ledger``)."""
+        return str(self.settings.ledger)
 
 
 def ledger_note_path(path: str, rootdir: os.PathLike[str] | str) -> str:
@@ -87,21 +114,28 @@ def ledger_note_path(path: str, rootdir: os.PathLike[str] | str) -> str:
 # --- re-scoring an entry ---------------------------------------------------------------------
 
 
-def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
-    """``entry``'s rankings scored with this session's conventions on today's labels, over the
-    visible queries whose text (and context), split and slices did not change (see the module
-    docstring)."""
+def rescored(
+    entry: LedgerEntry,
+    *,
+    visible: GoldenSet,
+    specs: Sequence[MetricSpec],
+    settings: Mapping[str, Any],
+    score_run: ScoreRun,
+) -> Snapshot:
+    """``entry``'s rankings scored by ``score_run`` (the run's conventions) on today's labels,
+    over the ``visible`` queries whose text (and context), split and slices did not change (see
+    the module docstring), on ``specs``; ``settings`` are the run's snapshot settings (its depth
+    included)."""
     from .querycontext import context_json
     from .retriever import QueryOutcome
-    from .runbaseline import snapshot_settings, snapshot_specs
+    from .runbaseline import ranking_of, returned_of
     from .snapshot import QuerySnapshot, Snapshot, build_snapshot, text_hash
 
     assert entry.snapshot is not None
     stored = Snapshot.from_dict(entry.snapshot)
-    depth = session.effective_depth
+    depth = settings["depth"]
     raw = stored.settings.get("depth")
     stored_depth = raw if type(raw) is int and raw > 0 else None
-    visible = session.visible_golden()
     kept: list[str] = []
     changed: dict[str, QuerySnapshot] = {}
     for query in visible:
@@ -128,33 +162,23 @@ def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
             scores={stage: tuple(scores[stage]) for stage in stored.stages if stage in scores},
             returned={stage: tuple(ids) for stage, ids in entry_query.returned.items()},
         )
-    specs = snapshot_specs(session.settings, session.budgets)
-    per_stage = {stage: session.score_run(outcomes, stage, specs) for stage in stored.stages}
+    per_stage = {stage: score_run(outcomes, stage, specs) for stage in stored.stages}
     wanted = set(kept)
-    settings = snapshot_settings(session)
+    recorded = dict(settings)
     if stored_depth is not None and stored_depth != depth:
         # Rankings stored to another depth are not what this run could hold: shallower ones
         # are too short, deeper ones reach past this run's list (MRR, the reranker's pool).
         # The comparison says the depth differs (incomparable, with the fix), never a number
         # scored on a list of another depth.
-        settings["depth"] = stored_depth
-
-    def ranking(qid: str, stage: str) -> tuple[str, ...]:
-        outcome = outcomes.get(qid)
-        return outcome.rankings.get(stage, ()) if outcome else ()
-
-    def returned(qid: str, stage: str) -> tuple[str, ...] | None:
-        outcome = outcomes.get(qid)
-        return outcome.returned.get(stage) if outcome else None
-
+        recorded["depth"] = stored_depth
     snapshot = build_snapshot(
         visible.where(lambda q: q.id in wanted),
         per_stage,
-        ranking,
+        partial(ranking_of, outcomes),
         metric_names=[str(s) for s in specs],
-        settings=settings,
+        settings=recorded,
         index_version=stored.index_version,
-        returned_of=returned,
+        returned_of=partial(returned_of, outcomes),
     )
     queries = {**snapshot.queries, **changed}
     whole = not changed and len(kept) == len(visible)
@@ -190,12 +214,10 @@ def record_command(rev: str, path: str, rootdir: str, pytest_args: Sequence[str]
     return command
 
 
-def depth_args(session: RetrievalSession) -> list[str]:
-    """The pytest arguments that make a run at another commit record this run's retrieval
-    depth: ``--retrieval-ks=`` when this run's depth is its largest K, else
+def depth_args(settings: Settings, depth: int) -> list[str]:
+    """The pytest arguments that make a run at another commit record a run's retrieval
+    ``depth``: ``--retrieval-ks=`` when the depth is its largest K, else
     ``--retrieval-depth=``."""
-    settings = session.settings
-    depth = session.effective_depth
     if settings.depth is None and max(settings.ks) == depth:
         return [f"--retrieval-ks={','.join(str(k) for k in settings.ks)}"]
     return [f"--retrieval-depth={depth}"]
@@ -247,7 +269,7 @@ def why_unusable(entries: Sequence[LedgerEntry]) -> str:
 
 
 def _chosen(
-    session: RetrievalSession,
+    run: LedgerRun,
     entry: LedgerEntry,
     label: str,
     note: str,
@@ -255,7 +277,7 @@ def _chosen(
     *,
     refresh: str | None = None,
 ) -> LedgerBaseline:
-    snapshot = rescored(session, entry)
+    snapshot = run.rescore(entry)
     return LedgerBaseline(
         snapshot=snapshot,
         label=label,
@@ -269,7 +291,7 @@ def _chosen(
     )
 
 
-def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseline:
+def merge_base_baseline(run: LedgerRun, rootdir: str) -> LedgerBaseline:
     """The baseline of ``retrieval_baseline = merge-base`` (see the module docstring).
 
     A run is never judged against an entry of its own commit: on the target branch (HEAD is
@@ -282,21 +304,19 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
     from . import commitinfo
     from .ledger import Ledger
     from .regression_outcome import BaselineRef
-    from .runbaseline import snapshot_settings
 
     commitinfo.require_repository(rootdir, needed_by="retrieval_baseline = merge-base")
-    target = commitinfo.target_branch(session.settings.target_branch)
+    target = commitinfo.target_branch(run.settings.target_branch)
     base = commitinfo.merge_base(
-        rootdir, target, source=commitinfo.target_source(session.settings.target_branch)
+        rootdir, target, source=commitinfo.target_source(run.settings.target_branch)
     )
-    head = session.commit.commit if session.commit is not None else None
-    own = base == head  # the target branch itself: this run is the merge-base's run
-    path = _ledger_path(session)
+    own = base == run.head  # the target branch itself: this run is the merge-base's run
+    path = run.path
     shown = ledger_note_path(path, rootdir)
-    wanted = snapshot_settings(session)
+    wanted = run.wanted
 
     def refresh(rev: str) -> str:
-        command = record_command(rev, path, rootdir, depth_args(session))
+        command = record_command(rev, path, rootdir, run.depth_args)
         return f"record {rev}'s run at this run's settings: `{command}`"
 
     fix = (
@@ -317,7 +337,7 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
             entry = best_entry(ledger, base, wanted)
             if entry is not None:
                 return _chosen(
-                    session,
+                    run,
                     entry,
                     f"the ledger entry of merge-base {base[:12]}",
                     f"baseline: the merge-base {base[:12]} of HEAD and {target}, recorded "
@@ -338,7 +358,7 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
             plural = "s" if distance != 1 else ""
             if own:
                 return _chosen(
-                    session,
+                    run,
                     found,
                     f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of HEAD",
                     f"baseline: HEAD is on {target} (its own merge-base), so it is "
@@ -349,7 +369,7 @@ def merge_base_baseline(session: RetrievalSession, rootdir: str) -> LedgerBaseli
                     refresh=refresh(commit[:12]),
                 )
             return _chosen(
-                session,
+                run,
                 found,
                 f"the ledger entry of {commit[:12]}, the nearest recorded ancestor of "
                 f"merge-base {base[:12]}",
@@ -435,20 +455,21 @@ def resolve_anchor(labels: Mapping[str, str], rootdir: str, anchor: str) -> str:
     return found
 
 
-def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None, LedgerBaseline]:
-    """The baseline of every ``since=`` anchor the budgets name: the anchor commit's usable
-    entry (:func:`best_entry`), re-scored under today's labels; skipped with the fix when it
-    has none (a ledger that does not exist yet has none)."""
+def anchor_baselines(
+    run: LedgerRun, anchors: Sequence[str], rootdir: str
+) -> dict[str | None, LedgerBaseline]:
+    """The baseline of every ``since=`` anchor (``anchors``, as the budgets name them): the
+    anchor commit's usable entry (:func:`best_entry`), re-scored under today's labels; skipped
+    with the fix when it has none (a ledger that does not exist yet has none)."""
     from .ledger import Ledger
     from .regression_outcome import BaselineRef
-    from .runbaseline import snapshot_settings
 
-    anchors = list(dict.fromkeys(b.since for b in session.budgets if b.since is not None))
+    anchors = list(dict.fromkeys(anchors))
     if not anchors:
         return {}
-    path = _ledger_path(session)
+    path = run.path
     shown = ledger_note_path(path, rootdir)
-    wanted = snapshot_settings(session)
+    wanted = run.wanted
     found: dict[str | None, LedgerBaseline] = {}
     ledger = Ledger(path) if os.path.exists(path) else None
     try:
@@ -471,9 +492,9 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
                     ),
                 )
                 continue
-            command = record_command(anchor, path, rootdir, depth_args(session))
+            command = record_command(anchor, path, rootdir, run.depth_args)
             found[anchor] = _chosen(
-                session,
+                run,
                 entry,
                 label,
                 f"anchor: since={anchor} is {commit[:12]}, recorded {entry.created} in {shown}: "
@@ -494,33 +515,33 @@ def anchor_baselines(session: RetrievalSession, rootdir: str) -> dict[str | None
 HEADROOM_RUNS = 3
 
 
-def _committed_id(baseline: Snapshot | None) -> str | None:
+def committed_id(baseline: Snapshot | None) -> str | None:
     """Which committed baseline file a check was judged against (its stamp)."""
     return None if baseline is None else f"{baseline.created}:{baseline.fingerprint[:12]}"
 
 
-def headroom(session: RetrievalSession) -> list[str]:
-    """The warning for each budget this run and the :data:`HEADROOM_RUNS` - 1 runs recorded
-    before it (ancestors of HEAD) all passed as a significant improvement over the same
-    committed baseline: a stale baseline leaves headroom through which a real drop passes
-    unseen. Only for the baseline file (a merge-base or an anchor moves by design)."""
+def headroom(
+    settings: Settings,
+    commit: CommitInfo | None,
+    baseline: Snapshot | None,
+    outcomes: Sequence[RegressionOutcome],
+    anchored: Collection[str] = (),
+) -> list[str]:
+    """The warning for each budget this run (at ``commit``, its regression ``outcomes``) and
+    the :data:`HEADROOM_RUNS` - 1 runs recorded before it (ancestors of HEAD) all passed as a
+    significant improvement over the same committed ``baseline``: a stale baseline leaves
+    headroom through which a real drop passes unseen. Only for the baseline file (a merge-base
+    or an anchor moves by design: the ``anchored`` budgets' names are left out)."""
     from .commitinfo import is_ancestor
     from .ledger import Ledger
 
-    settings = session.settings
-    commit = session.commit
-    if not settings.ledger or settings.merge_base or commit is None or session.baseline is None:
+    if not settings.ledger or settings.merge_base or commit is None or baseline is None:
         return []
-    anchored = {b.name for b in session.budgets if b.since is not None}
-    improved = [
-        o
-        for o in session.regression_outcomes
-        if o.status == "improvement" and o.name not in anchored
-    ]
-    path = _ledger_path(session)
+    improved = [o for o in outcomes if o.status is Status.IMPROVEMENT and o.name not in anchored]
+    path = str(settings.ledger)
     if not improved or not os.path.exists(path):
         return []
-    committed = _committed_id(session.baseline)
+    committed = committed_id(baseline)
     cwd = os.path.dirname(settings.golden[0]) if settings.golden else os.getcwd()
     try:
         with Ledger(path) as ledger:
@@ -542,7 +563,7 @@ def headroom(session: RetrievalSession) -> list[str]:
         if all(
             any(
                 c.get("name") == outcome.name
-                and c.get("status") == "improvement"
+                and c.get("status") == Status.IMPROVEMENT
                 and c.get("baseline") == committed
                 for c in entry.checks
             )
@@ -563,26 +584,19 @@ def skipped(budget: Budget, message: str) -> RegressionOutcome:
     entry): skipped, never red, with the fix in its message."""
     from .regression import RegressionOutcome
 
-    return RegressionOutcome(
-        name=budget.name,
-        metric=str(budget.spec),
-        stage=budget.selection.stage,
-        split=budget.selection.split,
-        slice=budget.selection.slice,
-        status="skipped",
-        message=message,
-        budget=budget.amount,
-        since=budget.since,
+    return RegressionOutcome.of_budget(
+        budget, Status.SKIPPED, message, stage=budget.selection.stage
     )
 
 
-# --- recording -------------------------------------------------------------------------------
+# --- what an entry keeps --------------------------------------------------------------------
 
 
-def _scores(session: RetrievalSession, snapshot: Snapshot) -> dict[str, dict[str, list[Any]]]:
+def scores_of(
+    outcomes: Mapping[str, QueryOutcome], snapshot: Snapshot
+) -> dict[str, dict[str, list[Any]]]:
     """query id -> stage -> the ranking's scores (whole, aligned with the stored ranking), for
-    the snapshot's queries."""
-    outcomes = session.outcomes or {}
+    the ``snapshot``'s queries, from the run's ``outcomes``."""
     out: dict[str, dict[str, list[Any]]] = {}
     for qid in snapshot.queries:
         outcome = outcomes.get(qid)
@@ -592,11 +606,12 @@ def _scores(session: RetrievalSession, snapshot: Snapshot) -> dict[str, dict[str
     return out
 
 
-def _checks(session: RetrievalSession) -> list[dict[str, Any]]:
-    """The run's regression checks as an entry keeps them; ``baseline`` names the committed
-    baseline a check was judged against (None: a ledger entry's)."""
-    committed = None if session.settings.merge_base else _committed_id(session.baseline)
-    anchored = {b.name for b in session.budgets if b.since is not None}
+def checks_of(
+    outcomes: Sequence[RegressionOutcome], committed: str | None, anchored: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The run's regression checks (``outcomes``) as an entry keeps them; ``baseline`` names
+    the ``committed`` baseline a check was judged against (:func:`committed_id`; None: a ledger
+    entry's, as every ``anchored`` budget's is)."""
     return [
         {
             "name": outcome.name,
@@ -605,94 +620,8 @@ def _checks(session: RetrievalSession) -> list[dict[str, Any]]:
             "p_value": outcome.p_value,
             "baseline": None if outcome.name in anchored else committed,
         }
-        for outcome in session.regression_outcomes
+        for outcome in outcomes
     ]
-
-
-def entry_of(
-    session: RetrievalSession, *, plugin_version: str, label: str | None = None
-) -> LedgerEntry | None:
-    """What this run records, or None when there is nothing to key it by (no commit) or
-    nothing ran (no test needed the retriever, and no stop)."""
-    from .ledger import FAILED, OK, LedgerEntry, now_utc
-
-    commit = session.commit
-    if commit is None:
-        return None
-    stop = session.stop
-    settings = session.settings
-    common: dict[str, Any] = {
-        "commit": commit,
-        "created": now_utc(),
-        "plugin_version": plugin_version,
-        "index_version": settings.index_version,
-        "label": label,
-    }
-    if stop is not None:
-        return LedgerEntry(status=stop.status, reason=stop.reason, **common)
-    if not session.has_run:
-        return None
-    snapshot = session.snapshot()
-    failed = session.failed_queries()
-    if failed:
-        shown = [o.query_id for o in failed if not session.is_redacted(session.golden[o.query_id])]
-        ids = ", ".join(shown[:5])
-        return LedgerEntry(
-            status=FAILED,
-            reason=f"{len(failed)} queries failed in the retriever" + (f" ({ids})" if ids else ""),
-            fingerprint=snapshot.fingerprint,
-            settings=snapshot.settings,
-            checks=_checks(session),
-            **common,
-        )
-    return LedgerEntry(
-        status=OK,
-        fingerprint=snapshot.fingerprint,
-        settings=snapshot.settings,
-        means=snapshot.means_by_column(),
-        snapshot=snapshot.to_dict(),
-        scores=_scores(session, snapshot),
-        checks=_checks(session),
-        **common,
-    )
-
-
-def record(
-    session: RetrievalSession, *, plugin_version: str, rootdir: str | None = None
-) -> tuple[str, bool]:
-    """Record this run in ``retrieval_ledger``; (the line to print, whether it is an error).
-
-    Never raises for a damaged ledger: the run's verdict stands, the line says what happened."""
-    from .ledger import Ledger, LedgerError
-
-    path = _ledger_path(session)
-    shown = ledger_note_path(path, rootdir or os.getcwd())
-    label = os.environ.get("PYTEST_RETRIEVAL_LEDGER_LABEL") or None
-    entry = entry_of(session, plugin_version=plugin_version, label=label)
-    if entry is None:
-        if session.commit is None:
-            return f"run not recorded in the ledger {shown}: not a git work tree", True
-        return f"run not recorded in the ledger {shown}: no test ran the retriever", False
-    try:
-        with Ledger(path) as ledger:
-            stored = ledger.add(entry)
-    except LedgerError as exc:
-        return f"run not recorded: {exc}", True
-    what = f"recorded {stored.commit.short}"
-    if stored.commit.branch:
-        what += f" ({stored.commit.branch})"
-    if stored.status != "ok":
-        return (
-            f"{what} in the ledger {shown} as {stored.status}: never used as a baseline",
-            False,
-        )
-    if stored.commit.dirty:
-        return (
-            f"{what} in the ledger {shown} as dirty (uncommitted changes to tracked files): "
-            "never used as a baseline",
-            False,
-        )
-    return f"{what} in the ledger {shown} (entry {stored.seq})", False
 
 
 def ledger_usage_problems(settings: Any) -> list[Problem]:

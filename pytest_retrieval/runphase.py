@@ -3,11 +3,11 @@
 The first test that needs scores asks :meth:`RunPhase.ensure` for the run (through the plugin's
 fixtures): it builds the retriever and the reranker, shares the queries out among xdist workers
 (:func:`.runsource.sharded`), takes the run from :func:`.runsource.obtain` (run files, the cache
-or the retriever), runs the determinism probe and any extra baseline runs
+or the retriever) and where it came from, runs the determinism probe and any extra baseline runs
 (:func:`.determinism.run_checks`; under xdist once per session, in the worker that completed the
 run's last shard), stores it all in the session and stops a run that has no
 meaningful numbers (:meth:`RunPhase.stop`): refused when they would be meaningless
-(:func:`.runchecks.refusal`, a doc-id option or a replay that cannot be served, a retriever
+(:func:`.findings.refusal`, a doc-id option or a replay that cannot be served, a retriever
 object with no method to call, any other bad input found on the way), errored when nothing ran
 (the retriever could not be built, every query failed, the run phase raised). The stop is kept
 in the session, so every report says so, with no score, and no baseline is written from it.
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .report.payload import RunBundle
     from .retriever.context import ContextUse
     from .retriever.items import RetrieverCall
-    from .runsource import Sharded
+    from .runsource import Compute, Sharded
     from .session import RetrievalSession
 
 #: ``progress(done, total)``: reports how far the retriever has got.
@@ -234,7 +234,7 @@ class RunPhase:
             reranker = self._build(fixture, "reranker_under_test")
             session.plan_depth(retriever)  # how deep it is asked, and why
 
-        from .runchecks import every_query_failed, refusal
+        from .findings import every_query_failed, refusal
         from .runsource import describe_runs
         from .specs import corpus_ids, depth_hint, describe_callable
 
@@ -296,8 +296,26 @@ class RunPhase:
         from .specs import context_option, doc_id_option
 
         session = self.session
+
+        def take(compute: Compute | None, **live: Any) -> list[QueryOutcome]:
+            # The run files, the cache or the retriever: runsource decides, and says which.
+            outcomes, info = obtain(
+                session.settings,
+                session.scorable_queries(),
+                rootdir=self.rootdir,
+                compute=compute,
+                redacted=session.scope.redacted,
+                golden_ids=[q.id for q in session.golden],
+                run_files=session.run_files,
+                depth=session.first_depth,
+                plan=session.depth_plan,
+                **live,
+            )
+            session.set_run_info(info)
+            return outcomes
+
         if session.run_files:  # gated as stored: no retriever, no doc-id mapping, no probe
-            return obtain(session, rootdir=self.rootdir, compute=None, warn=self.warn), None, []
+            return take(None, warn=self.warn), None, []
         doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
         use = context_option(session.golden.context_keys, session.settings.context_filter)
         scoped = sum(1 for q in session.scorable_queries() if q.context)
@@ -338,11 +356,8 @@ class RunPhase:
             )
 
         try:
-            # The run files, the cache or the retriever: runsource decides (and records which).
-            outcomes = obtain(
-                session,
-                rootdir=self.rootdir,
-                compute=compute,
+            outcomes = take(
+                compute,
                 retriever=retriever,
                 reranker=reranker,
                 warn=self.warn,

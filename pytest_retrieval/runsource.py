@@ -1,7 +1,7 @@
 """Where the run comes from: the retriever (through the retriever-output cache) or run files.
 
-:func:`obtain` is the one place that decides, for a session, how each scorable query gets its
-rankings:
+:func:`obtain` is the one place that decides how each scorable query of a run gets its
+rankings, and says where they came from (:class:`RunInfo`, which it returns):
 
 * ``retrieval_run`` is set: from the run files (:mod:`.formats.runs`), matched to the golden set;
   the retriever is never called. A judged query the run does not list is scored as an empty
@@ -61,9 +61,9 @@ from .store import (
 )
 
 if TYPE_CHECKING:
+    from .depthplan import DepthPlan
     from .formats.runs import RunFile
     from .golden import Query
-    from .session import RetrievalSession
 
 #: Computes the outcomes of a list of queries (the live retriever, one outcome per request, in
 #: the order given): ``compute(requests)``, or ``compute(requests, on_call)`` where queries may
@@ -698,61 +698,63 @@ def through_cache(
 
 
 def obtain(
-    session: RetrievalSession,
+    settings: Settings,
+    queries: Sequence[Query],
     *,
     rootdir: Path,
     compute: Compute | None,
+    redacted: Callable[[Query], bool],
+    golden_ids: Sequence[str] = (),
+    run_files: Mapping[str, RunFile] | None = None,
+    depth: int,
+    plan: DepthPlan | None = None,
     retriever: Any = None,
     reranker: Any = None,
     warn: Callable[[str], None] | None = None,
     distribute: Distribute | None = None,
-) -> list[QueryOutcome]:
-    """The outcomes of every scorable query of ``session``, from its run files, the cache or
-    ``compute``; records where they came from (:attr:`RetrievalSession.run_info`).
+) -> tuple[list[QueryOutcome], RunInfo]:
+    """The outcomes of the scorable ``queries``, from the ``run_files``, the cache or
+    ``compute``, and where they came from (the session keeps it:
+    :meth:`~pytest_retrieval.session.RetrievalSession.set_run_info`).
 
-    ``compute`` (and ``retriever``/``reranker``, whose identities key the cache) may be None
-    only when the session has run files. Raises InputError for a replay that cannot be served.
+    ``redacted`` is the held-out rule (ids of queries it hides are counted, never named);
+    ``golden_ids`` every query id of the golden set (a run file's other ids are unknown);
+    ``depth`` the depth of each query's first call and ``plan`` the run's depth plan (which
+    queries are asked again deeper), both keying the cache. ``compute`` (and
+    ``retriever``/``reranker``, whose identities key the cache) may be None only with run
+    files. Raises InputError for a replay that cannot be served.
 
     ``distribute`` (xdist) shares the queries the retriever may be called on with other
     processes: each part goes through the cache as a whole run would, so a query is looked up,
     called and stored by one process only. Run files and ``replay`` never call the retriever
     and are read whole by every process.
     """
-    settings = session.settings
-    queries = session.scorable_queries()
-    if session.run_files:
+    if run_files:
         outcomes, info = outcomes_from_runs(
-            session.run_files,
-            queries,
-            golden_ids=[q.id for q in session.golden],
-            redacted=session.is_redacted,
+            run_files, queries, golden_ids=golden_ids, redacted=redacted
         )
-        unchecked = unrecorded_context_warning(session.run_files, queries)
+        unchecked = unrecorded_context_warning(run_files, queries)
         if unchecked is not None and warn is not None:
             warn(unchecked)
-        session.run_info = replace(info, index_version=settings.index_version)
-        return outcomes
+        return outcomes, replace(info, index_version=settings.index_version)
     if compute is None:
         raise ValueError("no run files and nothing to compute the run with")
     requests = [QueryRequest.of(q) for q in queries]
     if settings.cache == "off":
         if distribute is None:
-            session.run_info = RunInfo(called=len(requests), index_version=settings.index_version)
-            return compute(requests)
+            return compute(requests), RunInfo(
+                called=len(requests), index_version=settings.index_version
+            )
         live = compute
 
         def call(part: Sequence[QueryRequest]) -> tuple[list[QueryOutcome], RunInfo]:
             return live(part), RunInfo(called=len(part), index_version=settings.index_version)
 
         blank = RunInfo(index_version=settings.index_version)
-        outcomes, session.run_info = distribute(requests, call, blank)
-        return outcomes
+        return distribute(requests, call, blank)
     by_id = {q.id: q for q in queries}
     path = cache_file(settings.cache_directory(rootdir))
-    keys = key_templates(
-        settings, retriever=retriever, reranker=reranker, depth=session.first_depth
-    )
-    plan = session.depth_plan
+    keys = key_templates(settings, retriever=retriever, reranker=reranker, depth=depth)
     deepen: Deepen | None = None
     if plan is not None and plan.fill is not None:
         fill, cap = plan.fill, plan.max_depth
@@ -774,18 +776,15 @@ def obtain(
             mode=settings.cache,
             path=path,
             keys=keys,
-            redacted=lambda qid: session.is_redacted(by_id[qid]),
+            redacted=lambda qid: redacted(by_id[qid]),
             warn=warn_once,
             index_version=settings.index_version,
             deepen=deepen,
         )
 
     if distribute is None or settings.cache == "replay":
-        outcomes, info = cached(requests)
-    else:
-        blank = RunInfo(
-            cache_mode=settings.cache, cache_path=str(path), index_version=settings.index_version
-        )
-        outcomes, info = distribute(requests, cached, blank)
-    session.run_info = info
-    return outcomes
+        return cached(requests)
+    blank = RunInfo(
+        cache_mode=settings.cache, cache_path=str(path), index_version=settings.index_version
+    )
+    return distribute(requests, cached, blank)

@@ -2,7 +2,8 @@
 
 :class:`RetrievalSession` is the pure core behind the plugin's fixtures and gates. It scores the
 run per stage (``retriever``, ``reranker``), split and slice, explains failed gates with the worst
-queries, and enforces the held-out guard:
+queries, and enforces the held-out guard of its :attr:`~RetrievalSession.scope`
+(:class:`~pytest_retrieval.gates.Scope`, the one home of the policy and its wording):
 
 * The held-out split is sealed unless ``settings.heldout`` is set: it is never scored, and a gate
   naming it is skipped with the reason.
@@ -23,15 +24,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import runbaseline, runledger, summary
+from . import runbaseline, runledger
 from .determinism import DeterminismProbe
 from .evaluate import Conventions, Evaluation, evaluate_documents
 from .explain import explain_score
 from .gates import (
+    SEALED_REASON,
     TEST_KINDS,
     Gate,
     GateOutcome,
     GateUsageError,
+    Scope,
     Score,
     ScoreRefused,
     Selection,
@@ -40,10 +43,10 @@ from .gates import (
 from .golden import GoldenSet, Query
 from .judge import judge, unscored
 from .metrics import MetricSpec
-from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_scores
-from .runchecks import Coverage, ShortRankings, coverage_of, depth_problem, find_short_rankings
+from .retriever import RETRIEVER_STAGE, QueryOutcome, stage_run, stage_scores
 from .settings import Settings
-from .stages import final_stage, pipeline_order
+from .shortrankings import RankedRun, depth_problem
+from .stages import pipeline_order, stage_or_final
 from .verdict import Status, Stop, Verdict
 
 if TYPE_CHECKING:
@@ -55,11 +58,9 @@ if TYPE_CHECKING:
     from .depthplan import DepthPlan
     from .formats.runs import RunFile
     from .regression import Family, RegressionOutcome
+    from .regression_family import Against
     from .runledger import LedgerBaseline
     from .runsource import RunInfo
-
-
-SEALED_REASON = "held-out split is sealed; CI unseals it with --retrieval-heldout"
 
 
 def __tracebackhide__(excinfo: Any) -> bool:
@@ -110,9 +111,12 @@ class RetrievalSession:
     duplicates: DuplicateGroups | None = None
     #: The commit this run measures (:mod:`.commitinfo`; None outside a git work tree).
     commit: CommitInfo | None = None
-    #: Baselines taken from the run ledger (:mod:`.runledger`): ``None`` keys the merge-base's
+    #: Baselines taken from the run ledger (:mod:`.sessionledger`): ``None`` keys the merge-base's
     #: (``retrieval_baseline = merge-base``).
     ledger_baselines: Mapping[str | None, LedgerBaseline] = field(default_factory=dict)
+    #: The held-out policy (which queries are scorable, visible, redacted; which split is
+    #: sealed), from the settings.
+    scope: Scope = field(init=False)
     # What the session learns as it goes; changed only through its methods.
     outcomes: dict[str, QueryOutcome] | None = field(default=None, init=False)
     gate_outcomes: list[GateOutcome] = field(default_factory=list, init=False)
@@ -120,7 +124,8 @@ class RetrievalSession:
     retriever_name: str | None = field(default=None, init=False)
     #: How to ask this retriever for more results (its framework's knob), when known.
     depth_hint: str | None = field(default=None, init=False)
-    #: Where the run came from (the retriever, the cache, run files): :func:`.runsource.obtain`.
+    #: Where the run came from (the retriever, the cache, run files): what
+    #: :func:`.runsource.obtain` returned, kept by :meth:`set_run_info`.
     run_info: RunInfo | None = field(default=None, init=False)
     #: How deep the retriever was asked, and why (:mod:`.depthplan`); None for run files.
     depth_plan: DepthPlan | None = field(default=None, init=False)
@@ -143,33 +148,21 @@ class RetrievalSession:
     _snapshots: dict[tuple[str, ...], Snapshot] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.scope = Scope.from_settings(self.settings)
+
     # --- which queries -------------------------------------------------------------------
-
-    @property
-    def heldout_name(self) -> str:
-        """The held-out split's name."""
-        return self.settings.heldout_split
-
-    @property
-    def unsealed(self) -> bool:
-        """True when the held-out split is scored (``--retrieval-heldout``)."""
-        return self.settings.heldout
-
-    @property
-    def show_heldout_details(self) -> bool:
-        """True when held-out per-query details may be shown."""
-        return self.settings.heldout and self.settings.heldout_details
 
     def scorable_queries(self) -> list[Query]:
         """The queries the retriever runs on: all but the held-out ones, unless unsealed."""
-        return [q for q in self.golden if self.unsealed or q.split != self.heldout_name]
+        return [q for q in self.golden if self.scope.scorable(q)]
 
     def visible_golden(self) -> GoldenSet:
         """The golden set the ``golden_set`` fixture gives: without the held-out split."""
-        heldout = self.heldout_name
-        if all(q.split != heldout for q in self.golden):
+        visible = self.scope.visible
+        if all(visible(q) for q in self.golden):
             return self.golden  # the same set (and its fingerprint, computed once)
-        return self.golden.where(lambda q: q.split != heldout)
+        return self.golden.where(visible)
 
     def visible_run(self) -> dict[str, tuple[str, ...]]:
         """The ``retrieval_run`` fixture: the final stage's ranking of each visible query."""
@@ -181,10 +174,6 @@ class RetrievalSession:
         evaluation = self.evaluation(self.default_stage, self.settings.metric_specs)
         return evaluation.restrict(q.id for q in self.visible_golden())
 
-    def is_redacted(self, query: Query) -> bool:
-        """True when this query's details must not be shown."""
-        return query.split == self.heldout_name and not self.show_heldout_details
-
     def select(self, selection: Selection) -> list[Query]:
         """The queries of a split/slice selection; errors name the known splits and slices."""
         split, slice_name = selection.split, selection.slice
@@ -194,12 +183,11 @@ class RetrievalSession:
         if slice_name is not None and slice_name not in self.golden.slices:
             known = ", ".join(self.golden.slices) or "none"
             raise GateUsageError(f"unknown slice {slice_name!r}; the golden set has: {known}")
-        if split == self.heldout_name and not self.unsealed:
+        if self.scope.sealed(split):
             self.on_sealed(SEALED_REASON)
+        heldout = self.scope.heldout
         return [
-            q
-            for q in self.golden
-            if selection.matches(q.split, q.slices, heldout_split=self.heldout_name)
+            q for q in self.golden if selection.matches(q.split, q.slices, heldout_split=heldout)
         ]
 
     # --- the run ------------------------------------------------------------------------
@@ -226,27 +214,43 @@ class RetrievalSession:
             self._cache.clear()
             self._snapshots.clear()
 
+    def set_run_info(self, info: RunInfo) -> None:
+        """Store where the run came from (what :func:`.runsource.obtain` returned)."""
+        with self._lock:
+            self.run_info = info
+
     # --- checks of the run ------------------------------------------------------------------
-
-    def hint_for(self, depth: int) -> str | None:
-        """How to ask this retriever for ``depth`` results, when its framework's knob is known."""
-        from .specs import hint_for
-
-        return hint_for(self.depth_hint, depth)
 
     def cutoffs(self) -> tuple[int, ...]:
         """Every cutoff K that is scored: ``retrieval_ks`` and the declared gates' and budgets'."""
         declared = [t.spec.k for t in self.thresholds] + [b.spec.k for b in self.budgets]
         return tuple(sorted({*self.settings.ks, *(k for k in declared if k)}))
 
-    def short_rankings(self) -> list[ShortRankings]:
-        """Per stage: rankings shorter than the cutoffs scored (see :mod:`.runchecks`)."""
-        return find_short_rankings(self)
+    def scored_specs(self) -> list[MetricSpec]:
+        """Every metric that is scored: the table's, and the declared gates' and budgets'."""
+        return [
+            *self.settings.metric_specs,
+            *(t.spec for t in self.thresholds),
+            *(b.spec for b in self.budgets),
+        ]
 
-    def coverage(self) -> list[Coverage]:
-        """judged@K per stage at each cutoff the gates look at, over the visible queries
-        (see :func:`.runchecks.coverage_of`)."""
-        return coverage_of(self)
+    def ranked_run(self) -> RankedRun:
+        """The run as the short-ranking checks read it (:class:`.shortrankings.RankedRun`:
+        the rankings, the depth asked, the knob, the settings that decide); the run must have
+        happened."""
+        assert self.outcomes is not None
+        settings = self.settings
+        return RankedRun(
+            self.outcomes,
+            self.stages,
+            self.first_depth,
+            self.depth_plan,
+            self.depth_hint,
+            stored=bool(self.run_files),
+            cutoff_unit=settings.cutoff_unit,
+            mode=settings.short_rankings,
+            doc_id_map=settings.doc_id_map,
+        )
 
     def machine_judgments(self) -> int:
         """How many judgments of the golden set were made by a machine (``--prefill``)."""
@@ -328,7 +332,7 @@ class RetrievalSession:
     def default_stage(self) -> str:
         """The final stage (:func:`.stages.final_stage`: the ranking users get), the stage of
         every gate that names none; ``retriever`` before the run."""
-        return final_stage(self.stages) or RETRIEVER_STAGE
+        return stage_or_final(None, self.stages)
 
     def failed_queries(self) -> list[QueryOutcome]:
         """Outcomes whose retriever or reranker call failed, in golden-set order."""
@@ -465,7 +469,7 @@ class RetrievalSession:
         """Failed gates, regressions and queries: the one verdict of this session."""
         return Verdict.count(
             (g.passed for g in self.gate_outcomes),
-            (Status(r.status) for r in self.regression_outcomes),
+            (r.status for r in self.regression_outcomes),
             failed_queries=len(self.failed_queries()),
             queries=len(self.scorable_queries()),
             stop=self.stop,
@@ -476,7 +480,7 @@ class RetrievalSession:
         queries = self.select(selection)
         outcomes = self._require_run()
         stage = self._stage(selection.stage)
-        problem = depth_problem(self, spec, stage)
+        problem = depth_problem(self.ranked_run(), spec, stage)
         if problem is not None:
             raise ScoreRefused(problem)
         evaluation = self._evaluation_for(stage, spec).restrict(q.id for q in queries)
@@ -492,7 +496,7 @@ class RetrievalSession:
             queries,
             evaluation,
             outcomes,
-            redacted=self.is_redacted,
+            redacted=self.scope.redacted,
             limit=self.settings.worst,
         )
         if ci is not None:
@@ -608,7 +612,7 @@ class RetrievalSession:
         record = partial(
             unscored, spec, selection, op, threshold, kind=kind, name=name, nodeid=self.current_test
         )
-        if selection.split == self.heldout_name and not self.unsealed:
+        if self.scope.sealed(selection.split):
             self._record(record(passed=True, message=SEALED_REASON, skipped_reason=SEALED_REASON))
             self.on_sealed(SEALED_REASON)
         try:
@@ -643,51 +647,98 @@ class RetrievalSession:
         pending, self._pending = self._pending, []
         return [g for g in pending if not g.compared]
 
-    # --- summaries ------------------------------------------------------------------------
-
-    def latency_percentiles(self, stage: str = RETRIEVER_STAGE) -> tuple[float, float] | None:
-        """(p50, p95) latency in milliseconds of one stage, or None without a run."""
-        return summary.latency_percentiles(self.outcomes, stage)
-
-    def columns(self) -> list[tuple[str, Selection]]:
-        """The summary table's columns: overall, each slice, and held-out when unsealed."""
-        return summary.columns(self.golden, self.heldout_name, unsealed=self.unsealed)
-
-    def table(self, stage: str) -> tuple[list[str], list[list[Any]]]:
-        """(headers, rows) of the summary: each metric at each K by overall/slices/held-out."""
-        return summary.table(self, stage)
-
     # --- baselines and regressions ---------------------------------------------------------
 
     def snapshot(self, extra: Sequence[MetricSpec] = ()) -> Snapshot:
-        """Per-query values, relevant ranks and top ids of every non-held-out query, per stage
-        (:func:`.runbaseline.run_snapshot`), computed once per metric list."""
+        """Per-query values, relevant ranks and top ids of every visible query, per stage, with
+        the settings a baseline must share to be comparable (the depth, the duplicate groups:
+        :func:`.runbaseline.snapshot_settings`), computed once per metric list (the configured
+        ones, every budget's, ``extra``). Held-out queries never enter with per-query detail;
+        unsealed, only their means do."""
+        from .snapshot import build_snapshot
+
         specs = runbaseline.snapshot_specs(self.settings, self.budgets, extra)
         key = tuple(str(s) for s in specs)
         with self._lock:
             cached = self._snapshots.get(key)
         if cached is not None:
             return cached
-        snapshot = runbaseline.run_snapshot(self, specs)
+        held = [q.id for q in self.golden if not self.scope.visible(q)]
+        snapshot = build_snapshot(
+            self.visible_golden(),
+            {stage: self.evaluation(stage, specs) for stage in self.stages},
+            self.ranking,
+            metric_names=[str(s) for s in specs],
+            settings=runbaseline.snapshot_settings(
+                self.settings, depth=self.effective_depth, duplicates=self.duplicates
+            ),
+            heldout_ids=held if self.scope.unsealed else [],
+            index_version=self.settings.index_version,
+            returned_of=partial(runbaseline.returned_of, self.outcomes or {}),
+        )
         with self._lock:
             self._snapshots[key] = snapshot
         return snapshot
 
     def baseline_snapshot(self) -> Snapshot:
-        """What ``--retrieval-update-baseline`` writes (:func:`.runbaseline.baseline_snapshot`)."""
-        return runbaseline.baseline_snapshot(self)
+        """What ``--retrieval-update-baseline`` writes: this run's snapshot, or with extra runs
+        (``retrieval_baseline_runs``) the per-query means and spread over all of them, each
+        scored as this run is (:meth:`score_run`)."""
+        from .snapshot import average_snapshots, build_snapshot
 
-    def failed_in_extra_runs(self) -> list[str]:
-        """Ids of queries that failed in an extra baseline run."""
-        return runbaseline.failed_in_extra_runs(self.extra_runs)
+        first = self.snapshot()
+        if not self.extra_runs:
+            return first
+        specs = runbaseline.snapshot_specs(self.settings, self.budgets)
+        runs = [first]
+        for outcomes in self.extra_runs:
+            runs.append(
+                build_snapshot(
+                    self.visible_golden(),
+                    {stage: self.score_run(outcomes, stage, specs) for stage in first.stages},
+                    partial(runbaseline.ranking_of, outcomes),
+                    metric_names=list(first.metrics),
+                    settings=first.settings,
+                    returned_of=partial(runbaseline.returned_of, outcomes),
+                )
+            )
+        return average_snapshots(runs)
+
+    def against(self, budget: Budget) -> Against | None:
+        """What ``budget`` is compared with when its baseline comes from the run ledger, or None
+        for the session's baseline. A ledger baseline is re-scored under today's labels, so the
+        queries both runs have are compared (intersect) whatever the baseline mode says."""
+        from .regression import CompareOptions
+        from .regression_family import Against
+
+        source = self.ledger_baseline_for(budget)
+        if source is None:
+            return None
+        options = CompareOptions.from_settings(self.settings, conventions=self.conventions)
+        options = dataclasses.replace(
+            options, mode="intersect", refresh=source.refresh or options.refresh
+        )
+        return Against(source.snapshot, options, source.label)
 
     def regression_family(self, *, baseline_path: str) -> Family:
-        """Every declared budget adjusted together, computed once (on the first check)."""
+        """Every declared budget adjusted together, those compared with a ledger entry included
+        (:meth:`against`), computed once (on the first check). Deterministic (same run,
+        baseline, budgets and seed), so every xdist worker computes the same family and reads
+        its own check from it."""
+        from .regression import CompareOptions, family
+
         with self._lock:
             cached = self._family
         if cached is not None:
             return cached
-        computed = runbaseline.regression_family(self, baseline_path=baseline_path)
+        computed = family(
+            self.baseline,
+            self.snapshot(),
+            self.budgets,
+            options=CompareOptions.from_settings(self.settings, conventions=self.conventions),
+            baseline_path=baseline_path,
+            against={b.name: a for b in self.budgets if (a := self.against(b)) is not None},
+        )
         with self._lock:
             if self._family is None:
                 self._family = computed
@@ -705,7 +756,7 @@ class RetrievalSession:
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
-        from .regression import compare
+        from .regression import CompareOptions, compare
         from .regression_outcome import BaselineRef
 
         if self.settings.update_baseline:
@@ -718,14 +769,14 @@ class RetrievalSession:
             with self._lock:
                 self.regression_outcomes.append(runledger.skipped(budget, source.skip))
             self.on_skip(source.skip)
-        against = runbaseline.against(self, budget)
+        against = self.against(budget)
         # The stages compared (stage=S with S; else the final stage of each side, whatever
         # their names) are the regression rule's: regression_pairs.compared_stages.
         outcome = compare(
             self.baseline if against is None else against.baseline,
             self.snapshot(extra=(budget.spec,)),
             budget,
-            options=runbaseline.compare_options(self.settings, self.conventions)
+            options=CompareOptions.from_settings(self.settings, conventions=self.conventions)
             if against is None
             else against.options,
             baseline_path=baseline_path if against is None else against.path,
@@ -736,21 +787,10 @@ class RetrievalSession:
         ref = source.ref if source is not None else None
         if source is None and self.baseline is not None:
             ref = BaselineRef("file", label=baseline_path)
-        if ref is not None and outcome.status != "missing":
+        if ref is not None and outcome.status is not Status.MISSING:
             outcome = dataclasses.replace(outcome, baseline=ref)  # which one, structured
         with self._lock:
             self.regression_outcomes.append(outcome)
-        if outcome.status == "skipped":
+        if outcome.status is Status.SKIPPED:
             self.on_skip(outcome.message)
         return outcome
-
-
-def stage_run(
-    outcomes: Mapping[str, QueryOutcome], queries: Iterable[Query], stage: str
-) -> dict[str, tuple[str, ...]]:
-    """``{query id: ranking}`` at ``stage`` of those ``queries`` that have one there."""
-    return {
-        q.id: outcomes[q.id].rankings[stage]
-        for q in queries
-        if q.id in outcomes and stage in outcomes[q.id].rankings
-    }

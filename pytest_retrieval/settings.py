@@ -22,6 +22,14 @@ from typing import Any
 
 from .errors import InputError, Problem
 from .metrics import METRIC_NAMES, MetricSpec, takes_cutoff
+from .options import (
+    DEFAULT_ALPHA,
+    DEFAULT_BUDGET_TEST,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MULTIPLICITY,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+)
 
 # The option table and its defaults stay importable from here (older import path).
 from .options import DEFAULT_KS as DEFAULT_KS
@@ -83,16 +91,16 @@ class Settings:
     markdown: str | None = None
     html: str | None = None
     step_summary: bool = True
-    alpha: float = 0.05
-    confidence: float = 0.95
-    seed: int = 0
-    resamples: int = 10_000
+    alpha: float = DEFAULT_ALPHA
+    confidence: float = DEFAULT_CONFIDENCE
+    seed: int = DEFAULT_SEED
+    resamples: int = DEFAULT_RESAMPLES
     baseline: str | None = None
     update_baseline: bool = False
     baseline_mode: str = "strict"
     regression: tuple[str, ...] = ()
-    multiplicity: str = "maxt"
-    budget_test: str = "drop"
+    multiplicity: str = DEFAULT_MULTIPLICITY
+    budget_test: str = DEFAULT_BUDGET_TEST
     determinism_probe: int = 5
     baseline_runs: int = 1
     ledger: str | None = None

@@ -10,9 +10,11 @@ a depth the retriever was built with, or ``retrieval_max_depth`` reached) is alw
 with the knob and the number of results that would fill K (:func:`collapse_fix`); one that is
 short because the index has no more to give is reported only when most rankings are.
 
-Applied to a session's run: :func:`find_short_rankings` (the warning, per stage) and
+Applied to a run (:class:`RankedRun`: its outcomes, the depth asked, the knob, the settings
+that decide; a session gives its own): :func:`find_short_rankings` (the warning, per stage) and
 :func:`depth_problem` (why a gate at K cannot be scored: the session refuses it, and the summary
-table shows no number for it). Only queries that ran without an error are looked at.
+table shows no number for it). Only queries that ran without an error are looked at. Nothing
+here takes a session; :mod:`pytest_retrieval.findings` applies these checks to one.
 :mod:`pytest_retrieval.runchecks` holds the other checks of a run and re-exports these names.
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 import os
 import statistics
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,7 +33,7 @@ from .retriever import RETRIEVER_STAGE
 
 if TYPE_CHECKING:
     from .depthplan import DepthPlan
-    from .session import RetrievalSession
+    from .retriever import QueryOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,17 +522,49 @@ def short_rankings(
     )
 
 
-# --- the checks of a session's run -----------------------------------------------------------
+# --- the checks of a run ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RankedRun:
+    """What the short-ranking checks read of a run: its outcomes and stages, how deep it was
+    asked and how to ask deeper, and the settings that decide (a session gives its own:
+    :meth:`~pytest_retrieval.session.RetrievalSession.ranked_run`)."""
+
+    #: Query id → outcome, of the queries that ran (scorable ones).
+    outcomes: Mapping[str, QueryOutcome]
+    stages: tuple[str, ...]
+    #: The depth of each query's first retriever call (the depth plan's).
+    depth: int
+    #: How deep the retriever was asked, and why (:mod:`.depthplan`); None for run files.
+    plan: DepthPlan | None = None
+    #: How to ask this retriever for more results: its framework's knob, a template
+    #: (:func:`.specs.depth_hint`); None when not known.
+    depth_hint: str | None = None
+    #: The rankings come from stored run files (``retrieval_run``): nothing was asked for.
+    stored: bool = False
+    #: ``retrieval_cutoff_unit``: what a metric's K counts (:func:`.evaluate.measured_unit`).
+    cutoff_unit: str = "documents"
+    #: ``retrieval_short_rankings``: ``warn``, ``error`` or ``off``.
+    mode: str = "warn"
+    #: ``retrieval_doc_id_map``: the chunks per document that fill K (:func:`chunk_counts`).
+    doc_id_map: str | None = None
+
+    def hint_for(self, depth: int) -> str | None:
+        """How to ask this retriever for ``depth`` results, when its framework's knob is
+        known."""
+        from .specs import hint_for
+
+        return hint_for(self.depth_hint, depth)
 
 
 _CHUNK_COUNTS: dict[tuple[str, int, int], dict[str, int]] = {}
 
 
-def chunk_counts(session: RetrievalSession) -> dict[str, int] | None:
-    """Document → how many chunks ``retrieval_doc_id_map`` maps to it (None without a map, or
-    when it cannot be read: the run phase reports that), for the number of results that fill
-    K (:func:`fill_bounds`). Read once per version of the file."""
-    path = session.settings.doc_id_map
+def chunk_counts(path: str | None) -> dict[str, int] | None:
+    """Document → how many chunks the doc map at ``path`` (``retrieval_doc_id_map``) maps to it
+    (None without a map, or when it cannot be read: the run phase reports that), for the number
+    of results that fill K (:func:`fill_bounds`). Read once per version of the file."""
     if not path:
         return None
     from .errors import InputError
@@ -548,20 +582,19 @@ def chunk_counts(session: RetrievalSession) -> dict[str, int] | None:
 
 
 def stage_rankings(
-    session: RetrievalSession, stage: str, unit: CutoffUnit = "documents"
+    run: RankedRun, stage: str, unit: CutoffUnit = "documents"
 ) -> tuple[list[tuple[str, ...]], list[Call] | None]:
     """One stage's rankings of the queries that ran, in ``unit`` (what a metric's K counts:
     :func:`.evaluate.measured_unit`): the document rankings, or the ids as returned (repeats
     kept) for ``"results"``; and, where chunks can collapse short of K (documents, the
     retriever stage of a live run), each one's call."""
-    assert session.outcomes is not None
-    ran = [o for o in session.outcomes.values() if stage in o.rankings and o.error is None]
+    ran = [o for o in run.outcomes.values() if stage in o.rankings and o.error is None]
     if unit == "results":
         return [o.as_returned(stage) for o in ran], None
     rankings = [o.rankings[stage] for o in ran]
-    if stage != RETRIEVER_STAGE or session.depth_plan is None:
+    if stage != RETRIEVER_STAGE or run.plan is None:
         return rankings, None
-    first = session.depth_plan.first
+    first = run.plan.first
     calls = [
         Call(
             len(o.as_returned(stage)),
@@ -579,7 +612,7 @@ Measured = dict[CutoffUnit, tuple[list[tuple[str, ...]], list[Call] | None]]
 
 
 def depth_problem(
-    session: RetrievalSession,
+    run: RankedRun,
     spec: MetricSpec,
     stage: str,
     measured: Measured | None = None,
@@ -591,15 +624,14 @@ def depth_problem(
     otherwise unless ``retrieval_cutoff_unit = results``). The session refuses the gate with
     this explanation (and the summary table shows no number for it). ``measured`` caches the
     stage's :func:`stage_rankings` by unit across calls."""
-    assert session.outcomes is not None
     if spec.k is None:
         return None
-    unit = measured_unit(spec, session.settings.cutoff_unit)
-    depth = session.first_depth
+    unit = measured_unit(spec, run.cutoff_unit)
+    depth = run.depth
     if measured is None:
         measured = {}
     if unit not in measured:
-        measured[unit] = stage_rankings(session, stage, unit)
+        measured[unit] = stage_rankings(run, stage, unit)
     ran, calls = measured[unit]
     longest = max((len(r) for r in ran), default=0)
     if spec.k > depth and longest <= depth:
@@ -608,8 +640,8 @@ def depth_problem(
             f"{depth} (retrieval_depth, default: the largest of retrieval_ks); add {spec.k} "
             "to retrieval_ks or raise retrieval_depth"
         )
-    if ran and longest < spec.k and session.settings.short_rankings != "off":
-        plan = session.depth_plan
+    if ran and longest < spec.k and run.mode != "off":
+        plan = run.plan
         collapsed = (
             collapsed_calls(ran, calls, spec.k, plan)
             if calls is not None and plan is not None
@@ -621,9 +653,9 @@ def depth_problem(
                 collapsed,
                 spec.k,
                 plan,
-                session.depth_hint,
+                run.depth_hint,
                 calls=calls or (),
-                chunk_counts=chunk_counts(session),
+                chunk_counts=chunk_counts(run.doc_id_map),
             )
             return (
                 f"{spec} cannot be scored: every ranking [{stage}] holds fewer than {spec.k} "
@@ -647,8 +679,8 @@ def depth_problem(
                 f"{exhausted_words(ran_out)}, so it would be scored on at most {longest} "
                 f"documents. Fix: " + exhausted_fix(spec.k, longest, ran_out)
             )
-        hint = session.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
-        stored = bool(session.run_files)
+        hint = run.hint_for(spec.k) if stage == RETRIEVER_STAGE else None
+        stored = run.stored
         fix = hint or (
             f"write the run file with at least {spec.k} results per query"
             if stored
@@ -661,17 +693,17 @@ def depth_problem(
             f"{longest} results. Fix: {fix}; if {spec.k} is deeper than you need, gate a "
             f"smaller K (retrieval_short_rankings = off if the corpus is that small)"
         )
-    plan = session.depth_plan
-    if ran and calls is not None and plan is not None and session.settings.short_rankings != "off":
+    plan = run.plan
+    if ran and calls is not None and plan is not None and run.mode != "off":
         collapsed = collapsed_calls(ran, calls, spec.k, plan)
         if most_collapsed(collapsed, ran):
             fix = collapse_fix(
                 collapsed,
                 spec.k,
                 plan,
-                session.depth_hint,
+                run.depth_hint,
                 calls=calls,
-                chunk_counts=chunk_counts(session),
+                chunk_counts=chunk_counts(run.doc_id_map),
             )
             lengths = [len(r) for r in ran]
             return (
@@ -684,47 +716,46 @@ def depth_problem(
     return None
 
 
-def unit_cutoffs(session: RetrievalSession) -> dict[CutoffUnit, tuple[int, ...]]:
-    """The cutoffs scored (the table's metrics, the declared gates and budgets), by what their
-    K counts (:func:`.evaluate.measured_unit`); a unit no metric is measured in is absent."""
-    specs = [
-        *session.settings.metric_specs,
-        *(t.spec for t in session.thresholds),
-        *(b.spec for b in session.budgets),
-    ]
+def unit_cutoffs(
+    specs: Iterable[MetricSpec], cutoff_unit: str
+) -> dict[CutoffUnit, tuple[int, ...]]:
+    """The cutoffs of ``specs`` (the ones scored: the table's metrics, the declared gates and
+    budgets), by what their K counts (:func:`.evaluate.measured_unit`); a unit no metric is
+    measured in is absent."""
     found: dict[CutoffUnit, set[int]] = {}
     for spec in specs:
         if spec.k is not None:
-            unit = measured_unit(spec, session.settings.cutoff_unit)
+            unit = measured_unit(spec, cutoff_unit)
             found.setdefault(unit, set()).add(spec.k)
     return {unit: tuple(sorted(ks)) for unit, ks in sorted(found.items())}
 
 
-def find_short_rankings(session: RetrievalSession) -> list[ShortRankings]:
-    """Per stage of the session's run: rankings shorter than the cutoffs scored, each cutoff
-    against what its metric's K counts (:func:`unit_cutoffs`). A stage's document rankings are
-    checked first; its results as returned (``distinct@K``) only when those are long enough,
-    since a ranking short of results is short of documents too."""
-    if not session.outcomes or session.settings.short_rankings == "off":
+def find_short_rankings(
+    run: RankedRun, cutoffs: Mapping[CutoffUnit, Collection[int]]
+) -> list[ShortRankings]:
+    """Per stage of the run: rankings shorter than the ``cutoffs`` scored, each against what
+    its metric's K counts (:func:`unit_cutoffs`). A stage's document rankings are checked
+    first; its results as returned (``distinct@K``) only when those are long enough, since a
+    ranking short of results is short of documents too."""
+    if not run.outcomes or run.mode == "off":
         return []
     found = []
-    by_unit = unit_cutoffs(session)
-    for stage in session.stages:
-        depth = session.first_depth
-        hint = session.hint_for(depth) if stage == RETRIEVER_STAGE else None
-        for unit, cutoffs in by_unit.items():  # "documents" sorts before "results"
-            rankings, calls = stage_rankings(session, stage, unit)
+    for stage in run.stages:
+        depth = run.depth
+        hint = run.hint_for(depth) if stage == RETRIEVER_STAGE else None
+        for unit, ks in cutoffs.items():  # "documents" sorts before "results"
+            rankings, calls = stage_rankings(run, stage, unit)
             finding = short_rankings(
                 stage,
                 rankings,
-                cutoffs=cutoffs,
+                cutoffs=ks,
                 depth=depth,
                 hint=hint,
-                stored=bool(session.run_files),
+                stored=run.stored,
                 calls=calls,
-                plan=session.depth_plan,
-                template=session.depth_hint if stage == RETRIEVER_STAGE else None,
-                chunk_counts=chunk_counts(session) if calls is not None else None,
+                plan=run.plan,
+                template=run.depth_hint if stage == RETRIEVER_STAGE else None,
+                chunk_counts=chunk_counts(run.doc_id_map) if calls is not None else None,
             )
             if finding is not None:
                 found.append(finding)

@@ -4,7 +4,8 @@ A run has one stage (``retriever``) or two (``retriever``, then ``reranker`` ove
 candidates). The **final stage** is the last one in pipeline order (``retriever`` first,
 ``reranker`` second, any other name after them in name order): its ranking is what users get.
 It is the default stage of everything that names none (a gate, a budget, the ``retrieval_run``
-fixture, the reports), and this module is the one home of that rule; a run's default stage is
+fixture, the reports), and this module is the one home of that rule (:func:`final_stage`;
+:func:`stage_or_final` for something that may name its own stage); a run's default stage is
 :attr:`pytest_retrieval.session.RetrievalSession.default_stage`, a stored run's
 :func:`final_stage` of its ``stages``.
 
@@ -33,6 +34,15 @@ def final_stage(stages: Iterable[str]) -> str | None:
     """The final stage of ``stages`` (the last in pipeline order), None when there is none."""
     ordered = pipeline_order(stages)
     return ordered[-1] if ordered else None
+
+
+def stage_or_final(named: str | None, stages: Iterable[str]) -> str:
+    """The stage of something that names ``named`` (None: it names none): that stage, else the
+    final stage of ``stages`` (:func:`final_stage`), else ``retriever`` (no stage yet: before
+    the run, or a stored run that records none)."""
+    if named is not None:
+        return named
+    return final_stage(stages) or RETRIEVER_STAGE
 
 
 def stage_change(baseline_stage: str | None, current_stage: str | None) -> str | None:

@@ -1,4 +1,4 @@
-"""The session's summary, as every report shows it: the table of scores, the latencies, the depth.
+"""A run's summary, as every report shows it: the table of scores, the latencies, the depth.
 
 The table has one row per configured metric (at each K) and one column per selection:
 ``overall``, each slice, and the held-out split when it is unsealed (its aggregates only). A
@@ -6,6 +6,9 @@ metric that a gate would refuse at a stage (:func:`.shortrankings.depth_problem`
 shorter than its K) shows no number (:func:`shown_means`), so no cell prints a number a gate
 refuses. Latencies are the p50 and p95 of one stage over the queries that were called (cached
 queries have none). :func:`depth_facts` says how deep the retriever was asked and why.
+
+Each function takes the facts it reads (an evaluation, the golden set and its held-out
+:class:`~pytest_retrieval.gates.Scope`, the run's outcomes and depth plan), never a session.
 """
 
 from __future__ import annotations
@@ -13,15 +16,16 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .gates import Selection
+from .gates import Scope, Selection
 from .metrics import MetricSpec
 from .retriever import RETRIEVER_STAGE
 
 if TYPE_CHECKING:
+    from .depthplan import DepthPlan
     from .evaluate import Evaluation
-    from .golden import GoldenSet
+    from .golden import GoldenSet, Query
     from .retriever import QueryOutcome
-    from .session import RetrievalSession
+    from .shortrankings import RankedRun
 
 
 def latency_percentiles(
@@ -41,40 +45,36 @@ def latency_percentiles(
     return percentile(0.5), percentile(0.95)
 
 
-def columns(golden: GoldenSet, heldout: str, *, unsealed: bool) -> list[tuple[str, Selection]]:
+def columns(golden: GoldenSet, scope: Scope) -> list[tuple[str, Selection]]:
     """The summary table's columns: overall, each slice, and held-out when unsealed."""
-    visible = [q for q in golden if q.split != heldout]
+    visible = [q for q in golden if scope.visible(q)]
     slices = sorted({s for q in visible for s in q.slices})
     cols = [("overall", Selection())]
     cols += [(name, Selection(slice=name)) for name in slices]
-    if unsealed and any(q.split == heldout for q in golden):
-        cols.append((heldout, Selection(split=heldout)))
+    if scope.unsealed and len(visible) < len(golden):
+        cols.append((scope.heldout, Selection(split=scope.heldout)))
     return cols
 
 
-def refused(
-    session: RetrievalSession, stage: str, specs: Iterable[MetricSpec] | None = None
-) -> frozenset[str]:
-    """The metrics of ``specs`` (default: the configured ones) a gate would refuse at
-    ``stage`` (every ranking shorter than their K: :func:`.shortrankings.depth_problem`)."""
+def refused(run: RankedRun | None, stage: str, specs: Iterable[MetricSpec]) -> frozenset[str]:
+    """The metrics of ``specs`` a gate would refuse at ``stage`` of ``run`` (every ranking
+    shorter than their K: :func:`.shortrankings.depth_problem`); none without a run."""
     from .evaluate import measured_unit
     from .shortrankings import Measured, depth_problem
 
-    if not session.has_run:
+    if run is None:
         return frozenset()
     measured: Measured = {}
-    wanted = session.settings.metric_specs if specs is None else tuple(specs)
+    wanted = tuple(specs)
     # Whether a metric is refused depends on its K and on what its K counts, not on the
     # metric: one check per (unit, K).
-    unit = session.settings.cutoff_unit
+    unit = run.cutoff_unit
     first: dict[tuple[str, int], MetricSpec] = {}
     for spec in wanted:
         if spec.k is not None:
             first.setdefault((measured_unit(spec, unit), spec.k), spec)
     refused_keys = {
-        key
-        for key, spec in first.items()
-        if depth_problem(session, spec, stage, measured) is not None
+        key for key, spec in first.items() if depth_problem(run, spec, stage, measured) is not None
     }
     return frozenset(
         str(s) for s in wanted if s.k is not None and (measured_unit(s, unit), s.k) in refused_keys
@@ -91,18 +91,21 @@ def shown_means(evaluation: Evaluation, refused: Collection[str]) -> dict[str, f
     return means
 
 
-def table(session: RetrievalSession, stage: str) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows) of the summary: each metric at each K by overall/slices/held-out."""
-    specs = session.settings.metric_specs
-    evaluation = session.evaluation(stage, specs)
-    no_number = refused(session, stage)
+def table(
+    evaluation: Evaluation,
+    columns: Iterable[tuple[str, Iterable[Query]]],
+    specs: Iterable[MetricSpec],
+    refused: Collection[str] = frozenset(),
+) -> tuple[list[str], list[list[Any]]]:
+    """(headers, rows) of the summary: each metric of ``specs`` at each K (one row each) by
+    ``columns`` (overall, the slices, held-out when unsealed: :func:`columns` and their
+    queries), from ``evaluation``; no number for the ``refused`` metrics."""
     headers = ["metric"]
     subsets = []
-    for label, selection in session.columns():
-        queries = session.select(selection)
+    for label, queries in columns:
         sub = evaluation.restrict(q.id for q in queries)
         headers.append(f"{label} (n={sub.evaluated})")
-        subsets.append(shown_means(sub, no_number))
+        subsets.append(shown_means(sub, refused))
     rows = []
     for spec in sorted(specs, key=lambda s: s.sort_key):
         name = str(spec)
@@ -110,14 +113,15 @@ def table(session: RetrievalSession, stage: str) -> tuple[list[str], list[list[A
     return headers, rows
 
 
-def depth_facts(session: RetrievalSession) -> dict[str, Any] | None:
-    """How deep the retriever was asked (the depth plan) and what came of it: how many queries
-    were asked again deeper, the deepest call, how many rankings collapsed (ids repeated, chunks
-    of one document); None without a live run."""
-    plan = session.depth_plan
-    if plan is None or not session.outcomes:
+def depth_facts(
+    plan: DepthPlan | None, outcomes: Mapping[str, QueryOutcome] | None
+) -> dict[str, Any] | None:
+    """How deep the retriever was asked (the depth ``plan``) and what came of it in the run
+    (``outcomes``): how many queries were asked again deeper, the deepest call, how many
+    rankings collapsed (ids repeated, chunks of one document); None without a live run."""
+    if plan is None or not outcomes:
         return None
-    ran = [o for o in session.outcomes.values() if RETRIEVER_STAGE in o.rankings and not o.error]
+    ran = [o for o in outcomes.values() if RETRIEVER_STAGE in o.rankings and not o.error]
     again = [o.asked for o in ran if o.asked is not None and o.asked > plan.first]
     return {
         **plan.to_dict(),
@@ -128,20 +132,20 @@ def depth_facts(session: RetrievalSession) -> dict[str, Any] | None:
     }
 
 
-def depth_is_news(session: RetrievalSession, facts: dict[str, Any]) -> bool:
+def depth_is_news(facts: Mapping[str, Any], configured: int) -> bool:
     """Whether the depth is worth a line in the compact summary (and a block in the artifact):
-    the retriever was asked deeper than the configured depth, a query was asked again, or
+    the retriever was asked deeper than the ``configured`` depth, a query was asked again, or
     results collapsed into fewer documents."""
-    return bool(
-        facts["asked_again"] or facts["collapsed"] or facts["first"] != session.effective_depth
-    )
+    return bool(facts["asked_again"] or facts["collapsed"] or facts["first"] != configured)
 
 
-def depth_line(session: RetrievalSession, *, full: bool = False) -> str | None:
+def depth_line(
+    facts: Mapping[str, Any] | None, configured: int, *, full: bool = False
+) -> str | None:
     """``depth: 10 results asked per query (the largest cutoff); 3 of 36 asked again, up to 40,
-    to fill 10 documents``: always with ``full``, otherwise when it is news."""
-    facts = depth_facts(session)
-    if facts is None or not (full or depth_is_news(session, facts)):
+    to fill 10 documents`` from :func:`depth_facts`: always with ``full``, otherwise when it is
+    news (:func:`depth_is_news`)."""
+    if facts is None or not (full or depth_is_news(facts, configured)):
         return None
     if not facts["passed"]:
         built = f" ({facts['built']} results)" if facts["built"] is not None else ""

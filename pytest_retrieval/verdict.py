@@ -28,8 +28,27 @@ EXIT_INTERRUPTED = 2
 EXIT_USAGE_ERROR = 4
 
 
+class Shown(str, Enum):
+    """The three states reports show a gate or regression check in (:attr:`Status.shown`)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def word(self) -> str:
+        """``PASS``, ``FAIL`` or ``SKIP``: how the terminal and the console script say it."""
+        return self.value.upper()
+
+
 class Status(str, Enum):
-    """The outcome of one gate or regression check."""
+    """The outcome of one gate or regression check (a threshold gate's: :meth:`of_gate`)."""
 
     PASS = "pass"
     FAIL = "fail"
@@ -45,17 +64,24 @@ class Status(str, Enum):
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
+    @classmethod
+    def of_gate(cls, *, passed: bool, skipped: bool) -> Status:
+        """A threshold gate's status: skipped (a sealed split), else passed or failed."""
+        if skipped:
+            return cls.SKIPPED
+        return cls.PASS if passed else cls.FAIL
+
     @property
     def passed(self) -> bool:
         """True when this outcome lets the build pass (an improvement or a skip does)."""
         return self in (Status.PASS, Status.IMPROVEMENT, Status.SKIPPED)
 
     @property
-    def shown(self) -> str:
+    def shown(self) -> Shown:
         """``pass``, ``fail`` or ``skip``: the three states reports show."""
         if self is Status.SKIPPED:
-            return "skip"
-        return "pass" if self.passed else "fail"
+            return Shown.SKIP
+        return Shown.PASS if self.passed else Shown.FAIL
 
 
 def _plural(count: int, one: str, many: str | None = None) -> str:

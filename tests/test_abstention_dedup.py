@@ -356,3 +356,45 @@ def test_evaluate_takes_duplicate_groups_as_a_mapping_or_a_file_as_the_ini_does(
     assert evaluate(run, qrels, ["recall@1"], duplicates=str(tsv)).means["recall@1"] == 1.0
     with pytest.raises(ValueError, match=r"got list: pass DuplicateGroups\.from_mapping\("):
         evaluate(run, qrels, ["recall@1"], duplicates=[["a1", "a2"]])  # type: ignore[arg-type]
+
+
+# --- one corpus reader: every use of a corpus file reads it the same way ---------------------
+
+from pytest_retrieval.formats.corpus import read_corpus  # noqa: E402
+from pytest_retrieval.formats.worksheet import corpus_columns  # noqa: E402
+
+#: Every use of a corpus file: the stale-id check, the texts of duplicate groups, the pool's
+#: context columns.
+CORPUS_USES = (read_corpus_ids, read_corpus_texts, corpus_columns)
+
+
+def test_every_use_of_a_corpus_file_reads_the_same_documents(tmp_path: Path) -> None:
+    tsv = tmp_path / "corpus.tsv"
+    # a tab before the id, spaces around it, a line without text, a later line for an id
+    tsv.write_text("\tx1\t Refunds \n y2 \n x1\tRefunds in 30 days\n\n", encoding="utf-8")
+    assert read_corpus_ids(str(tsv)) == {"x1", "y2"}
+    assert read_corpus_texts(str(tsv)) == {"x1": "Refunds in 30 days", "y2": ""}
+    assert corpus_columns(str(tsv)) == {"x1": (None, "Refunds in 30 days"), "y2": (None, None)}
+    beir = tmp_path / "corpus.jsonl"
+    beir.write_text(
+        '{"_id": "d1", "title": " Refunds ", "text": "30 days"}\n'
+        '{"id": 7, "title": 3, "text": "x"}\n',
+        encoding="utf-8",
+    )
+    assert set(read_corpus(str(beir))) == read_corpus_ids(str(beir)) == {"d1", "7"}
+    # a title that is no string is no title, for the groups and the worksheet alike
+    assert read_corpus_texts(str(beir)) == {"d1": " Refunds  30 days", "7": "x"}
+    assert corpus_columns(str(beir)) == {"d1": ("Refunds", "30 days"), "7": (None, "x")}
+
+
+@pytest.mark.parametrize("use", CORPUS_USES, ids=lambda f: f.__name__)
+def test_every_use_of_a_corpus_file_reports_each_bad_line_at_once(
+    use: object, tmp_path: Path
+) -> None:
+    beir = tmp_path / "corpus.jsonl"
+    beir.write_text('{"_id": "d1", "text": "a"}\n[1]\n{"text": "no id"}\n', encoding="utf-8")
+    with pytest.raises(GoldenSetError) as raised:
+        use(str(beir))  # type: ignore[operator]
+    lines = sorted(p.line for p in raised.value.problems)
+    assert lines == [2, 3]
+    assert all(p.source == str(beir) for p in raised.value.problems)

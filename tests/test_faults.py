@@ -34,7 +34,7 @@ from pytest_retrieval.evaluate import evaluate
 from pytest_retrieval.golden import GoldenSet, Query, normalise_text
 from pytest_retrieval.metrics import ndcg_at_k
 from pytest_retrieval.report.markdown import append_step_summary, md_text
-from pytest_retrieval.report.write import write_reports
+from pytest_retrieval.report.write import ReportTargets
 from pytest_retrieval.text import for_terminal, guard_line, guard_lines, leakage_key, parse_int
 
 # --- the all-or-nothing append -----------------------------------------------------------------
@@ -83,7 +83,7 @@ def test_a_full_disk_under_the_step_summary_is_a_warning_and_no_cut_report(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     _short_writes(monkeypatch, fail=True)
     document = json.loads((Path(__file__).parent / "golden" / "report-pass.json").read_text())
-    lines = write_reports(document, step_summary=True)
+    lines = ReportTargets(step_summary=True).write(document)
     assert lines == ["warning: could not append to $GITHUB_STEP_SUMMARY (No space left on device)"]
     assert summary.read_bytes() == b"before\n"
 

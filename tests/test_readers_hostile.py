@@ -402,10 +402,11 @@ READERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("pytest_retrieval.declared", "gates_file_entries"): ("gate-gates-file", "plugin-gates-file"),
     ("pytest_retrieval.dedup", "load_duplicates"): ("validate-duplicates", "plugin-duplicates"),
     ("pytest_retrieval.dedup", "parse_duplicates"): ("validate-duplicates",),
-    ("pytest_retrieval.formats.corpus", "_read_corpus"): (
+    ("pytest_retrieval.formats.corpus", "read_corpus"): (
         "validate-corpus-jsonl",
         "validate-corpus-ids",
         "plugin-corpus",
+        "pool-corpus",
     ),
     ("pytest_retrieval.formats.docmap", "load_doc_map"): ("doc-id-map-json", "doc-id-map-tsv"),
     ("pytest_retrieval.formats.golden_beir", "_read_queries"): ("validate-beir-queries",),
@@ -427,7 +428,6 @@ READERS: dict[tuple[str, str], tuple[str, ...]] = {
         "plugin-run-trec",
     ),
     ("pytest_retrieval.formats.worksheet", "_records"): ("merge-csv", "merge-jsonl", "merge-yaml"),
-    ("pytest_retrieval.formats.worksheet", "read_corpus_texts"): ("pool-corpus",),
     ("pytest_retrieval.preflight", "_ini_from"): ("ini-file-search",),
     ("pytest_retrieval.report.artifact", "read_artifact"): ("report-artifact",),
     ("pytest_retrieval.cli.comment", "_read_report"): ("comment-report",),

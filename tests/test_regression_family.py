@@ -4,6 +4,7 @@ records written before these keys existed."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -251,3 +252,74 @@ def test_the_probe_tells_a_stale_cache_from_noise_with_a_second_live_run() -> No
     )
     assert DeterminismProbe.from_dict(only_stale.to_dict()) == only_stale
     assert DeterminismProbe.from_dict({"queries": ["a"], "changed": []}).stale == ()
+
+
+# --- the comparison options: one constructor from settings, one from what a run recorded ----
+
+from dataclasses import fields  # noqa: E402
+
+from pytest_retrieval.evaluate import Conventions  # noqa: E402
+from pytest_retrieval.settings import Settings  # noqa: E402
+
+#: Settings with every setting a comparison reads changed from its default, and the options
+#: a run with them compares with (written out by hand: field by field, the setting it reads).
+CHANGED = Settings(
+    alpha=0.1,
+    confidence=0.9,
+    resamples=123,
+    seed=7,
+    baseline_mode="intersect",
+    heldout_split="sealed",
+    worst=3,
+    multiplicity="holm",
+    budget_test="beyond-budget",
+)
+CHANGED_OPTIONS = CompareOptions(
+    alpha=0.1,
+    confidence=0.9,
+    resamples=123,
+    seed=7,
+    mode="intersect",
+    heldout_split="sealed",
+    shown=3,
+    multiplicity="holm",
+    budget_test="beyond-budget",
+)
+
+
+def test_the_options_of_default_settings_are_the_default_options() -> None:
+    # One home for the statistics' defaults: the settings' and the comparison's agree.
+    assert CompareOptions.from_settings(Settings()) == CompareOptions()
+
+
+def test_every_setting_a_comparison_reads_reaches_its_options() -> None:
+    conventions = Conventions(min_grade=2)
+    options = CompareOptions.from_settings(CHANGED, conventions=conventions)
+    assert options == dataclasses.replace(CHANGED_OPTIONS, conventions=conventions)
+    # CHANGED_OPTIONS moves every option read from settings: a new one must be added here
+    untouched = {
+        f.name
+        for f in fields(CompareOptions)
+        if getattr(CHANGED_OPTIONS, f.name) == getattr(CompareOptions(), f.name)
+    }
+    assert untouched == {"conventions", "refresh"}
+
+
+def test_a_stored_run_compares_with_the_options_it_ran_with() -> None:
+    # pytest-retrieval compare reads the artifact's settings (Settings.to_dict) back
+    assert CompareOptions.from_recorded(CHANGED.to_dict()) == CHANGED_OPTIONS
+    assert CompareOptions.from_recorded(Settings().to_dict()) == CompareOptions()
+
+
+def test_a_stored_run_that_records_no_statistics_compares_with_the_defaults() -> None:
+    # an artifact written before a setting existed
+    assert CompareOptions.from_recorded({}) == CompareOptions()
+
+
+def test_the_command_flags_override_what_the_run_recorded_and_none_leaves_it() -> None:
+    options = CompareOptions.from_recorded(
+        CHANGED.to_dict(), alpha=0.01, mode=None, multiplicity="none", budget_test=None
+    )
+    assert options == dataclasses.replace(CHANGED_OPTIONS, alpha=0.01, multiplicity="none")
+    with pytest.raises(TypeError, match="unknown comparison options: shwon"):
+        CompareOptions.from_recorded({}, shwon=3)

@@ -455,3 +455,25 @@ def test_the_markdown_and_html_verdicts_count_an_incomparable_check_as_such(
     (row,) = [line for line in markdown.splitlines() if "| incomparable |" in line]
     assert "| reranker (not in this run) · overall |" in row, row
     assert "<td>reranker (not in this run)</td>" in html
+
+
+# --- the stage of what names none: the final one, the one rule ---------------------------------
+
+from pytest_retrieval.stages import stage_or_final  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("named", "stages", "expected"),
+    [
+        (None, ("reranker", "retriever"), "reranker"),  # pipeline order, not the order given
+        (None, ("retriever",), "retriever"),
+        (None, ("retriever", "colbert", "reranker"), "colbert"),  # other names after the two
+        (None, (), "retriever"),  # before the run: the first stage
+        ("retriever", ("retriever", "reranker"), "retriever"),  # a named stage is kept
+        ("reranker", (), "reranker"),
+    ],
+)
+def test_what_names_no_stage_is_scored_at_the_final_one(
+    named: str | None, stages: tuple[str, ...], expected: str
+) -> None:
+    assert stage_or_final(named, stages) == expected

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..formats.golden_io import READ_FORMATS, write_golden
 from ..golden import DEFAULT_HELDOUT_SPLIT
-from ..stages import RETRIEVER_STAGE, final_stage
+from ..stages import stage_or_final
 from ..text import for_terminal
 from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input, missing_input
 from .output import echo, error_line
@@ -169,7 +169,7 @@ def _pool_input(
 
             data = read_artifact(path)
             stages = [str(s) for s in data.get("stages") or ()]
-            chosen = stage or final_stage(stages) or RETRIEVER_STAGE
+            chosen = stage_or_final(stage, stages)
             rankings = {
                 str(row["id"]): tuple(str(d) for d in (row.get("rankings") or {}).get(chosen, ()))
                 for row in data.get("queries") or ()
@@ -181,7 +181,7 @@ def _pool_input(
             from ..snapshot import stored_cut
 
             baseline = load_baseline(path)
-            chosen = stage or final_stage(baseline.stages) or RETRIEVER_STAGE
+            chosen = stage_or_final(stage, baseline.stages)
             rankings = {qid: q.top.get(chosen, ()) for qid, q in baseline.queries.items()}
             cut = stored_cut(baseline) is not None
             refresh = "refresh the baseline: one written now keeps whole rankings"
@@ -194,7 +194,7 @@ def _pool_input(
 def run_pool(args: argparse.Namespace) -> int:
     """``golden pool``: write the worksheet of unjudged top-N documents of the runs."""
     from ..errors import RunFileError
-    from ..formats.worksheet import read_corpus_texts, write_worksheet
+    from ..formats.worksheet import corpus_columns, write_worksheet
     from ..labels import pool
 
     if missing_input(args, *(("run", path) for path in args.runs), ("corpus", args.corpus)):
@@ -255,7 +255,7 @@ def run_pool(args: argparse.Namespace) -> int:
     from ..specs import UserCodeError
 
     try:
-        corpus = read_corpus_texts(args.corpus) if args.corpus else None
+        corpus = corpus_columns(args.corpus) if args.corpus else None
         found = pool(
             golden,
             runs,

@@ -9,6 +9,7 @@ retriever again. Exit status: 0 every check passed, 1 a check failed, 2 usage er
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -238,23 +239,19 @@ def _duplicate_groups(args: argparse.Namespace, document: dict[str, Any]) -> Dup
 def _options(args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot) -> Any:
     from ..regression import CompareOptions
 
-    settings = document.get("settings", {})
-    mode = args.mode or settings.get("baseline_mode", "strict")
-    return CompareOptions(
-        alpha=args.alpha if args.alpha is not None else settings.get("alpha", 0.05),
-        confidence=settings.get("confidence", 0.95),
-        resamples=settings.get("resamples", 10_000),
-        seed=settings.get("seed", 0),
-        mode=mode,
-        heldout_split=settings.get("heldout_split", "heldout"),
-        shown=settings.get("worst", 5),
-        # Artifacts written before family-wise control default to it too: the same rule as
-        # the plugin applies today.
-        multiplicity=args.multiplicity or settings.get("multiplicity", "maxt"),
-        budget_test=args.budget_test or settings.get("budget_test", "drop"),
-        # Only the rescore mode scores anything: the groups are read for it alone.
-        conventions=_conventions(args, document, snapshot) if mode == "rescore" else None,
+    # Artifacts written before family-wise control (or any other setting) default to it too:
+    # the same rule as the plugin applies today.
+    options = CompareOptions.from_recorded(
+        document.get("settings", {}),
+        alpha=args.alpha,
+        mode=args.mode,
+        multiplicity=args.multiplicity,
+        budget_test=args.budget_test,
     )
+    if options.mode != "rescore":
+        return options
+    # Only the rescore mode scores anything: the groups are read for it alone.
+    return dataclasses.replace(options, conventions=_conventions(args, document, snapshot))
 
 
 def _check_regressions(
@@ -281,9 +278,7 @@ def _check_regressions(
     if family.size:
         echo(family.describe())
     for outcome in outcomes:
-        verdict = {"pass": "PASS", "improvement": "PASS", "skipped": "SKIP"}.get(
-            outcome.status, "FAIL"
-        )
+        verdict = outcome.status.shown.word
         lines = outcome.message.splitlines()
         echo(f"{verdict} {outcome.name}: {lines[0]}")
         for line in lines[1:]:

@@ -67,29 +67,25 @@ def _read_baseline(path: str) -> Snapshot:
 def run(args: argparse.Namespace) -> int:
     """Render the reports; 0 when written."""
     from ..files import refuse_clobbering
-    from ..report.write import write_reports
+    from ..report.write import ReportTargets
 
-    refuse_clobbering(
-        [("--markdown", None if args.markdown == "-" else args.markdown), ("--html", args.html)],
-        [("the artifact", args.artifact), ("the baseline", args.baseline)],
-    )
-    artifact = read_artifact(args.artifact)
-    baseline = _read_baseline(args.baseline) if args.baseline else None
     markdown_target = args.markdown
     if markdown_target is None and args.html is None:
         markdown_target = "-"
     to_stdout = markdown_target == "-"
     stream = io.StringIO() if to_stdout else None
+    targets = ReportTargets(
+        markdown=None if to_stdout else markdown_target, html=args.html, markdown_stream=stream
+    )
+    refuse_clobbering(
+        [(f"--{kind.key}", path) for kind, path in targets.files()],
+        [("the artifact", args.artifact), ("the baseline", args.baseline)],
+    )
+    artifact = read_artifact(args.artifact)
+    baseline = _read_baseline(args.baseline) if args.baseline else None
     with tampered(args.artifact):
-        written = write_reports(
-            artifact,
-            baseline=baseline,
-            markdown=None if to_stdout else markdown_target,
-            html=args.html,
-            max_rows=args.max_rows,
-            markdown_stream=stream,
-        )
-    del written  # the command prints nothing but the Markdown it was asked to print
+        # the command prints nothing but the Markdown it was asked to print
+        targets.write(artifact, baseline=baseline, max_rows=args.max_rows)
     if stream is not None:  # through the one escaping: a CI log reads stdout as commands
         echo(stream.getvalue().removesuffix("\n"))
     return 0

@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from ..golden import DEFAULT_HELDOUT_SPLIT
     from ..querycontext import context_digest
     from ..retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryRequest
+    from ..stages import stage_or_final
 
     _output(args.output, "--output")
     if args.retriever_output:
@@ -202,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
             warn=lambda message: echo(f"pytest-retrieval run: warning: {message}", err=True),
         )
     elapsed = time.perf_counter() - start
-    final = RERANKER_STAGE if args.reranker else RETRIEVER_STAGE
+    ran = (RETRIEVER_STAGE, RERANKER_STAGE) if args.reranker else (RETRIEVER_STAGE,)
+    final = stage_or_final(None, ran)
     files = [(final, args.output)]
     if args.retriever_output:
         files.append((RETRIEVER_STAGE, args.retriever_output))

@@ -1,26 +1,111 @@
-"""Corpus files: the doc ids a golden set's judgments must exist in (the stale-id check)."""
+"""Corpus files (``retrieval_corpus``, ``--corpus``): THE reader, and the stale-id check.
+
+:func:`read_corpus` is the one reader of a corpus file: every use of one reads it through it
+(the stale-id check's ids, :func:`read_corpus_ids`; the texts duplicate groups are computed
+from, :func:`read_corpus_texts`; the worksheet's context columns, ``golden pool --corpus``).
+A corpus is a BEIR folder (its ``corpus.jsonl``), a ``.jsonl`` file of one JSON object per
+line (``_id`` as in BEIR, or ``id``; ``title`` and ``text``), or any other file of one id per
+line (blank lines skipped, surrounding white space ignored; an id may be followed by a tab and
+the document's text).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..errors import GoldenSetError, Problem
 from ..golden import CorpusSpec, GoldenSet, Query
 
 
-def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
-    """The doc ids of a corpus.
+@dataclass(frozen=True, slots=True)
+class CorpusDocument:
+    """One document of a corpus file: its id, and its title and text as written (None: the
+    line gives none, or a value that is not a string; a line of the id-per-line form gives its
+    text stripped, never a title)."""
 
-    ``corpus`` is a path to a BEIR folder (its ``corpus.jsonl`` is read), a ``.jsonl`` file with
-    one JSON object per line (``_id`` as in BEIR, or ``id``), or any other file with one id per
-    line (blank lines skipped, surrounding white space ignored; an id may be followed by a tab
-    and the document's text); or an iterable of ids from code. Unreadable files raise
+    id: str
+    title: str | None = None
+    text: str | None = None
+
+    @property
+    def body(self) -> str:
+        """The title and the text joined by a space (the text duplicates are computed from)."""
+        return " ".join(part for part in (self.title, self.text) if part)
+
+
+def read_corpus(corpus: str | os.PathLike[str], *, texts: bool = True) -> dict[str, CorpusDocument]:
+    """Every document of a corpus file, by id, in file order (a later line with the same id
+    replaces the earlier one). ``texts=False`` keeps the ids only (no title or text is held:
+    a corpus can be gigabytes).
+
+    Every problem (a missing or unreadable file, a line that is not a document, a corpus with
+    no document at all) is reported at once, with its file and line, in one
     :class:`~pytest_retrieval.errors.GoldenSetError`.
+    """
+    from ..errors import InputError
+    from ..reading import load_json, read_lines
+
+    source = os.fspath(corpus)
+    if os.path.isdir(source):
+        source = os.path.join(source, "corpus.jsonl")
+    is_jsonl = source.lower().endswith((".jsonl", ".ndjson"))
+    documents: dict[str, CorpusDocument] = {}
+    problems: list[Problem] = []
+    try:
+        # The one safe reader, line by line: a corpus can be gigabytes.
+        for number, line in read_lines(source, what="corpus"):
+            if not line.strip():
+                continue
+            if not is_jsonl:
+                doc, _tab, text = line.strip().partition("\t")
+                body = (text.strip() or None) if texts else None
+                documents[doc.strip()] = CorpusDocument(doc.strip(), None, body)
+                continue
+            try:
+                record = load_json(
+                    line, source=source, what="corpus", expected=_CORPUS_LINE, line=number
+                )
+            except InputError as exc:
+                problems.extend(exc.problems)
+                continue
+            found = _jsonl_doc(record, texts=texts)
+            if found is None:
+                problems.append(
+                    Problem(
+                        "not a JSON object with an '_id' (or 'id') string",
+                        "write one document per line, as in BEIR's corpus.jsonl",
+                        source=source,
+                        line=number,
+                    )
+                )
+            else:
+                documents[found.id] = found
+    except FileNotFoundError:
+        problems.append(Problem("corpus file not found", "check the path", source=source))
+    except InputError as exc:
+        problems.extend(exc.problems)
+    if not documents and not problems:  # every judged id would be "not in the corpus"
+        problems.append(
+            Problem(
+                "the corpus holds no document id",
+                "check that it is the corpus file: one id per line, or BEIR's corpus.jsonl",
+                source=source,
+            )
+        )
+    if problems:
+        raise GoldenSetError(problems, title=f"{source}: cannot read corpus ids")
+    return documents
+
+
+def read_corpus_ids(corpus: CorpusSpec) -> frozenset[str]:
+    """The doc ids of a corpus: a corpus file (:func:`read_corpus`), or an iterable of ids
+    from code. Unreadable files raise :class:`~pytest_retrieval.errors.GoldenSetError`.
     """
     if not isinstance(corpus, (str, os.PathLike)):
         return frozenset(str(doc) for doc in corpus)
-    return frozenset(_read_corpus(corpus, texts=False))
+    return frozenset(read_corpus(corpus, texts=False))
 
 
 def read_corpus_texts(corpus: str | os.PathLike[str]) -> dict[str, str]:
@@ -30,7 +115,7 @@ def read_corpus_texts(corpus: str | os.PathLike[str]) -> dict[str, str]:
     other file gives, per line, the text after the id and a tab. A corpus without texts (a file
     of bare ids) raises :class:`~pytest_retrieval.errors.GoldenSetError` saying so.
     """
-    texts = _read_corpus(corpus, texts=True)
+    texts = {doc: found.body for doc, found in read_corpus(corpus).items()}
     if texts and not any(texts.values()):
         source = os.fspath(corpus)
         raise GoldenSetError(
@@ -50,71 +135,20 @@ def read_corpus_texts(corpus: str | os.PathLike[str]) -> dict[str, str]:
 _CORPUS_LINE = 'one document per line, as in BEIR\'s corpus.jsonl: {"_id": ..., "text": ...}'
 
 
-def _read_corpus(corpus: str | os.PathLike[str], *, texts: bool) -> dict[str, str]:
-    from ..errors import InputError
-    from ..reading import load_json, read_lines
-
-    source = os.fspath(corpus)
-    if os.path.isdir(source):
-        source = os.path.join(source, "corpus.jsonl")
-    is_jsonl = source.lower().endswith((".jsonl", ".ndjson"))
-    ids: dict[str, str] = {}
-    problems: list[Problem] = []
-    try:
-        # The one safe reader, line by line: a corpus can be gigabytes.
-        for number, line in read_lines(source, what="corpus"):
-            if not line.strip():
-                continue
-            if not is_jsonl:
-                doc, _tab, text = line.strip().partition("\t")
-                ids[doc.strip()] = text.strip()
-                continue
-            try:
-                record = load_json(
-                    line, source=source, what="corpus", expected=_CORPUS_LINE, line=number
-                )
-            except InputError as exc:
-                problems.extend(exc.problems)
-                continue
-            doc_id, text = _jsonl_doc(record, texts=texts)
-            if doc_id is None:
-                problems.append(
-                    Problem(
-                        "not a JSON object with an '_id' (or 'id') string",
-                        "write one document per line, as in BEIR's corpus.jsonl",
-                        source=source,
-                        line=number,
-                    )
-                )
-            else:
-                ids[doc_id] = text
-    except FileNotFoundError:
-        problems.append(Problem("corpus file not found", "check the path", source=source))
-    except InputError as exc:
-        problems.extend(exc.problems)
-    if not ids and not problems:  # every judged id would be "not in the corpus"
-        problems.append(
-            Problem(
-                "the corpus holds no document id",
-                "check that it is the corpus file: one id per line, or BEIR's corpus.jsonl",
-                source=source,
-            )
-        )
-    if problems:
-        raise GoldenSetError(problems, title=f"{source}: cannot read corpus ids")
-    return ids
-
-
-def _jsonl_doc(record: object, *, texts: bool) -> tuple[str | None, str]:
+def _jsonl_doc(record: object, *, texts: bool) -> CorpusDocument | None:
     if not isinstance(record, dict):
-        return None, ""
+        return None
     doc_id = record.get("_id", record.get("id"))
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        return None, ""
+        return None
     if not texts:
-        return str(doc_id), ""
-    parts = [record.get("title"), record.get("text")]
-    return str(doc_id), " ".join(p for p in parts if isinstance(p, str) and p)
+        return CorpusDocument(str(doc_id))
+    title, text = record.get("title"), record.get("text")
+    return CorpusDocument(
+        str(doc_id),
+        title if isinstance(title, str) else None,
+        text if isinstance(text, str) else None,
+    )
 
 
 _LISTED_STALE_IDS = 10

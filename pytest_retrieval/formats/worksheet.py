@@ -324,55 +324,18 @@ def read_worksheet(path: str | os.PathLike[str]) -> tuple[list[WorksheetRow], li
     return rows, problems
 
 
-def read_corpus_texts(path: str | os.PathLike[str]) -> dict[str, tuple[str | None, str | None]]:
-    """``{doc id: (title, text)}`` of a BEIR ``corpus.jsonl`` (or folder) or ``id<TAB>text`` file.
-
-    For the worksheet's context columns only; an unreadable file, a line that is not a document
-    and a corpus with no document raise InputError naming the file (and the line), as the
-    corpus check's reader (:mod:`~pytest_retrieval.formats.corpus`) does: a worksheet
-    silently without texts would be labelled blind.
+def corpus_columns(path: str | os.PathLike[str]) -> dict[str, tuple[str | None, str | None]]:
+    """``{doc id: (title, text)}`` of a corpus file, as the worksheet's context columns show
+    them (stripped; None when empty), read by the one corpus reader
+    (:func:`~pytest_retrieval.formats.corpus.read_corpus`): an unreadable file, a line that is
+    not a document and a corpus with no document raise its error naming the file (and the
+    line): a worksheet silently without texts would be labelled blind.
     """
-    from ..reading import load_json, read_lines
+    from .corpus import read_corpus
 
-    source = os.fspath(path)
-    if os.path.isdir(source):
-        source = os.path.join(source, "corpus.jsonl")
-    out: dict[str, tuple[str | None, str | None]] = {}
-    jsonl = source.lower().endswith((".jsonl", ".ndjson"))
-    for number, line in read_lines(source, what="corpus"):  # line by line: it may be large
-        if not line.strip():
-            continue
-        if jsonl:
-            record = load_json(
-                line,
-                source=source,
-                what="corpus",
-                expected="one document per line, as in BEIR's corpus.jsonl",
-                line=number,
-            )
-            doc = record.get("_id", record.get("id")) if isinstance(record, dict) else None
-            if isinstance(doc, bool) or not isinstance(doc, (str, int)):
-                raise InputError(
-                    Problem(
-                        "not a JSON object with an '_id' (or 'id') string",
-                        fix="write one document per line, as in BEIR's corpus.jsonl",
-                        source=source,
-                        line=number,
-                    )
-                )
-            out[str(doc)] = (_cell(record.get("title")), _cell(record.get("text")))
-        else:
-            doc, _tab, body = line.partition("\t")
-            out[doc.strip()] = (None, _cell(body))
-    if not out:
-        raise InputError(
-            Problem(
-                "the corpus holds no document id",
-                fix="check that it is the corpus file: one id per line, or BEIR's corpus.jsonl",
-                source=source,
-            )
-        )
-    return out
+    return {
+        doc: (_cell(found.title), _cell(found.text)) for doc, found in read_corpus(path).items()
+    }
 
 
 def surfaced(rankings: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:

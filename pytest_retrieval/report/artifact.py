@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from .. import findings
 from ..errors import InputError, Problem
 from ..files import LazyList
 from ..metrics import MetricSpec
@@ -20,7 +21,15 @@ from ..reading import load_json, read_text_file
 from ..retriever import RETRIEVER_STAGE
 from ..runchecks import coverage_warnings
 from ..session import RetrievalSession
-from ..summary import depth_facts, depth_is_news, refused, shown_means
+from ..specs import hint_for
+from ..summary import (
+    columns,
+    depth_facts,
+    depth_is_news,
+    latency_percentiles,
+    refused,
+    shown_means,
+)
 
 if TYPE_CHECKING:
     from ..golden import Query
@@ -60,8 +69,8 @@ def build_artifact(
         for stage in session.stages:
             evaluation = session.evaluation(stage, specs)
             # A metric a gate would refuse (every ranking shorter than its K) has no number.
-            no_number = refused(session, stage)
-            for label, selection in session.columns():
+            no_number = refused(session.ranked_run(), stage, specs)
+            for label, selection in columns(golden, session.scope):
                 sub = evaluation.restrict(q.id for q in session.select(selection))
                 results.append(
                     {
@@ -79,23 +88,23 @@ def build_artifact(
     redacted = 0
     if scored:
         scorable = session.scorable_queries()
-        shown = [q for q in scorable if not session.is_redacted(q)]
+        shown = [q for q in scorable if not session.scope.redacted(q)]
         redacted = len(scorable) - len(shown)
         rows = _query_rows(session, shown, specs)
     gates = []
     for gate in session.gate_outcomes:
         entry = gate.to_dict()
-        if gate.split == session.heldout_name and not session.show_heldout_details:
+        if session.scope.hides(gate.split):
             entry["message"] = entry["message"].split("\n", 1)[0]
         gates.append(entry)
     latency = {}
     for stage in session.stages if scored else ():
-        pair = session.latency_percentiles(stage)
+        pair = latency_percentiles(session.outcomes, stage)
         if pair is not None:
             latency[stage] = {"p50": pair[0], "p95": pair[1]}
     failed = session.failed_queries()
-    warnings = [w.to_dict() for w in session.short_rankings()] if scored else []
-    coverage = session.coverage() if scored else []
+    warnings = [w.to_dict() for w in findings.short_rankings(session)] if scored else []
+    coverage = findings.coverage(session) if scored else []
     warnings += [{k: v for k, v in w.items() if k != "short"} for w in coverage_warnings(coverage)]
     head: dict[str, Any] = {
         "schema": ARTIFACT_SCHEMA,
@@ -119,11 +128,7 @@ def build_artifact(
             "judgments": sum(len(q.judgments) for q in golden),
             "machine_judgments": session.machine_judgments(),
         },
-        "heldout": {
-            "split": session.heldout_name,
-            "scored": session.unsealed,
-            "details": session.show_heldout_details,
-        },
+        "heldout": session.scope.to_dict(),
         "retriever": _retriever_block(session),
         "run": session.run_info.to_dict() if session.run_info is not None else None,
         "commit": session.commit.to_dict() if session.commit is not None else None,
@@ -138,7 +143,7 @@ def build_artifact(
                 "message": o.error,
             }
             for o in failed
-            if not session.is_redacted(golden[o.query_id])
+            if not session.scope.redacted(golden[o.query_id])
         ],
         "warnings": warnings,
         "coverage": [c.to_dict() for c in coverage],
@@ -168,8 +173,8 @@ def _retriever_block(session: RetrievalSession) -> dict[str, Any]:
         "depth_hint": _depth_hint(session),
         "index_version": session.settings.index_version,
     }
-    facts = depth_facts(session) if session.has_run else None
-    if facts is not None and depth_is_news(session, facts):
+    facts = depth_facts(session.depth_plan, session.outcomes) if session.has_run else None
+    if facts is not None and depth_is_news(facts, session.effective_depth):
         block["depth"] = facts
     return block
 
@@ -179,10 +184,10 @@ def _depth_hint(session: RetrievalSession) -> str | None:
     number that fills K, as the short-ranking warning names it (its ``hint``, the one home of
     that number); otherwise the knob at the configured depth."""
     if session.has_run:
-        for found in session.short_rankings():
+        for found in findings.short_rankings(session):
             if found.stage == RETRIEVER_STAGE and found.collapse_fix is not None:
                 return found.hint
-    return session.hint_for(session.effective_depth)
+    return hint_for(session.depth_hint, session.effective_depth)
 
 
 def abstention_block(session: RetrievalSession) -> dict[str, Any] | None:
@@ -249,7 +254,7 @@ def _query_rows(
     columns = {stage: session.evaluation(stage, specs) for stage in session.stages}
     # Per query, how deep it was asked and what its results collapsed into, when some query's
     # did (otherwise every ranking is as returned, at the run's depth: nothing to add).
-    facts = depth_facts(session)
+    facts = depth_facts(session.depth_plan, outcomes)
     per_query_depth = facts is not None and bool(facts["asked_again"] or facts["collapsed"])
     # Nothing is handed to a retriever the depth cannot reach: no depth was asked.
     first = session.first_depth if facts is not None and facts["passed"] else None

@@ -16,7 +16,7 @@ from typing import Any
 from ..determinism import stale_warning
 from ..gates import gate_source
 from ..regression_outcome import BaselineRef, describe_left_out, left_out_of
-from ..verdict import Status, Stop, Verdict
+from ..verdict import Shown, Status, Stop, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
 _OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
@@ -26,7 +26,7 @@ _OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "="}
 class GateRow:
     """One gate (threshold, assert or regression check) as the reports show it."""
 
-    status: str  # "pass", "fail" or "skip"
+    status: Shown
     kind: str  # "threshold", "assert", "score" or "regression"
     metric: str
     stage: str | None
@@ -94,7 +94,7 @@ class GateRow:
     @property
     def worst(self) -> list[str]:
         """A failed threshold's worst queries, one line each (from its message)."""
-        if self.status != "fail" or self.kind == "regression":
+        if self.status is not Shown.FAIL or self.kind == "regression":
             return []
         lines = self.message.splitlines()
         for index, line in enumerate(lines):
@@ -125,9 +125,9 @@ class GateRow:
 
 def _threshold_row(gate: Mapping[str, Any]) -> GateRow:
     skipped = gate.get("skipped_reason")
-    status = "skip" if skipped else "pass" if gate.get("passed") else "fail"
+    status = Status.of_gate(passed=bool(gate.get("passed")), skipped=bool(skipped)).shown
     note = str(skipped) if skipped else ""
-    if status == "fail" and gate.get("value") is None:  # no number: say why, in short
+    if status is Shown.FAIL and gate.get("value") is None:  # no number: say why, in short
         note = unscored_reason(gate.get("message"), gate.get("metric"))
     op = str(gate.get("op", ">="))
     threshold = gate.get("threshold")
@@ -154,7 +154,7 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     try:
         status = Status(status_word).shown
     except ValueError:  # a status this version does not know: shown as its passed flag says
-        status = "pass" if outcome.get("passed") else "fail"
+        status = Shown.PASS if outcome.get("passed") else Shown.FAIL
     ci_raw = outcome.get("ci")
     ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
     budget = outcome.get("budget")
@@ -166,14 +166,14 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     p_value = outcome.get("p_value")
     significance = ""
     note = ""
-    if status_word == "improvement":
+    if status_word == Status.IMPROVEMENT:
         p_value = outcome.get("p_value_improvement")
         significance = f"{fmt_p(p_value)}, significant rise"
         note = (
             "improvement: refresh the baseline (--retrieval-update-baseline) so the floor moves up"
         )
-    elif status_word in ("regression", "pass") and p_value is not None:
-        significant = status_word == "regression" or (
+    elif status_word in (Status.REGRESSION, Status.PASS) and p_value is not None:
+        significant = status_word == Status.REGRESSION or (
             p_value <= level and outcome.get("multiplicity") is None
         )
         beyond = outcome.get("test") == "beyond-budget"
@@ -182,7 +182,7 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
             if significant
             else ("not significantly beyond the budget" if beyond else "no significant drop")
         )
-    if status_word in ("incomparable", "missing", "skipped"):
+    if status_word in (Status.INCOMPARABLE, Status.MISSING, Status.SKIPPED):
         note = str(outcome.get("message") or status_word).split("\n", 1)[0]
     elif outcome.get("warning"):
         detectable = outcome.get("detectable")
@@ -298,9 +298,13 @@ def stale_cache(artifact: Mapping[str, Any]) -> str | None:
 
 
 def alpha(artifact: Mapping[str, Any]) -> float:
-    """The run's significance level (0.05 when the settings do not say)."""
+    """The run's significance level (the setting's default when the settings do not say)."""
     value = (artifact.get("settings") or {}).get("alpha")
-    return float(value) if isinstance(value, (int, float)) else 0.05
+    if isinstance(value, (int, float)):
+        return float(value)
+    from ..options import DEFAULT_ALPHA  # only for an artifact that records none
+
+    return DEFAULT_ALPHA
 
 
 def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:
@@ -308,7 +312,7 @@ def gate_rows(artifact: Mapping[str, Any]) -> list[GateRow]:
     level = alpha(artifact)
     rows = [_threshold_row(g) for g in artifact.get("gates") or ()]
     rows += [_regression_row(r, level) for r in artifact.get("regressions") or ()]
-    order = {"fail": 0, "pass": 1, "skip": 2}
+    order = {Shown.FAIL: 0, Shown.PASS: 1, Shown.SKIP: 2}
     return sorted(rows, key=lambda row: order.get(row.status, 3))  # stable: keeps the order
 
 
@@ -333,7 +337,7 @@ def verdict(artifact: Mapping[str, Any]) -> Verdict:
     rows = gate_rows(artifact)
     queries = len(artifact.get("queries") or ()) + int(artifact.get("redacted_queries") or 0)
     return Verdict.count(
-        (r.status != "fail" for r in rows if r.kind != "regression"),
+        (r.status is not Shown.FAIL for r in rows if r.kind != "regression"),
         (_check_status(r) for r in artifact.get("regressions") or ()),
         failed_queries=len(artifact.get("errors") or ()),
         queries=queries,

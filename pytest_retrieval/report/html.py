@@ -27,6 +27,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from ..gates import Scope
 from . import view
 from .html_tables import gates_section, queries_section, regressions_section
 from .markup import Markup, el
@@ -194,14 +195,8 @@ def _header(artifact: Mapping[str, Any]) -> Markup:
     verdict = view.verdict(artifact)
     golden = artifact.get("golden") or {}
     name = golden.get("name") or golden.get("path") or "golden set"
-    heldout = artifact.get("heldout") or {}
-    held = str(heldout.get("split") or "heldout")
-    if not heldout.get("scored"):
-        held_text = f"held-out split {held} sealed"
-    elif heldout.get("details"):
-        held_text = f"held-out split {held} scored with details"
-    else:
-        held_text = f"held-out split {held} scored (aggregates only)"
+    scope = Scope.from_dict(artifact.get("heldout") or {})
+    held_text = scope.describe(scope.heldout)
     fingerprint = str(golden.get("fingerprint") or "")
     facts = [
         el("span", None, "golden set ", el("strong", None, str(name))),

@@ -10,17 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..gates import DETAILS_HINT
+from ..verdict import Shown, Status
 from . import view
 from .markup import Markup, el, escape
 
 #: Query diffs listed per regression check (the artifact holds them all).
 MAX_DIFFS = 200
 
-_STATUS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
-
-def _badge(status: str) -> Markup:
-    return el("span", {"class": f"badge {status}"}, _STATUS.get(status, status.upper()))
+def _badge(status: Shown) -> Markup:
+    return el("span", {"class": f"badge {status}"}, status.word)
 
 
 def _td(text: object, *, num: bool = False, sort: object = None, cls: str = "") -> Markup:
@@ -181,11 +181,11 @@ def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
         blocks.append(
             el(
                 "details",
-                {"open": status == "regression", "data-status": status},
+                {"open": status == Status.REGRESSION, "data-status": status},
                 el(
                     "summary",
                     None,
-                    _badge("fail" if status == "regression" else "pass"),
+                    _badge(Shown.FAIL if status == Status.REGRESSION else Shown.PASS),
                     " ",
                     el("code", None, metric),
                     f" {view.against_text(outcome)}" if view.against_text(outcome) else "",
@@ -325,8 +325,7 @@ def queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | N
             el(
                 "p",
                 {"class": "note", "id": "redacted"},
-                f"{redacted} held-out queries are not listed (aggregates only; "
-                "--retrieval-heldout-details shows them).",
+                f"{redacted} held-out queries are not listed (aggregates only; {DETAILS_HINT}).",
             )
         )
     if baseline is None:

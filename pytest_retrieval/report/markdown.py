@@ -19,8 +19,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..gates import Scope
 from ..text import for_terminal
-from ..verdict import Stop
+from ..verdict import Shown, Status, Stop
 from . import view
 from .view import BaselineLike, Column, GateRow
 
@@ -36,7 +37,7 @@ TEXT_LIMIT = 60
 MOVES_SHOWN = 3
 
 _CUT_NOTE = "_Report cut at the size limit: the HTML report and the JSON artifact have it all._"
-_STATUS = {"pass": "✅", "fail": "❌", "skip": "⏭️"}
+_STATUS = {Shown.PASS: "✅", Shown.FAIL: "❌", Shown.SKIP: "⏭️"}
 _MD_SPECIAL = frozenset("\\`*_[]|~")
 
 
@@ -123,7 +124,7 @@ def _gate_cells(row: GateRow) -> list[str]:
     if row.kind == "regression":
         gate = f"{md_code(row.metric)} {md_text(row.versus)}"
         if row.delta is None:
-            change = md_text(row.note.split(":", 1)[0]) if row.status != "pass" else "—"
+            change = md_text(row.note.split(":", 1)[0]) if row.status is not Shown.PASS else "—"
         else:
             change = row.change  # digits, signs, brackets and a level: nothing to escape
         significance = md_text(row.significance) if row.significance else "—"
@@ -131,7 +132,7 @@ def _gate_cells(row: GateRow) -> list[str]:
         gate = md_code(row.metric)
         change = "—"
         significance = "—"
-    value = "n/a" if row.status == "skip" and row.value is None else view.fmt(row.value)
+    value = "n/a" if row.status is Shown.SKIP and row.value is None else view.fmt(row.value)
     return [
         _STATUS.get(row.status, "❔"),
         gate,
@@ -154,8 +155,12 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
     if any(r.ci_level is not None for r in rows):
         change_header = "Δ vs baseline (bound; interval)"
     else:  # an artifact from before the intervals matched the test: its bootstrap CI
-        confidence = (artifact.get("settings") or {}).get("confidence", 0.95)
-        level = f"{float(confidence) * 100:g}%" if isinstance(confidence, (int, float)) else "95%"
+        from ..options import DEFAULT_CONFIDENCE
+
+        confidence = (artifact.get("settings") or {}).get("confidence", DEFAULT_CONFIDENCE)
+        if not isinstance(confidence, (int, float)):
+            confidence = DEFAULT_CONFIDENCE
+        level = f"{float(confidence) * 100:g}%"
         change_header = f"Δ vs baseline [{level} CI]"
     headers = [
         " ",
@@ -197,7 +202,7 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
     for row in failed[:max_rows]:
         lines.append("")
         lines.append(
-            f"{_STATUS['fail']} {md_code(row.label, table=False)} "
+            f"{_STATUS[Shown.FAIL]} {md_code(row.label, table=False)} "
             f"({_where(row.stage_shown, row.split, row.slice)}), worst queries:"
         )
         lines.append("")
@@ -297,7 +302,7 @@ def _drop_order(diff: Mapping[str, Any]) -> tuple[float, str]:
 
 
 def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
-    every = [r for r in artifact.get("regressions") or () if r.get("status") == "regression"]
+    every = [r for r in artifact.get("regressions") or () if r.get("status") == Status.REGRESSION]
     if not every:
         return []
     failing = every[:max_rows]
@@ -440,14 +445,8 @@ def _footer(artifact: Mapping[str, Any]) -> list[str]:
     splits = golden.get("splits") or {}
     split_text = ", ".join(f"{md_text(s)} {n}" for s, n in sorted(splits.items()))
     corpus = golden.get("corpus_version")
-    heldout = artifact.get("heldout") or {}
-    held_name = md_text(heldout.get("split") or "heldout")
-    if not heldout.get("scored"):
-        held = f"held-out split {held_name} sealed"
-    elif heldout.get("details"):
-        held = f"held-out split {held_name} scored with details"
-    else:
-        held = f"held-out split {held_name} scored (aggregates only)"
+    scope = Scope.from_dict(artifact.get("heldout") or {})
+    held = scope.describe(md_text(scope.heldout))
     facts = [
         f"Golden set {md_text(name)}"
         + (f" (corpus {md_text(corpus)})" if corpus else "")

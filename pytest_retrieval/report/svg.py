@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..verdict import Shown
 from . import view
 from .markup import Markup, el
 from .markup import num as _num
@@ -283,7 +284,7 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
             )
         for gate in gates:
             threshold = float(gate["threshold"])
-            state = "pass" if gate.get("passed") else "fail"
+            state = Shown.PASS if gate.get("passed") else Shown.FAIL
             parts.append(
                 el(
                     "line",
@@ -299,7 +300,7 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
                         "title",
                         None,
                         f"gate {metric} {gate.get('op', '>=')} {threshold:g}: "
-                        + ("passed" if state == "pass" else "failed"),
+                        + ("passed" if state is Shown.PASS else "failed"),
                     ),
                 )
             )

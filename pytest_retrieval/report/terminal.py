@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..gates import DETAILS_HINT
 from ..golden import Query
+from ..options import DEFAULT_ALPHA
 from ..regression_outcome import describe_left_out
 from ..session import RetrievalSession
 from ..text import for_terminal
+from ..verdict import Status
 from .phrases import unscored_reason
 
 _BARS = "▁▂▃▄▅▆▇█"
@@ -111,13 +114,7 @@ def _header(session: RetrievalSession, *, relative: bool = False) -> str:
         except ValueError:  # another drive (Windows)
             shown = source
         source = source if shown.startswith("..") else shown
-    heldout = (
-        f"held-out split {session.heldout_name!r} scored (aggregates only)"
-        if session.unsealed and not session.show_heldout_details
-        else f"held-out split {session.heldout_name!r} scored with details"
-        if session.unsealed
-        else f"held-out split {session.heldout_name!r} sealed"
-    )
+    heldout = session.scope.describe(repr(session.scope.heldout))
     return f"golden set {source} · {len(golden)} queries · {fingerprint_label(session)} · {heldout}"
 
 
@@ -125,7 +122,13 @@ def _stage_full(session: RetrievalSession, stage: str) -> list[str]:
     """Every metric at every K, by overall, slice and held-out (``-v``)."""
     from tabulate import tabulate
 
-    headers, rows = session.table(stage)
+    from ..summary import refused, table
+
+    specs = session.settings.metric_specs
+    no_number = refused(session.ranked_run(), stage, specs)
+    headers, rows = table(
+        session.evaluation(stage, specs), _scored_columns(session), specs, no_number
+    )
     lines = [f"stage: {stage}"]
     lines.extend(
         tabulate(
@@ -173,7 +176,8 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     evaluation = session.evaluation(stage, specs)
     columns = _scored_columns(session)
     overall = evaluation.restrict(q.id for q in columns[0][1])
-    overall_means = shown_means(overall, refused(session, stage))
+    run = session.ranked_run()
+    overall_means = shown_means(overall, refused(run, stage, specs))
     ks = sorted({s.k for s in specs if s.k is not None})
     families: dict[str, dict[int | None, float | None]] = {}
     for spec in sorted(specs, key=lambda s: s.sort_key):
@@ -200,7 +204,7 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
         return lines
     wanted_specs = tuple(MetricSpec.parse(name) for name in wanted)
     by_slice = session.evaluation(stage, wanted_specs)
-    no_number = refused(session, stage, wanted_specs)
+    no_number = refused(run, stage, wanted_specs)
     headers = ["slice", *wanted]
     rows = []
     for label, queries in columns:
@@ -227,7 +231,9 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
 
 def _scored_columns(session: RetrievalSession) -> list[tuple[str, list[Query]]]:
     """The summary's columns (overall, each slice, held-out when unsealed) and their queries."""
-    return [(label, session.select(selection)) for label, selection in session.columns()]
+    from ..summary import columns
+
+    return [(label, session.select(s)) for label, s in columns(session.golden, session.scope)]
 
 
 def empty_slices(session: RetrievalSession) -> list[str]:
@@ -293,9 +299,10 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
         + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else "")
     )
     lines = [queries] if full else _fit(queries, width)
-    from ..summary import depth_line
+    from ..summary import depth_facts, depth_line, latency_percentiles
 
-    depth = depth_line(session, full=full)
+    facts = depth_facts(session.depth_plan, session.outcomes)
+    depth = depth_line(facts, session.effective_depth, full=full)
     if depth is not None:
         lines.extend([depth] if full else _fit(depth, width))
     for line in run_source_lines(session):
@@ -303,7 +310,7 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
     lines.extend(abstention_lines(session, verbose=full))
     latencies = []
     for stage in session.stages:
-        pair = session.latency_percentiles(stage)
+        pair = latency_percentiles(session.outcomes, stage)
         if pair is None:
             continue
         if full:
@@ -342,7 +349,7 @@ def _failed_queries(session: RetrievalSession, *, head: str | None = None) -> li
         return []
     golden = session.golden
     lines = [head or f"{len(failed)} queries failed (they score 0 and fail the session):"]
-    shown = [o for o in failed if not session.is_redacted(golden[o.query_id])]
+    shown = [o for o in failed if not session.scope.redacted(golden[o.query_id])]
     for outcome in shown[:20]:
         # The id and the exception's message are user text: escaped to one line each.
         lines.append(
@@ -353,8 +360,7 @@ def _failed_queries(session: RetrievalSession, *, head: str | None = None) -> li
         lines.append(f"  ... and {len(shown) - 20} more (see the JSON artifact)")
     if len(shown) < len(failed):  # counted, never named (the held-out guard)
         lines.append(
-            f"  {len(failed) - len(shown)} held-out queries (details hidden; "
-            "--retrieval-heldout-details shows them)"
+            f"  {len(failed) - len(shown)} held-out queries (details hidden; {DETAILS_HINT})"
         )
     return lines
 
@@ -363,7 +369,9 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
     """Findings that make numbers meaningless where they apply; shown in every mode (the cache
     warnings are part of the run facts unless ``quiet`` hides those)."""
     lines: list[str] = []
-    found = session.short_rankings() if session.has_run else []
+    from .. import findings
+
+    found = findings.short_rankings(session) if session.has_run else []
     for finding in found:
         lines.extend(_fit(f"warning: {finding.message}", width))
     info = session.run_info
@@ -379,7 +387,7 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
         from ..runchecks import coverage_warnings
 
         # Coverage facts one line each; the warning is fitted to the width like the others.
-        coverage = session.coverage()
+        coverage = findings.coverage(session)
         lines.extend(c.line for c in coverage if not c.low)
         machine = session.machine_judgments()
         if machine:
@@ -417,7 +425,7 @@ def family_line(outcomes: Iterable[Any]) -> str | None:
 
     for outcome in outcomes:
         if outcome.multiplicity is not None and outcome.family_size:
-            alpha = outcome.alpha if outcome.alpha is not None else 0.05
+            alpha = outcome.alpha if outcome.alpha is not None else DEFAULT_ALPHA
             return describe(outcome.family_size, alpha, outcome.multiplicity, outcome.test)
     return None
 
@@ -527,7 +535,7 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
     """The lines of the ``retrieval gates`` section: every gate with its verdict."""
     lines = []
     for gate in session.gate_outcomes:
-        verdict = "SKIP" if gate.skipped_reason else "PASS" if gate.passed else "FAIL"
+        verdict = gate.status.shown.word
         if quiet and verdict != "FAIL":
             continue
         value = "n/a" if gate.value is None else f"{gate.value:.4f}"
@@ -551,13 +559,8 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
     if family is not None and not quiet:
         lines.append(family)
     for regression in session.regression_outcomes:
-        verdict = {
-            "pass": "PASS",
-            "improvement": "PASS",
-            "skipped": "SKIP",
-            "regression": "FAIL",
-        }.get(regression.status, "FAIL")
-        if quiet and verdict != "FAIL" and regression.status != "improvement":
+        verdict = regression.status.shown.word
+        if quiet and verdict != "FAIL" and regression.status is not Status.IMPROVEMENT:
             if regression.warning:  # noise the budget cannot see through: said under -q too
                 lines.append(f"warning: {regression.name}: {regression.warning}")
             continue
@@ -607,11 +610,11 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
                 f"{detectable})"
                 + (
                     " — improvement: refresh the baseline"
-                    if regression.status == "improvement"
+                    if regression.status is Status.IMPROVEMENT
                     else ""
                 )
             )
-            if regression.status == "pass" and regression.over_budget:
+            if regression.status is Status.PASS and regression.over_budget:
                 lines[-1] += " — over budget but not significant"
             details = body
         else:  # missing, incomparable or skipped: the message says it all

@@ -136,6 +136,9 @@ from .items import (
     extract_doc_id as extract_doc_id,
 )
 from .items import (
+    stage_run as stage_run,
+)
+from .items import (
     stage_scores as stage_scores,
 )
 from .shapes import (

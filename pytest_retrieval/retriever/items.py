@@ -133,6 +133,17 @@ def stage_scores(
     }
 
 
+def stage_run(
+    outcomes: Mapping[str, QueryOutcome], queries: Iterable[Query], stage: str
+) -> dict[str, tuple[str, ...]]:
+    """``{query id: ranking}`` at ``stage`` of those ``queries`` that have one there."""
+    return {
+        q.id: outcomes[q.id].rankings[stage]
+        for q in queries
+        if q.id in outcomes and stage in outcomes[q.id].rankings
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class RetrieverShape:
     """How the runner calls a retriever, and whether the requested depth reaches it.
