@@ -3,7 +3,11 @@
 **The key is complete or the cache is wrong.** A :class:`CacheKey` holds the stage, the query
 text, the depth asked for, the retriever's identity (its qualified name and, for a factory, the
 factory spec), the user-declared index version, the corpus fingerprint, the doc-id mapping's
-fingerprint and, for the reranker stage, the candidate list it was given. The row is looked up by
+fingerprint, for the reranker stage the candidate list it was given, and the query's context
+(its canonical JSON, :func:`~pytest_retrieval.golden.context_json`, with the
+``retrieval_context_filter`` that turns it into a filter): a ranking cached for tenant A is never
+served for tenant B, and one text with two histories is two entries. A query without a context
+has the key it always had. The row is looked up by
 a sha256 of all of them: any change is a miss, never a stale hit. What the key cannot see is the
 index's *content*: rebuilding an index without changing ``retrieval_index_version`` reuses the old
 rankings. That is the user's contract, and why the version is recorded in artifacts and baselines.
@@ -22,7 +26,12 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .querycontext import context_json
+
+if TYPE_CHECKING:
+    from .retriever.items import QueryRequest
 
 #: ``PRAGMA user_version``: bumped on any incompatible change of the tables or the key.
 SCHEMA_VERSION = 1
@@ -46,7 +55,11 @@ class CacheKey:
     user-declared ``retrieval_index_version``; ``corpus`` the corpus fingerprint when
     ``retrieval_corpus`` is set; ``doc_ids`` the doc-id mapping's fingerprint
     (:func:`doc_id_fingerprint`); ``candidates`` the ids handed to a reranker (None for the
-    first stage). ``None`` and ``""`` are different values.
+    first stage). ``context`` is the query's context as canonical JSON and ``context_filter``
+    the ``retrieval_context_filter`` spec that builds its filter (both None for a query without
+    a context: they are then left out of :meth:`to_dict`, so its digest is the one it had
+    before contexts existed and an existing cache stays valid). ``None`` and ``""`` are
+    different values.
     """
 
     stage: str
@@ -58,12 +71,17 @@ class CacheKey:
     corpus: str | None = None
     doc_ids: str | None = None
     candidates: tuple[str, ...] | None = None
+    context: str | None = None
+    context_filter: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Builtins only (candidates as a list)."""
+        """Builtins only (candidates as a list; the context fields only when set)."""
         out = asdict(self)
         if self.candidates is not None:
             out["candidates"] = list(self.candidates)
+        for name in ("context", "context_filter"):
+            if out[name] is None:
+                del out[name]
         return out
 
     @property
@@ -137,6 +155,30 @@ def _sha256_file(path: str | os.PathLike[str], *, what: str) -> str:
 
     # The one safe reader's rule: a regular file (a FIFO would wait forever for a writer).
     return file_digest(path, what=what)
+
+
+def request_key(
+    template: CacheKey,
+    request: QueryRequest,
+    *,
+    depth: int | None = None,
+    candidates: Sequence[str] | None = None,
+) -> CacheKey:
+    """The key of one request: ``template`` (its stage's key without a query) with the
+    request's text and context, at ``depth`` (default: the template's) and, for the reranker,
+    the ``candidates`` it was handed. The template's ``context_filter`` is kept only for a
+    query with a context (without one nothing builds a filter)."""
+    from dataclasses import replace
+
+    context = context_json(request.context)
+    return replace(
+        template,
+        query=request.text,
+        depth=template.depth if depth is None else depth,
+        candidates=template.candidates if candidates is None else tuple(candidates),
+        context=context,
+        context_filter=template.context_filter if context is not None else None,
+    )
 
 
 def keys_for(

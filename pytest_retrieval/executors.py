@@ -22,13 +22,16 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
 from .retriever import QueryOutcome, QueryRequest, RetrieverShapeError
 from .shards import decode_outcome, encode_outcome
+
+if TYPE_CHECKING:
+    from .retriever.context import ContextUse
 
 #: What ``--executor ray`` says when Ray is not installed.
 RAY_MISSING = "--executor ray needs Ray, which is not installed in this environment"
@@ -71,11 +74,37 @@ def ray_address_problem(address: str, source: str = "--ray-address") -> Problem 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
     """How each query is called: ``depth`` results asked for, ``timeout`` seconds per query
-    (None: no limit), ``batch_size`` queries per batch call (and per Ray batch)."""
+    (None: no limit), ``batch_size`` queries per batch call (and per Ray batch).
+    ``context_keys`` are the context keys of the whole golden set (every batch of every actor
+    is planned for all of them) and ``context_filter`` the ``module:function`` that builds each
+    query's filter (``--context-filter``), as :mod:`.retriever.context` says."""
 
     depth: int = 100
     timeout: float | None = 60.0
     batch_size: int = 32
+    context_keys: tuple[str, ...] = ()
+    context_filter: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins (a Ray actor's constructor arguments)."""
+        return {
+            "depth": self.depth,
+            "timeout": self.timeout,
+            "batch_size": self.batch_size,
+            "context_keys": list(self.context_keys),
+            "context_filter": self.context_filter,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOptions:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            depth=data["depth"],
+            timeout=data["timeout"],
+            batch_size=data["batch_size"],
+            context_keys=tuple(data.get("context_keys", ())),
+            context_filter=data.get("context_filter"),
+        )
 
 
 def _build(spec: str | None, what: str) -> Any:
@@ -92,6 +121,7 @@ def _pipeline(
     *,
     concurrency: int,
     what: str,
+    context: ContextUse,
 ) -> list[QueryOutcome]:
     from .retriever import run_pipeline
 
@@ -104,6 +134,7 @@ def _pipeline(
             concurrency=concurrency,
             timeout=options.timeout,
             batch_size=options.batch_size,
+            context=context,
         )
     except RetrieverShapeError as exc:
         raise InputError(Problem(str(exc), source=what)) from None
@@ -116,32 +147,53 @@ def run_local(
     reranker: str | None = None,
     options: RunOptions = RunOptions(),
     concurrency: int = 8,
+    warn: Callable[[str], None] | None = None,
 ) -> list[QueryOutcome]:
     """Every request through the retriever built from ``retriever`` (``module:factory``) and
-    the optional reranker, in this process, ``concurrency`` queries at a time."""
+    the optional reranker, in this process, ``concurrency`` queries at a time. ``warn`` gets
+    the one warning of contexts that reach no part of the retriever."""
+    from .retriever.shapes import context_warning
+
     built = _build(retriever, "--retriever")
     second = _build(reranker, "--reranker")
-    return _pipeline(requests, built, second, options, concurrency=concurrency, what="--retriever")
+    use = _context_use(options)
+    scoped = sum(1 for r in requests if r.context)
+    unused = context_warning(built, options.depth, use, scoped) if scoped else None
+    if unused is not None and warn is not None:
+        warn(unused)
+    return _pipeline(
+        requests, built, second, options, concurrency=concurrency, what="--retriever", context=use
+    )
+
+
+def _context_use(options: RunOptions) -> ContextUse:
+    from .specs import context_option
+
+    return context_option(options.context_keys, options.context_filter, what="--context-filter")
 
 
 class RayRunner:
     """One actor of the pool: builds the retriever once, then runs batch after batch.
 
-    A batch is Ray Data's ``{"position": [...], "query_id": [...], "text": [...]}``; the result
+    A batch is Ray Data's ``{"position": [...], "query_id": [...], "text": [...], "context":
+    [...]}`` (each context as canonical JSON, ``""`` for none); the result
     keeps the positions and gives each query's outcome as compact JSON (:mod:`.shards`' codec),
     so nothing about the rankings depends on how Ray stores columns.
     """
 
     def __init__(self, retriever: str, reranker: str | None, options: dict[str, Any]) -> None:
+        from .retriever.context import NO_CONTEXT
         from .specs import UserCodeError
 
-        self.options = RunOptions(**options)
+        self.options = RunOptions.from_dict(options)
         #: A factory that failed here: an actor whose constructor raises dies, and reaches the
         #: driver as Ray's own traceback; kept, it is sent back with the first batch instead.
         self.failure: UserCodeError | None = None
+        self.context = NO_CONTEXT
         try:
             self.retriever = _build(retriever, "--retriever")
             self.reranker = _build(reranker, "--reranker")
+            self.context = _context_use(self.options)
         except UserCodeError as exc:
             self.failure = exc
             self.retriever = self.reranker = None
@@ -154,11 +206,20 @@ class RayRunner:
                 "position": list(batch["position"]),
                 "outcome": [failed] * len(batch["query_id"]),
             }
+        # The context travels as its canonical JSON ("" for none): Ray stores a column of
+        # strings as it is, never a column of nested values it would have to type.
         requests = [
-            QueryRequest(str(qid), str(text)) for qid, text in zip(batch["query_id"], batch["text"])
+            QueryRequest(str(qid), str(text), context=json.loads(str(context)) if context else None)
+            for qid, text, context in zip(batch["query_id"], batch["text"], batch["context"])
         ]
         outcomes = _pipeline(
-            requests, self.retriever, self.reranker, self.options, concurrency=1, what="--retriever"
+            requests,
+            self.retriever,
+            self.reranker,
+            self.options,
+            concurrency=1,
+            what="--retriever",
+            context=self.context,
         )
         return {
             "position": list(batch["position"]),
@@ -242,6 +303,7 @@ def run_ray(
     local instance (``num_cpus`` CPUs, no dashboard) and shuts it down afterwards. The factory
     modules are imported here first, so a typo is a usage error before Ray starts.
     """
+    from .querycontext import context_json
     from .specs import import_object
 
     # Without --ray-address, ray.init() connects to RAY_ADDRESS when it is set.
@@ -253,6 +315,7 @@ def run_ray(
     import_object(retriever, "--retriever")
     if reranker:
         import_object(reranker, "--reranker")
+    _context_use(options)  # a --context-filter that does not import: before Ray starts
     ray = _import_ray()
     started = False
     if not ray.is_initialized():
@@ -269,18 +332,22 @@ def run_ray(
         started = True
     try:
         dataset = ray.data.from_items(
-            [{"position": i, "query_id": r.id, "text": r.text} for i, r in enumerate(requests)]
+            [
+                {
+                    "position": i,
+                    "query_id": r.id,
+                    "text": r.text,
+                    "context": context_json(r.context) or "",
+                }
+                for i, r in enumerate(requests)
+            ]
         )
         mapped = dataset.map_batches(
             RayRunner,
             fn_constructor_kwargs={
                 "retriever": retriever,
                 "reranker": reranker,
-                "options": {
-                    "depth": options.depth,
-                    "timeout": options.timeout,
-                    "batch_size": options.batch_size,
-                },
+                "options": options.to_dict(),
             },
             batch_size=options.batch_size,
             compute=ray.data.ActorPoolStrategy(size=concurrency),

@@ -6,7 +6,10 @@ absent is unjudged, and an empty mapping marks a *no-answer* query), any number 
 exactly one split (``tune`` unless stated; the held-out split is called ``heldout`` unless
 configured otherwise). A judgment may carry its provenance (:class:`Label`: who or what graded
 it, and when), which is kept in the file and counted by ``golden stats`` but is not a label:
-the fingerprint ignores it.
+the fingerprint ignores it. A query may carry a *context* (:data:`Context`: a tenant, a user,
+groups, filters, a conversation's history, a locale, any key): plain data handed to the
+retriever with the text (:mod:`pytest_retrieval.retriever.context`), part of the fingerprint,
+of the cache key and of the run-file key (:func:`context_json`, :func:`context_digest`).
 
 This module is the model only (queries, the set's rules, the fingerprint, joining sets; the
 leakage guard it applies is :mod:`pytest_retrieval.leakage`). Every reader and writer lives in
@@ -29,7 +32,9 @@ from typing import Any
 from .errors import GoldenSetError, Problem
 from .leakage import normalise_text as normalise_text  # re-exported: older imports
 from .leakage import set_problems
-from .text import first_surrogate, has_surrogate
+from .querycontext import Context, context_problems, freeze_context, thaw_context
+from .text import SURROGATE_FIX as SURROGATE_FIX
+from .text import surrogate_problem as surrogate_problem
 
 # Names that moved to formats/ (the model imports no format). Old imports such as
 # ``from pytest_retrieval.golden import load_golden`` keep working: they resolve on first use,
@@ -78,18 +83,6 @@ def is_plain_name(name: object) -> bool:
     return isinstance(name, str) and _PLAIN_NAME.match(name) is not None
 
 
-def surrogate_problem(value: str, what: str) -> str | None:
-    """Why ``value`` cannot be stored (a lone surrogate, e.g. from a JSON ``"\\ud800"``
-    escape, is not a character and cannot be written as UTF-8), or None."""
-    found = first_surrogate(value) if has_surrogate(value) else None
-    if found is None:
-        return None
-    return f"{what} contains a lone surrogate ({found}), which is not a character"
-
-
-#: Fix for :func:`surrogate_problem`.
-SURROGATE_FIX = "write the character itself, or a pair of \\u escapes for one beyond U+FFFF"
-
 #: The highest grade a golden set may give (``2**grade - 1`` must stay a finite float). Grades
 #: are relevance levels such as 0-3; a larger number is almost always a score or a typo.
 MAX_GRADE = 1000
@@ -104,6 +97,19 @@ def describe_grade(value: int) -> str:
     if digits is not None and digits <= 20:
         return str(value)
     return f"a number of {digits or 'over 6,000'} digits"
+
+
+def _checked_context(context: object, qid: str | None) -> tuple[list[Problem], Context]:
+    if context is None:
+        return [], MappingProxyType({})
+    problems = [
+        Problem(message, fix, query_id=qid, field="context")
+        for _container, _key, message, fix in context_problems(context)
+    ]
+    if problems:
+        return problems, MappingProxyType({})
+    assert isinstance(context, Mapping)
+    return [], freeze_context(context)
 
 
 def _query_problems(
@@ -300,6 +306,9 @@ class Query:
     their given order in a read-only mapping. Invalid parts raise
     :class:`~pytest_retrieval.errors.GoldenSetError`. ``provenance`` maps judged doc ids to
     their :class:`Label`; it is not compared, hashed or fingerprinted (it is not a label).
+    ``context`` is what the retriever is handed with the text (:data:`Context`: plain data,
+    checked by :func:`context_problems`); it is kept read-only (lists as tuples), empty when
+    the query has none, and it is part of the query: compared and fingerprinted.
     """
 
     id: QueryId
@@ -308,6 +317,7 @@ class Query:
     slices: tuple[str, ...]
     split: str
     provenance: Mapping[DocId, Label] = field(hash=False, compare=False)
+    context: Context = field(hash=False)
 
     def __init__(
         self,
@@ -317,10 +327,14 @@ class Query:
         slices: Iterable[str] = (),
         split: str = DEFAULT_SPLIT,
         provenance: Mapping[DocId, Label] | None = None,
+        context: Context | None = None,
     ) -> None:
         problems, grades, names = _query_problems(id, text, judgments, slices, split)
-        more, labels = _provenance_problems(provenance, grades, id if isinstance(id, str) else None)
+        qid = id if isinstance(id, str) else None
+        more, labels = _provenance_problems(provenance, grades, qid)
         problems += more
+        bad_context, frozen = _checked_context(context, qid)
+        problems += bad_context
         if problems:
             raise GoldenSetError(problems, title=f"invalid query {id!r}")
         object.__setattr__(self, "id", id)
@@ -329,6 +343,7 @@ class Query:
         object.__setattr__(self, "slices", tuple(sorted(set(names))))
         object.__setattr__(self, "split", split)
         object.__setattr__(self, "provenance", MappingProxyType(labels))
+        object.__setattr__(self, "context", frozen)
 
     @classmethod
     def _from_checked(
@@ -339,8 +354,10 @@ class Query:
         slices: Iterable[str],
         split: str,
         provenance: dict[DocId, Label] | None = None,
+        context: Context | None = None,
     ) -> Query:
-        """Build a query from parts a reader has already validated (no checks: fast)."""
+        """Build a query from parts a reader has already validated (no checks: fast); a
+        ``context`` given here has passed :func:`context_problems` and is frozen here."""
         query = object.__new__(cls)
         object.__setattr__(query, "id", query_id)
         object.__setattr__(query, "text", text)
@@ -348,6 +365,8 @@ class Query:
         object.__setattr__(query, "slices", tuple(sorted(set(slices))))
         object.__setattr__(query, "split", split)
         object.__setattr__(query, "provenance", MappingProxyType(provenance or {}))
+        frozen = freeze_context(context) if context else MappingProxyType({})
+        object.__setattr__(query, "context", frozen)
         return query
 
     def __reduce__(self) -> tuple[type[Query], tuple[Any, ...]]:
@@ -361,6 +380,7 @@ class Query:
                 self.slices,
                 self.split,
                 dict(self.provenance),
+                thaw_context(self.context) or None,
             ),
         )
 
@@ -376,13 +396,16 @@ class Query:
 
 
 def _canonical_query(query: Query) -> dict[str, Any]:
-    return {
+    canonical: dict[str, Any] = {
         "id": query.id,
         "text": query.text,
         "judgments": query.judgments,
         "slices": query.slices,
         "split": query.split,
     }
+    if query.context:  # only then: a set without contexts keeps the fingerprint it had
+        canonical["context"] = thaw_context(query.context)
+    return canonical
 
 
 def _encode_default(value: object) -> object:
@@ -399,7 +422,10 @@ def compute_fingerprint(queries: Iterable[Query]) -> str:
     sorted by query id, of ``{"id", "text", "judgments", "slices", "split"}`` per query. It is
     therefore independent of the file format, key order, white space and the order of the
     queries in the file (reordering changes no label), and changes with any id, text, grade,
-    slice or split. The set's name, corpus version and source path are not part of it.
+    slice or split. A query with a context adds ``"context"`` (its plain data, as
+    :func:`context_json` writes it) to its object, so a changed tenant or history changes the
+    fingerprint while a set without contexts keeps the one it always had. The set's name,
+    corpus version and source path are not part of it.
     """
     ordered = sorted(queries, key=lambda q: q.id)
     payload = json.dumps(
@@ -539,6 +565,11 @@ class GoldenSet:
     def splits(self) -> tuple[str, ...]:
         """Every split name used by at least one query, sorted."""
         return tuple(sorted({q.split for q in self.queries}))
+
+    @property
+    def context_keys(self) -> tuple[str, ...]:
+        """Every key some query's context has, sorted (empty when no query has a context)."""
+        return tuple(sorted({key for q in self.queries for key in q.context}))
 
     def _subset(self, queries: Iterable[Query]) -> GoldenSet:
         return GoldenSet._from_checked(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from .errors import InputError, Problem
 from .formats.worksheet import WorksheetRow, surfaced
 from .golden import MACHINE_PREFIX, MAX_GRADE, GoldenSet, Label, Query
+from .querycontext import thaw_context
 
 #: ``prefill(query_id, query_text, doc_id, doc_title, doc_text) -> grade or None``.
 Prefill = Callable[[str, str | None, str, str | None, str | None], int | None]
@@ -235,7 +236,15 @@ def merge(
             touched = True
         if touched:
             changed_ids.append(query.id)
-            query = Query(query.id, query.text, judgments, query.slices, query.split, provenance)
+            query = Query(
+                query.id,
+                query.text,
+                judgments,
+                query.slices,
+                query.split,
+                provenance,
+                thaw_context(query.context) or None,  # the labels change, the context stays
+            )
         queries.append(query)
     merged = GoldenSet(
         tuple(queries),

@@ -250,6 +250,16 @@ OPTIONS: tuple[Option, ...] = (
         flag=False,
     ),
     Option(
+        "context_filter",
+        "module:function building each query's filter from its golden-set context: the "
+        "filter= of a LangChain vector-store retriever (a function of a Document for "
+        "InMemoryVectorStore, a dict for most stores) and the filters= of a Haystack retriever",
+        None,
+        parse_text,
+        metavar="MODULE:FUNCTION",
+        flag=False,
+    ),
+    Option(
         "doc_id_map",
         "JSON or TSV file mapping chunk ids to document ids",
         None,

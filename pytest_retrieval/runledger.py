@@ -123,9 +123,10 @@ def rescored(
     score_run: ScoreRun,
 ) -> Snapshot:
     """``entry``'s rankings scored by ``score_run`` (the run's conventions) on today's labels,
-    over the ``visible`` queries whose text, split and slices did not change (see the module
-    docstring), on ``specs``; ``settings`` are the run's snapshot settings (its depth
+    over the ``visible`` queries whose text (and context), split and slices did not change (see
+    the module docstring), on ``specs``; ``settings`` are the run's snapshot settings (its depth
     included)."""
+    from .querycontext import context_json
     from .retriever import QueryOutcome
     from .runbaseline import ranking_of, returned_of
     from .snapshot import QuerySnapshot, Snapshot, build_snapshot, text_hash
@@ -142,7 +143,7 @@ def rescored(
         if before is None:
             continue
         if (before.text, before.split, tuple(before.slices)) == (
-            text_hash(query.text),
+            text_hash(query.text, context_json(query.context)),
             query.split,
             tuple(query.slices),
         ):

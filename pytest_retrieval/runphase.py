@@ -34,6 +34,7 @@ from .verdict import Stop
 if TYPE_CHECKING:
     from .determinism import DeterminismProbe
     from .report.payload import RunBundle
+    from .retriever.context import ContextUse
     from .retriever.items import RetrieverCall
     from .runsource import Compute, Sharded
     from .session import RetrievalSession
@@ -97,6 +98,7 @@ def run_queries(
     only: Sequence[str] | None = None,
     at_depth: Mapping[str, int] | None = None,
     on_call: Callable[[RetrieverCall], None] | None = None,
+    context: ContextUse | None = None,
 ) -> list[QueryOutcome]:
     """Call the retriever (and reranker) on every scorable query, at the session's depth plan
     (:attr:`.RetrievalSession.depth_plan`: the first depth, queries whose chunks collapse into
@@ -107,6 +109,9 @@ def run_queries(
     means the retriever object has no method we can call. ``only`` restricts the run to these
     ids (the determinism probe), each asked first at its depth in ``at_depth`` (the depth its
     ranking came from); ``on_call`` receives every successful retriever call (the cache).
+    ``context`` is the run's :class:`~.retriever.context.ContextUse` (the keys of the whole
+    golden set and the filter function): each query's context reaches the retriever as it
+    says, the same whichever queries the cache left to call.
     """
     from .retriever import run_pipeline
 
@@ -118,7 +123,7 @@ def run_queries(
             wanted = set(only)
             queries = [q for q in queries if q.id in wanted]
         depths = at_depth or {}
-        requests = [QueryRequest(q.id, q.text or "", depths.get(q.id)) for q in queries]
+        requests = [QueryRequest.of(q, depths.get(q.id)) for q in queries]
     return run_pipeline(
         requests,
         retriever,
@@ -134,6 +139,7 @@ def run_queries(
         fill=plan.fill if plan is not None else None,
         max_depth=plan.max_depth if plan is not None else None,
         on_call=on_call,
+        context=context,
     )
 
 
@@ -285,8 +291,9 @@ class RunPhase:
         """The run (shared out under xdist), then the determinism probe and any extra baseline
         runs (under xdist, only in the worker that completed the run's last shard)."""
         from .determinism import run_checks
+        from .retriever.shapes import context_warning
         from .runsource import obtain
-        from .specs import doc_id_option
+        from .specs import context_option, doc_id_option
 
         session = self.session
 
@@ -308,8 +315,13 @@ class RunPhase:
             return outcomes
 
         if session.run_files:  # gated as stored: no retriever, no doc-id mapping, no probe
-            return take(None), None, []
+            return take(None, warn=self.warn), None, []
         doc_id, doc_map = doc_id_option(session.settings.doc_id, session.settings.doc_id_map)
+        use = context_option(session.golden.context_keys, session.settings.context_filter)
+        scoped = sum(1 for q in session.scorable_queries() if q.context)
+        unused = context_warning(retriever, session.first_depth, use, scoped) if scoped else None
+        if unused is not None:
+            self.warn(unused)
         progress = self.progress(len(session.scorable_queries()))
 
         def compute(
@@ -325,6 +337,7 @@ class RunPhase:
                 progress=progress,
                 requests=requests,
                 on_call=on_call,
+                context=use,
             )
 
         first: dict[str, int] = {}
@@ -339,6 +352,7 @@ class RunPhase:
                 doc_map=doc_map,
                 only=only,
                 at_depth=first if only is not None else None,
+                context=use,
             )
 
         try:

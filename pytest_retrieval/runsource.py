@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .cachekey import request_key
 from .errors import InputError, Problem
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
 from .retriever.items import RetrieverCall, deeper
@@ -294,6 +295,7 @@ def outcomes_from_runs(
 
     ids = [q.id for q in queries]
     by_id = {q.id: q for q in queries}
+    _refuse_other_contexts(runs, queries, redacted)
     known = set(golden_ids)
     outcomes = {qid: QueryOutcome(qid) for qid in ids}
     missing: dict[str, tuple[str, ...]] = {}
@@ -333,6 +335,60 @@ def outcomes_from_runs(
     return [outcomes[qid] for qid in ids], info
 
 
+def _refuse_other_contexts(
+    runs: Mapping[str, RunFile], queries: Sequence[Query], redacted: Callable[[Query], bool]
+) -> None:
+    """InputError when a run file's ranking was made for another context than the golden set
+    gives the query now (the context is part of the run-file key); held-out ids are counted,
+    never named, and no context is ever shown."""
+    from .formats.runs import context_mismatches
+    from .querycontext import context_digest
+
+    digests = {q.id: context_digest(q.context) for q in queries}
+    by_id = {q.id: q for q in queries}
+    for stage in pipeline_order(runs):
+        found = context_mismatches(runs[stage], digests)
+        if not found:
+            continue
+        named = [qid for qid in found if not redacted(by_id[qid])]
+        hidden = len(found) - len(named)
+        listed = _named(named) + (
+            f"{', ' if named else ''}{hidden} held-out (not named)" if hidden else ""
+        )
+        raise InputError(
+            Problem(
+                f"the run file {runs[stage].source} ({stage}) ranked {len(found)} "
+                f"quer{'y' if len(found) == 1 else 'ies'} for another context than the golden "
+                f"set gives {'it' if len(found) == 1 else 'them'} now: {listed}; a ranking made "
+                "for another tenant, user or history is not this query's",
+                fix="run pytest-retrieval run again against this golden set, or gate the "
+                "golden set the run was made from",
+                source="--retrieval-run",
+            )
+        )
+
+
+def unrecorded_context_warning(runs: Mapping[str, RunFile], queries: Sequence[Query]) -> str | None:
+    """The warning of run files that record no context while queries have one (gated as
+    given: which context they were ranked for cannot be told)."""
+    from .formats.runs import unrecorded_contexts
+    from .querycontext import context_digest
+
+    digests = {q.id: context_digest(q.context) for q in queries}
+    said = [
+        f"the run file {runs[stage].source} records no context (no context_sha256) for "
+        f"{len(found)} quer{'y' if len(found) == 1 else 'ies'} that have one"
+        for stage in pipeline_order(runs)
+        if (found := unrecorded_contexts(runs[stage], digests))
+    ]
+    if not said:
+        return None
+    return (
+        "; ".join(said) + ": which context each was ranked for cannot be checked, so they are "
+        "gated as given (pytest-retrieval run records it)"
+    )
+
+
 # --- the cache --------------------------------------------------------------------------------
 
 
@@ -362,6 +418,7 @@ def key_templates(settings: Settings, *, retriever: Any, reranker: Any, depth: i
         index_version=settings.index_version,
         corpus=corpus,
         doc_ids=doc_ids,
+        context_filter=settings.context_filter,  # kept only in the keys of queries with a context
     )
     if reranker is None:
         return KeyTemplates(first)
@@ -392,7 +449,7 @@ def _lookup(
     while pending:
         found = cache.get_many(
             {
-                i: replace(keys.retriever, query=requests[i].text, depth=depth)
+                i: request_key(keys.retriever, requests[i], depth=depth)
                 for i, depth in pending.items()
             }
         )
@@ -429,7 +486,7 @@ def _lookup(
     reranker = keys.reranker
     second = cache.get_many(
         {
-            i: replace(reranker, query=requests[i].text, depth=depth, candidates=entry.ranking)
+            i: request_key(reranker, requests[i], depth=depth, candidates=entry.ranking)
             for i, (depth, entry) in first.items()
         }
     )
@@ -463,7 +520,7 @@ def _entries(
             depth = call.depth if call.depth is not None else base
             items.append(
                 (
-                    replace(keys.retriever, query=requests[call.index].text, depth=depth),
+                    request_key(keys.retriever, requests[call.index], depth=depth),
                     CacheEntry(call.ranking, call.scores, call.latency_ms, returned=call.returned),
                 )
             )
@@ -475,7 +532,7 @@ def _entries(
         if calls is None:
             items.append(
                 (
-                    replace(keys.retriever, query=request.text, depth=depth),
+                    request_key(keys.retriever, request, depth=depth),
                     CacheEntry(
                         first,
                         scores=outcome.scores.get(RETRIEVER_STAGE),
@@ -488,7 +545,7 @@ def _entries(
         if keys.reranker is not None and second is not None:
             items.append(
                 (
-                    replace(keys.reranker, query=request.text, depth=depth, candidates=first),
+                    request_key(keys.reranker, request, depth=depth, candidates=first),
                     CacheEntry(
                         second,
                         scores=outcome.scores.get(RERANKER_STAGE),
@@ -513,8 +570,8 @@ def _replay_missing(
             f"replay: {len(missing)} of {total} queries have no entry in "
             f"{path}: {listed}; replay never calls the retriever, so nothing was gated",
             fix="record them first with --retrieval-cache=use (or refresh); an entry also "
-            "misses when the index version, depth, doc-id mapping, query text, retriever or "
-            "reranker changed",
+            "misses when the index version, depth, doc-id mapping, query text or context, "
+            "retriever or reranker changed",
             source="--retrieval-cache",
         )
     )
@@ -676,10 +733,13 @@ def obtain(
         outcomes, info = outcomes_from_runs(
             run_files, queries, golden_ids=golden_ids, redacted=redacted
         )
+        unchecked = unrecorded_context_warning(run_files, queries)
+        if unchecked is not None and warn is not None:
+            warn(unchecked)
         return outcomes, replace(info, index_version=settings.index_version)
     if compute is None:
         raise ValueError("no run files and nothing to compute the run with")
-    requests = [QueryRequest(q.id, q.text or "") for q in queries]
+    requests = [QueryRequest.of(q) for q in queries]
     if settings.cache == "off":
         if distribute is None:
             return compute(requests), RunInfo(

@@ -64,6 +64,7 @@ class Settings:
     retriever: str | None = None
     reranker: str | None = None
     doc_id: str | None = None
+    context_filter: str | None = None
     doc_id_map: str | None = None
     doc_id_separator: str | None = None
     short_rankings: str = "warn"

@@ -150,12 +150,17 @@ def shard_size(total: int, workers: int, batch_size: int = 1) -> int:
 
 
 def run_key(requests: Sequence[QueryRequest], extra: str = "") -> str:
-    """A digest of the requests (ids and texts, in order) and ``extra``: workers sharing a store
-    must be running the same run."""
+    """A digest of the requests (ids, texts and contexts, in order) and ``extra``: workers
+    sharing a store must be running the same run."""
+    from .querycontext import context_json
+
     digest = hashlib.sha256(extra.encode("utf-8", "backslashreplace"))
     for request in requests:
         digest.update(b"\0" + request.id.encode("utf-8", "backslashreplace"))
         digest.update(b"\1" + request.text.encode("utf-8", "backslashreplace"))
+        context = context_json(request.context)
+        if context is not None:  # only then: a run without contexts keeps its key
+            digest.update(b"\2" + context.encode("utf-8", "backslashreplace"))
     return digest.hexdigest()
 
 

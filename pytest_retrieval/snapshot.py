@@ -32,6 +32,7 @@ from .errors import InputError, Problem
 from .evaluate import Evaluation
 from .gates import Selection
 from .golden import GoldenSet
+from .querycontext import context_json
 from .stages import final_stage
 
 BASELINE_SCHEMA = "pytest-retrieval/baseline"
@@ -57,20 +58,28 @@ def _round_all(value: Any) -> Any:
     return value
 
 
-def text_hash(text: str | None) -> str:
-    """A short hash of a query's text (rescoring needs to know the text did not change)."""
-    return hashlib.sha256(json.dumps(text, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+def text_hash(text: str | None, context: str | None = None) -> str:
+    """A short hash of what the retriever was handed: a query's text and, when it has one, its
+    context (canonical JSON, :func:`~pytest_retrieval.golden.context_json`). Rescoring needs to
+    know neither changed: a ranking made for another tenant is not this query's. A query
+    without a context keeps the hash it always had."""
+    handed: object = text if context is None else [text, context]
+    return hashlib.sha256(json.dumps(handed, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 def label_hash(
-    text: str | None, judgments: Mapping[str, int], slices: Iterable[str], split: str
+    text: str | None,
+    judgments: Mapping[str, int],
+    slices: Iterable[str],
+    split: str,
+    context: str | None = None,
 ) -> str:
-    """A short hash of one query's labels: changes when its text, grades, slices or split do."""
-    canonical = json.dumps(
-        [text, sorted(judgments.items()), sorted(slices), split],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    """A short hash of one query's labels: changes when its text, grades, slices, split or
+    context (canonical JSON; a query without one keeps the hash it always had) do."""
+    parts: list[object] = [text, sorted(judgments.items()), sorted(slices), split]
+    if context is not None:
+        parts.append(context)
+    canonical = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
@@ -355,12 +364,14 @@ def build_snapshot(
         queries[query.id] = QuerySnapshot(
             split=query.split,
             slices=query.slices,
-            labels=label_hash(query.text, query.judgments, query.slices, query.split),
+            labels=label_hash(
+                query.text, query.judgments, query.slices, query.split, context_json(query.context)
+            ),
             metrics=metrics,
             relevant_ranks=ranks,
             top=tops,
             judgments=dict(query.judgments),
-            text=text_hash(query.text),
+            text=text_hash(query.text, context_json(query.context)),
             returned=as_returned,
         )
     heldout: dict[str, Any] = {}

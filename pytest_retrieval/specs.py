@@ -1,9 +1,10 @@
 """``module:attribute`` settings: the retriever and reranker factories, doc-id functions, the
-``--prefill`` judge; the one guarded loader of user code.
+context-filter function, the ``--prefill`` judge; the one guarded loader of user code.
 
 :func:`import_object` is the one place that imports a module named by the user's
-configuration (``retrieval_retriever``, ``retrieval_reranker``, ``retrieval_doc_id``, the
-console script's ``--retriever``, ``--reranker`` and ``--prefill``), and :func:`call_user` the
+configuration (``retrieval_retriever``, ``retrieval_reranker``, ``retrieval_doc_id``,
+``retrieval_context_filter``, the console script's ``--retriever``, ``--reranker``,
+``--context-filter`` and ``--prefill``), and :func:`call_user` the
 one guard around calling what it found (a factory, a judge). Every way that can go wrong is a
 :class:`UserCodeError` (an :class:`~pytest_retrieval.errors.InputError`: exit 4 under pytest,
 through the run phase's refusal, and 2 in the console script) naming the setting, the spec and
@@ -24,10 +25,13 @@ from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from .retriever.context import ContextUse
 
 CONFTEST_SNIPPET = """\
 # conftest.py
@@ -254,6 +258,26 @@ def doc_id_option(doc_id: str | None, doc_id_map: str | None) -> tuple[str | Non
     if doc_id_map:
         doc_map = load_doc_map(doc_id_map)
     return doc_id, doc_map
+
+
+def context_option(
+    keys: Iterable[str], spec: str | None, *, what: str = "retrieval_context_filter"
+) -> ContextUse:
+    """What a run hands its retriever besides the text: the context ``keys`` of the whole
+    golden set (held-out queries too, so the calls are planned alike sealed or not) and the
+    filter function ``spec`` names (``what`` is the setting, for messages), imported here: a
+    spec that does not import, or names no function, is a :class:`UserCodeError`."""
+    from .retriever.context import ContextUse
+
+    build = import_object(spec, what) if spec else None
+    if build is not None and not callable(build):
+        raise UserCodeError(
+            Problem(
+                f"{what} = {spec!r} is a {type(build).__name__}, not a function",
+                fix="name a function of the query's context returning its filter (or None)",
+            )
+        )
+    return ContextUse(tuple(sorted(set(keys))), build, spec)
 
 
 #: Stands for the number of results in a depth hint (:func:`depth_hint`).

@@ -69,6 +69,18 @@ def first_surrogate(text: str) -> str | None:
     return None
 
 
+def surrogate_problem(value: str, what: str) -> str | None:
+    """Why ``value`` cannot be stored (a lone surrogate, e.g. from a JSON ``"\\ud800"``
+    escape, is not a character and cannot be written as UTF-8), or None."""
+    found = first_surrogate(value) if has_surrogate(value) else None
+    if found is None:
+        return None
+    return f"{what} contains a lone surrogate ({found}), which is not a character"
+
+
+#: Fix for :func:`surrogate_problem`.
+SURROGATE_FIX = "write the character itself, or a pair of \\u escapes for one beyond U+FFFF"
+
 # Bidirectional overrides, embeddings, isolates and marks reorder or hide what a reader sees
 # ("Trojan source"): Unicode's Bidi_Control property, in full.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -61,6 +61,12 @@ NEVER = conftest_with(
 )
 
 
+def python_path(folder: Path) -> str:
+    """``folder`` first, then the PYTHONPATH the suite runs with: the driver must import the
+    pytest_retrieval under test (a worktree's), not whichever one is installed."""
+    return os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def test_the_ray_executor_writes_the_local_run_file_and_it_gates(
     tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -73,7 +79,7 @@ def test_the_ray_executor_writes_the_local_run_file_and_it_gates(
     env = {
         **os.environ,
         "MARKS": str(marks),
-        "PYTHONPATH": str(tmp_path),
+        "PYTHONPATH": python_path(tmp_path),
         "RAY_USAGE_STATS_ENABLED": "0",
     }
     child = subprocess.run(
@@ -133,3 +139,63 @@ def test_the_ray_executor_writes_the_local_run_file_and_it_gates(
         }
     ]
     assert artifact["run"]["source"] == "run files"
+
+
+SCOPED_GOLDEN = """\
+version: 1
+queries:
+  - id: acme-refund
+    text: How long is the refund window?
+    relevant: [acme-refund-policy]
+    context: {tenant: acme}
+  - id: globex-refund
+    text: How long is the refund window?
+    relevant: [globex-refund-policy]
+    context: {tenant: globex, groups: [billing]}
+  - id: public
+    text: Where is the status page?
+    relevant: [status]
+"""
+
+SCOPED_FACTORY = """
+def build():
+    def search(text, k, tenant=None):
+        if tenant is None:
+            return ["status"]
+        return [f"{tenant}-refund-policy", f"{tenant}-faq"][:k]
+
+    return search
+"""
+
+
+def test_the_ray_executor_hands_each_query_its_context_as_the_local_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "golden.yaml").write_text(SCOPED_GOLDEN, encoding="utf-8")
+    (tmp_path / "scoped_factory.py").write_text(textwrap.dedent(SCOPED_FACTORY), encoding="utf-8")
+    (tmp_path / "driver.py").write_text(textwrap.dedent(DRIVER), encoding="utf-8")
+    common = ["run", "golden.yaml", "--retriever", "scoped_factory:build", "--batch-size", "2"]
+    env = {**os.environ, "PYTHONPATH": python_path(tmp_path), "RAY_USAGE_STATS_ENABLED": "0"}
+    child = subprocess.run(
+        [sys.executable, "driver.py", *common, "--output", "ray.jsonl", "--executor", "ray",
+         "--concurrency", "2"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert main([*common, "--output", "local.jsonl"]) == 0
+    ray_run, local = load_run_file(tmp_path / "ray.jsonl"), load_run_file(tmp_path / "local.jsonl")
+    # Each actor's batch is planned for every context key of the golden set (tenant, groups):
+    # the query without a context in a batch of its own is still called without a tenant.
+    assert (
+        ray_run.rankings
+        == local.rankings
+        == {
+            "acme-refund": ("acme-refund-policy", "acme-faq"),
+            "globex-refund": ("globex-refund-policy", "globex-faq"),
+            "public": ("status",),
+        }
+    )
+    assert ray_run.contexts == local.contexts
+    assert sorted(ray_run.contexts) == ["acme-refund", "globex-refund"]

@@ -61,6 +61,10 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
         1,
         "a user doc_id / doc_map callable applied to a result: that query's error",
     ),
+    ("pytest_retrieval.retriever.context", "_built_filter", "Exception", False): (
+        1,
+        "the user's retrieval_context_filter function: its error, named, becomes the query's",
+    ),
     ("pytest_retrieval.retriever.shapes", "_int_attribute", "Exception", False): (
         1,
         "a property of the user's retriever object that fails: its depth is unknown",

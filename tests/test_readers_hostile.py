@@ -300,6 +300,12 @@ DRIVERS = [
         cli("golden", "validate", "{}", failed_is_refusal=True),
     ),
     Driver(
+        "validate-csv-context",
+        "hostile.csv",
+        'id,text,relevant,context\nq1,refund window,d1,"{""tenant"": ""acme"", ""n"": [1]}"\n',
+        cli("golden", "validate", "{}", failed_is_refusal=True),
+    ),
+    Driver(
         "validate-trec-qrels",
         "hostile.qrels",
         QRELS,
@@ -404,6 +410,7 @@ READERS: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("pytest_retrieval.formats.docmap", "load_doc_map"): ("doc-id-map-json", "doc-id-map-tsv"),
     ("pytest_retrieval.formats.golden_beir", "_read_queries"): ("validate-beir-queries",),
+    ("pytest_retrieval.formats.golden_csv", "_context_cell"): ("validate-csv-context",),
     ("pytest_retrieval.formats.golden_files", "read_json"): ("validate-json",),
     ("pytest_retrieval.formats.golden_files", "read_jsonl"): ("validate-jsonl",),
     ("pytest_retrieval.formats.golden_files", "read_yaml"): ("validate-yaml", "plugin-golden"),
@@ -448,6 +455,9 @@ RAW_READS = {
     ),
     ("pytest_retrieval.executors", "_decoded", "json.loads"): (
         "outcomes Ray's actors encoded for this process"
+    ),
+    ("pytest_retrieval.executors", "RayRunner.__call__", "json.loads"): (
+        "the query contexts this process encoded (canonical JSON) for Ray's actors"
     ),
     ("pytest_retrieval.ledger", "Ledger.__init__", "sqlite3.connect"): (
         "the run ledger is SQLite: its own checks (application id, schema version, a checksum "

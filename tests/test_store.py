@@ -82,6 +82,8 @@ CHANGES: dict[str, Any] = {
     "corpus": "e" * 64,
     "doc_ids": "f" * 64,
     "candidates": ("doc-3", "doc-1"),
+    "context": '{"tenant":"acme"}',
+    "context_filter": "shop.scope:tenant_filter",
 }
 
 

@@ -215,7 +215,7 @@ def golden_stats(golden: GoldenSet) -> dict[str, Any]:
     judged = [len(q.judgments) for q in golden]
     grades = Counter(grade for q in golden for grade in q.judgments.values())
     no_slice = sum(1 for q in golden if not q.slices)
-    return {
+    stats = {
         "source": golden.source,
         "name": golden.name,
         "corpus_version": golden.corpus_version,
@@ -240,6 +240,13 @@ def golden_stats(golden: GoldenSet) -> dict[str, Any]:
         "provenance": _provenance_stats(golden),
         "fingerprint": golden.fingerprint,
     }
+    keys = Counter(key for q in golden for key in q.context)
+    if keys:  # only then: the numbers of a set without contexts are as they were
+        stats["contexts"] = {
+            "queries": sum(1 for q in golden if q.context),
+            "keys": dict(sorted(keys.items())),
+        }
+    return stats
 
 
 def _provenance_stats(golden: GoldenSet) -> dict[str, Any]:
@@ -289,6 +296,10 @@ def run_stats(args: argparse.Namespace) -> int:
     echo()
     grades = list(data["grades"].items())
     echo(tabulate(grades, headers=["grade", "judgments"], tablefmt="simple"))
+    if "contexts" in data:
+        keys = ", ".join(f"{for_terminal(k)} {n}" for k, n in data["contexts"]["keys"].items())
+        echo()
+        echo(f"queries with a context: {data['contexts']['queries']} (keys: {keys})")
     provenance = data["provenance"]
     if provenance["with_provenance"]:
         echo()

@@ -1,10 +1,12 @@
 """``pytest-retrieval run``: the retrieval phase outside pytest, written as a run file.
 
 ``pytest-retrieval run GOLDEN --retriever module:factory [--reranker module:factory] --output
-RUN.jsonl [--executor local|ray] [--ray-address ADDRESS] [--batch-size N] [--concurrency N]``
-calls the retriever on every query of the golden set (held-out ones too: a sealed run ignores
-them, an unsealed one gates them) and writes a JSONL run file, with each query's latency and
-error, that ``pytest --retrieval-run RUN.jsonl`` gates inside pytest. With a reranker, the file
+RUN.jsonl [--executor local|ray] [--ray-address ADDRESS] [--batch-size N] [--concurrency N]
+[--context-filter module:function]`` calls the retriever on every query of the golden set
+(held-out ones too: a sealed run ignores them, an unsealed one gates them), each with its
+context as in pytest (:mod:`pytest_retrieval.retriever.context`), and writes a JSONL run file,
+with each query's latency, error and context digest (``context_sha256``), that ``pytest
+--retrieval-run RUN.jsonl`` gates inside pytest. With a reranker, the file
 holds the final (reranked) rankings and ``--retriever-output`` can keep the candidates too
 (gate both with ``--retrieval-run RUN.jsonl``'s ``retriever=`` and ``reranker=`` forms).
 
@@ -101,6 +103,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds one query may take before it counts as failed (default 60; 0 = none)",
     )
     parser.add_argument(
+        "--context-filter",
+        metavar="MODULE:FUNCTION",
+        help="builds each query's filter from its context (LangChain filter=, Haystack "
+        "filters=), as retrieval_context_filter does in pytest",
+    )
+    parser.add_argument(
         "--heldout-split",
         default=None,
         metavar="NAME",
@@ -126,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from ..formats.golden_io import load_golden
     from ..formats.runs import write_run_jsonl
     from ..golden import DEFAULT_HELDOUT_SPLIT
+    from ..querycontext import context_digest
     from ..retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryRequest
     from ..stages import stage_or_final
 
@@ -166,8 +175,14 @@ def run(args: argparse.Namespace) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     golden = load_golden(args.golden, heldout_split=args.heldout_split or DEFAULT_HELDOUT_SPLIT)
-    requests = [QueryRequest(q.id, q.text or "") for q in golden]
-    options = RunOptions(depth=args.depth, timeout=args.timeout or None, batch_size=args.batch_size)
+    requests = [QueryRequest.of(q) for q in golden]
+    options = RunOptions(
+        depth=args.depth,
+        timeout=args.timeout or None,
+        batch_size=args.batch_size,
+        context_keys=golden.context_keys,
+        context_filter=args.context_filter,
+    )
     start = time.perf_counter()
     if args.executor == "ray":
         outcomes = run_ray(
@@ -185,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
             reranker=args.reranker,
             options=options,
             concurrency=args.concurrency or 8,
+            warn=lambda message: echo(f"pytest-retrieval run: warning: {message}", err=True),
         )
     elapsed = time.perf_counter() - start
     ran = (RETRIEVER_STAGE, RERANKER_STAGE) if args.reranker else (RETRIEVER_STAGE,)
@@ -192,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     files = [(final, args.output)]
     if args.retriever_output:
         files.append((RETRIEVER_STAGE, args.retriever_output))
+    contexts = {q.id: digest for q in golden if (digest := context_digest(q.context))}
     for stage, path in files:
         write_run_jsonl(
             path,
@@ -204,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
                 # The candidates of a query whose reranker failed are sound: no error there.
                 if o.error is not None and (stage == final or o.error_stage == stage)
             },
+            contexts=contexts,
         )
     failed = [o for o in outcomes if o.error is not None]
     written = " and ".join(path for _stage, path in files)

@@ -1,7 +1,9 @@
 """Golden sets from a BEIR folder.
 
-Layout: ``queries.jsonl`` (``{"_id", "text", ...}`` per line; other keys such as ``metadata``
-are ignored), and qrels as ``qrels/<split>.tsv`` (BEIR's layout; the file name is the split) or
+Layout: ``queries.jsonl`` (``{"_id", "text", ...}`` per line; an optional ``"context"``
+object is the query's context, checked as in every golden format; other keys such as
+``metadata`` are ignored: BEIR's metadata describes a query, it is not handed to a retriever),
+and qrels as ``qrels/<split>.tsv`` (BEIR's layout; the file name is the split) or
 a single ``qrels.tsv`` at the top (split ``tune``). A qrels TSV has the columns ``query-id``,
 ``corpus-id``, ``score``, tab-separated, with an optional header row. ``corpus.jsonl`` may sit
 beside them; it is read only when passed as the corpus to check against.
@@ -14,9 +16,17 @@ to a split that was not shipped. A qrels query missing from ``queries.jsonl`` is
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..errors import InputError
-from ..golden import DEFAULT_SPLIT, SURROGATE_FIX, Query, is_plain_name, surrogate_problem
+from ..golden import (
+    DEFAULT_SPLIT,
+    SURROGATE_FIX,
+    Query,
+    is_plain_name,
+    surrogate_problem,
+)
+from ..querycontext import CONTEXT_FIX, context_problems
 from ..reading import load_json, split_lines
 from ..text import parse_int
 from .golden_parsed import Parsed, read_text
@@ -39,12 +49,34 @@ def qrels_files(folder: str) -> list[tuple[str, str]]:
     return found
 
 
-def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
-    """``{query id: (line, text)}`` in file order."""
+def _context(parsed: Parsed, path: str, line: int, qid: str, record: dict[str, Any]) -> Any:
+    """The line's ``context`` (None without one), or False after recording its problems."""
+    context = record.get("context")
+    if context is None:
+        return None
+    if not isinstance(context, dict):
+        parsed.fail(
+            "'context' must be an object of names to plain values",
+            CONTEXT_FIX,
+            source=path,
+            line=line,
+            query_id=qid,
+            field="context",
+        )
+        return False
+    problems = list(context_problems(context))
+    for _container, _key, message, fix in problems:
+        parsed.fail(message, fix, source=path, line=line, query_id=qid, field="context")
+    return False if problems else context
+
+
+def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str, Any]]:
+    """``{query id: (line, text, context)}`` in file order; the context is None without one,
+    False when it was refused (the problem is recorded)."""
     text = read_text(parsed, path, what="BEIR queries file")
     if text is None:
         return {}
-    queries: dict[str, tuple[int, str]] = {}
+    queries: dict[str, tuple[int, str, Any]] = {}
     for line, row in split_lines(text):
         if not row.strip():
             continue
@@ -99,8 +131,9 @@ def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str]]:
                 query_id=as_id(qid),
                 field="text",
             )
-        else:
-            queries[as_id(qid)] = (line, query_text)
+        else:  # a refused context is False: the query is known (its qrels are no strays)
+            context = _context(parsed, path, line, as_id(qid), record)
+            queries[as_id(qid)] = (line, query_text, context)
     return queries
 
 
@@ -200,9 +233,9 @@ def read_beir(folder: str) -> Parsed:
             )
     if not judged and not parsed.problems:
         parsed.fail("the golden set is empty: the qrels have no judgments", "add qrels rows")
-    for qid, (line, text) in texts.items():
-        if qid not in judged:
+    for qid, (line, text, context) in texts.items():
+        if qid not in judged or context is False:
             continue
         split, _path, _line, grades = judged[qid]
-        parsed.add(Query._from_checked(qid, text, grades, (), split), line)
+        parsed.add(Query._from_checked(qid, text, grades, (), split, None, context), line)
     return parsed

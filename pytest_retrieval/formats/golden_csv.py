@@ -2,13 +2,20 @@
 
 The header row decides the shape:
 
-* **one row per query**: ``id,text,relevant[,slices][,split]``. ``relevant`` lists doc ids
-  separated by ``;``; ``doc=2`` gives a grade (default 1); an empty cell is a no-answer query.
-  ``slices`` is ``;``-separated too; an empty ``split`` means ``tune``.
-* **one row per judgment**: ``query_id,doc_id[,grade],text[,slices][,split]``. Rows of one query
-  need not be adjacent; ``text``, ``slices`` and ``split`` may be given on any of its rows and
-  must agree where given twice. An empty ``grade`` cell is an error; without a ``grade`` column
-  every grade is 1. A row with an empty ``doc_id`` (and grade) marks a no-answer query.
+* **one row per query**: ``id,text,relevant[,slices][,split][,context]``. ``relevant`` lists
+  doc ids separated by ``;``; ``doc=2`` gives a grade (default 1); an empty cell is a no-answer
+  query. ``slices`` is ``;``-separated too; an empty ``split`` means ``tune``.
+* **one row per judgment**: ``query_id,doc_id[,grade],text[,slices][,split][,context]``. Rows of
+  one query need not be adjacent; ``text``, ``slices``, ``split`` and ``context`` may be given on
+  any of its rows and must agree where given twice. An empty ``grade`` cell is an error; without
+  a ``grade`` column every grade is 1. A row with an empty ``doc_id`` (and grade) marks a
+  no-answer query.
+
+``context`` is one cell holding a JSON object (``{"tenant": "acme", "groups": ["support"]}``,
+quoted as CSV quotes a cell with commas); an empty cell is no context. One JSON cell rather than
+a column per key: a context holds lists, mappings, numbers and booleans, which JSON writes
+exactly and a column per key could not (is ``42`` a number or an id?). A ``context.tenant``
+column is refused with that fix.
 
 Cells are stripped of surrounding white space. An Excel BOM is fine.
 """
@@ -17,21 +24,31 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any
 
+from ..errors import InputError
+from ..reading import load_json
 from ..text import parse_int
 from .golden_parsed import Marks, Parsed, read_text
 from .golden_schema import Defaults, SchemaReader
 from .golden_values import suggest_field
 
 #: Columns of the one-row-per-query shape.
-PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split")
+PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split", "context")
 #: Columns of the one-row-per-judgment shape.
-PER_JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "text", "slices", "split")
+PER_JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "text", "slices", "split", "context")
 
 _SHAPES = (
-    "one row per query: id,text,relevant[,slices][,split]; or one row per judgment: "
-    "query_id,doc_id[,grade],text[,slices][,split]"
+    "one row per query: id,text,relevant[,slices][,split][,context]; or one row per judgment: "
+    "query_id,doc_id[,grade],text[,slices][,split][,context]"
+)
+
+#: Fix for a context cell that is not a JSON object, or a column per context key.
+_CONTEXT_CELL_FIX = (
+    "write the whole context as one JSON object in the context column, e.g. "
+    '"{""tenant"": ""acme"", ""groups"": [""support""]}" (CSV doubles the quotes inside a '
+    "quoted cell); leave the cell empty for no context"
 )
 
 
@@ -88,7 +105,7 @@ def read_csv(path: str) -> Parsed:
         if name not in columns:
             parsed.fail(
                 f"unknown column {name!r}",
-                suggest_field(name, columns),
+                _CONTEXT_CELL_FIX if name.startswith("context.") else suggest_field(name, columns),
                 line=header_line,
                 field=name,
             )
@@ -130,6 +147,44 @@ def _row_width_ok(parsed: Parsed, line: int, cells: list[str], width: int) -> bo
     return False
 
 
+_BAD_CELL = object()
+
+
+def _differ(first: object, value: object) -> bool:
+    """Whether two cells of one column differ; contexts as JSON writes them (``1`` and
+    ``true`` are equal to Python, and different contexts)."""
+    if isinstance(first, (dict, list)) or isinstance(value, (dict, list)):
+        return json.dumps(first, sort_keys=True) != json.dumps(value, sort_keys=True)
+    return first != value
+
+
+def _context_cell(parsed: Parsed, marks: Marks, cell: str, line: int, qid: str) -> Any:
+    """The decoded JSON of a ``context`` cell (its containers marked at ``line``), or
+    ``_BAD_CELL`` after recording why it cannot be read; the schema checks the value itself."""
+    try:
+        value = load_json(
+            cell,
+            source=parsed.source,
+            what="context cell",
+            expected="a JSON object",
+            fix=_CONTEXT_CELL_FIX,
+            line=line,
+        )
+    except InputError as exc:
+        for problem in exc.problems:
+            parsed.fail(
+                problem.message, problem.fix, line=line, query_id=qid or None, field="context"
+            )
+        return _BAD_CELL
+    stack = [value]
+    while stack:  # every container of the cell is on its row (json has no columns to give)
+        item = stack.pop()
+        if isinstance(item, (dict, list)):
+            marks.at[id(item)] = (line, None)
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return value
+
+
 def _per_query(parsed: Parsed, body: list[tuple[int, dict[str, str]]]) -> None:
     marks = Marks()
     schema = SchemaReader(parsed, marks.locate)
@@ -160,6 +215,14 @@ def _per_query(parsed: Parsed, body: list[tuple[int, dict[str, str]]]) -> None:
             record["slices"] = _names(row["slices"])
         if row.get("split"):
             record["split"] = row["split"]
+        if row.get("context"):
+            context = _context_cell(parsed, marks, row["context"], line, row["id"])
+            if context is _BAD_CELL:
+                records.append(record)
+                if row["id"]:
+                    parsed.note(row["id"], row["text"] or None, row.get("split") or None, line)
+                continue
+            record["context"] = context
         records.append(record)
         for container in (record, relevant, record.get("slices")):
             if container is not None:
@@ -182,11 +245,15 @@ def _per_judgment(
             marks.at[id(record)] = marks.at[id(record["relevant"])] = (line, None)
             marks.keys[id(record)] = {}
             marks.keys[id(record["relevant"])] = {}
-        for column in ("text", "slices", "split"):
+        for column in ("text", "slices", "split", "context"):
             cell = row.get(column, "")
             if not cell:
                 continue
             value: object = sorted(set(_names(cell))) if column == "slices" else cell
+            if column == "context":
+                value = _context_cell(parsed, marks, cell, line, qid)
+                if value is _BAD_CELL:
+                    continue
             first = given.get((qid, column))
             if first is None:
                 given[(qid, column)] = (line, value)
@@ -194,7 +261,7 @@ def _per_judgment(
                 marks.keys[id(record)][column] = (line, None)
                 if isinstance(value, list):
                     marks.at[id(value)] = (line, None)
-            elif first[1] != value:
+            elif _differ(first[1], value):
                 parsed.fail(
                     f"{column} differs from the one given on line {first[0]}",
                     f"give the same {column} on every row of the query, or only on one row",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, GoldenSet, Query
+from ..querycontext import thaw_context
 from ..reading import (
     construct_scalar,
     load_json,
@@ -316,6 +317,8 @@ def _record(query: Query, *, compact: bool) -> dict[str, Any]:
         record["slices"] = list(query.slices)
     if query.split != DEFAULT_SPLIT or not compact:
         record["split"] = query.split
+    if query.context:  # only a query that has one: files without contexts are unchanged
+        record["context"] = thaw_context(query.context)
     if query.provenance:
         record["provenance"] = {doc: label.to_dict() for doc, label in query.provenance.items()}
     return record

@@ -25,12 +25,13 @@ from ..golden import (
     is_plain_name,
     surrogate_problem,
 )
+from ..querycontext import CONTEXT_FIX, context_problems
 from ..text import has_surrogate
 from .golden_parsed import Loc, Locate, Parsed
 from .golden_values import SourceInt, as_id, describe, grade_problem, id_problem, suggest_field
 
 #: Fields of one query, in the order the writers emit them.
-QUERY_FIELDS = ("id", "text", "relevant", "slices", "split", "provenance")
+QUERY_FIELDS = ("id", "text", "relevant", "slices", "split", "context", "provenance")
 #: Keys of one judgment's provenance (``provenance: {doc: {by: NAME, at: TIME}}``).
 PROVENANCE_FIELDS = ("by", "at")
 #: Top-level keys of a YAML or JSON golden-set document.
@@ -258,6 +259,7 @@ class SchemaReader:
         split = self._split(record, defaults.split, query_id=qid, label=label)
         slices = self._names(record, query_id=qid, label=label)
         provenance = self._provenance(record, judgments, qid, label)
+        context = self._context(record, qid, label)
         if len(self.parsed.problems) != before:
             if qid is not None:
                 self.parsed.note(qid, text, split, line)
@@ -268,8 +270,32 @@ class SchemaReader:
         assert split is not None
         assert slices is not None
         slices = (*defaults.slices, *slices) if defaults.slices else slices
-        query = Query._from_checked(qid, text, judgments, slices, split, provenance)
+        query = Query._from_checked(qid, text, judgments, slices, split, provenance, context)
         self.parsed.add(query, line)
+
+    def _context(
+        self, record: Mapping[Any, Any], qid: str | None, label: str | None
+    ) -> Mapping[str, Any] | None:
+        """``context: {tenant: acme, ...}``: plain data handed to the retriever; every value
+        that is not plain data is a problem located where it is written."""
+        if "context" not in record or record["context"] is None:
+            return None
+        block = record["context"]
+        where: dict[str, Any] = {"field": "context", "query_id": qid, "label": label}
+        if not isinstance(block, Mapping):
+            self.problem(
+                f"'context' must be a mapping of names to plain values, got {describe(block)}",
+                CONTEXT_FIX,
+                record,
+                "context",
+                **where,
+            )
+            return None
+        ok = True
+        for container, key, message, fix in context_problems(block):
+            self.problem(message, fix, container, key, **where)
+            ok = False
+        return block if ok else None
 
     def _provenance(
         self,

@@ -12,7 +12,13 @@ are compared as strings: ``12`` and ``"12"`` are the same document. A query list
 document listed twice for one query, is an error naming the lines, as for a TREC run.
 Two optional keys carry what the in-process runner records (``pytest-retrieval run`` writes
 them): ``"latency_ms"``, the query's latency in milliseconds, and ``"error"``, ``{"stage": ...,
-"type": ..., "message": ...}`` when the retriever failed on it (its ranking is then empty).
+"type": ..., "message": ...}`` when the retriever failed on it (its ranking is then empty). A
+third, ``"context_sha256"``, identifies the context the ranking was made for (the sha256 of the
+query's canonical context, :func:`~pytest_retrieval.golden.context_digest`; the context itself
+is never written): a query's context is part of the run-file key, so a ranking made for another
+tenant or history than the golden set now gives the query is refused
+(:func:`context_mismatches`), never gated as its own. A TREC run, or a JSONL line without the
+key, cannot say which context it was made for: it is gated as given.
 
 Which format: ``format=`` when given; else the extension (``.jsonl``/``.ndjson`` JSONL,
 ``.trec``/``.run``/``.txt``/``.tsv`` TREC); else the content (a first line starting with ``{``
@@ -25,6 +31,7 @@ import itertools
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -57,6 +64,8 @@ class RunFile:
     #: recorded; absent for the queries (and formats) that have none.
     latency_ms: dict[str, float] = field(default_factory=dict)
     errors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: Per query id, the ``context_sha256`` a JSONL line recorded (the queries that have one).
+    contexts: dict[str, str] = field(default_factory=dict)
 
     def pairs(self, query_id: str) -> list[tuple[str, float | None]]:
         """``[(doc id, score or None), ...]`` of one query, best first."""
@@ -207,6 +216,7 @@ def _load_jsonl(lines: Iterable[tuple[int, str]], name: str) -> RunFile:
     scores: dict[str, tuple[float | None, ...]] = {}
     latency: dict[str, float] = {}
     errors: dict[str, tuple[str, str, str]] = {}
+    contexts: dict[str, str] = {}
     first_line: dict[str, int] = {}
     problems: list[Problem] = []
 
@@ -303,6 +313,18 @@ def _load_jsonl(lines: Iterable[tuple[int, str]], name: str) -> RunFile:
                 latency[qid] = recorded[0]
             if recorded[1] is not None:
                 errors[qid] = recorded[1]
+        digest = record.get("context_sha256")
+        if digest is not None:
+            if isinstance(digest, str) and _SHA256.fullmatch(digest):
+                contexts[qid] = digest
+            else:
+                problem(
+                    f"context_sha256 {_describe(digest)} is not a sha256 (64 hex digits)",
+                    number,
+                    "leave it as pytest-retrieval run wrote it, or drop the key",
+                    qid,
+                )
+                bad = True
         if not bad:
             rankings[qid] = tuple(docs)
             scores[qid] = tuple(doc_scores)
@@ -315,8 +337,11 @@ def _load_jsonl(lines: Iterable[tuple[int, str]], name: str) -> RunFile:
         scores=scores,
         latency_ms=latency,
         errors=errors,
+        contexts=contexts,
     )
 
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 _RECORDED_FIX = (
     'write "latency_ms" as a number of milliseconds and "error" as '
@@ -356,6 +381,30 @@ def match_run_to_golden(
     return RunMatch(matched, missing, unknown)
 
 
+def context_mismatches(run: RunFile, digests: Mapping[str, str | None]) -> list[str]:
+    """The query ids whose ranking in ``run`` was made for another context than the golden set
+    gives them now: ``digests`` is each query's :func:`~pytest_retrieval.golden.context_digest`
+    (None: no context), in the order to report. A run that records contexts (``pytest-retrieval
+    run`` writes one for every query that has one) and none for a query made that ranking
+    without one; a run that records no context at all cannot tell (:func:`unrecorded_contexts`).
+    """
+    recorded = run.contexts
+    return [
+        qid
+        for qid, digest in digests.items()
+        if qid in run.rankings and bool(recorded) and recorded.get(qid) != digest
+    ]
+
+
+def unrecorded_contexts(run: RunFile, digests: Mapping[str, str | None]) -> list[str]:
+    """The query ids that have a context while ``run`` records no context at all (a TREC run,
+    JSONL written elsewhere or before the golden set had contexts): which context they were
+    ranked for cannot be told, so they are gated as given."""
+    if run.contexts:
+        return []
+    return [qid for qid, digest in digests.items() if digest is not None and qid in run.rankings]
+
+
 def write_run_jsonl(
     path: str | os.PathLike[str],
     rankings: Mapping[str, Sequence[str]],
@@ -363,14 +412,15 @@ def write_run_jsonl(
     *,
     latency_ms: Mapping[str, float] | None = None,
     errors: Mapping[str, tuple[str, str, str]] | None = None,
+    contexts: Mapping[str, str] | None = None,
 ) -> None:
     """Write ``{query id: ranking}`` as a JSONL run, atomically (temp file and rename).
 
     With ``scores`` for a query (one per doc), its items are ``[id, score]`` pairs (an item
     whose score is None is written as a bare id); otherwise bare ids. ``latency_ms`` and
-    ``errors`` (``(stage, type, message)``) add those keys to the queries they name. Reading
-    the file back with :func:`load_run_file` gives the same rankings, scores, latencies and
-    errors.
+    ``errors`` (``(stage, type, message)``) add those keys to the queries they name, and
+    ``contexts`` (``{query id: context digest}``) ``context_sha256``. Reading the file back with
+    :func:`load_run_file` gives the same rankings, scores, latencies, errors and contexts.
     """
 
     def write(out: TextIO) -> None:
@@ -394,6 +444,8 @@ def write_run_jsonl(
             if errors is not None and qid in errors:
                 stage, kind, message = errors[qid]
                 record["error"] = {"stage": stage, "type": kind, "message": message}
+            if contexts is not None and qid in contexts:
+                record["context_sha256"] = contexts[qid]
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
             out.write("\n")
 

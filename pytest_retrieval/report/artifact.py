@@ -16,6 +16,7 @@ from .. import findings
 from ..errors import InputError, Problem
 from ..files import LazyList
 from ..metrics import MetricSpec
+from ..querycontext import thaw_context
 from ..reading import load_json, read_text_file
 from ..retriever import RETRIEVER_STAGE
 from ..runchecks import coverage_warnings
@@ -302,6 +303,8 @@ def _query_rows(
                 else None
             ),
         }
+        if query.context:  # a held-out query's row is never built unless its details are shown
+            row["context"] = thaw_context(query.context)
         if outcome is not None and outcome.returned:
             # The ids as returned where they repeated (chunks of one document): what
             # distinct@K and K counted in results are measured on.

@@ -33,6 +33,14 @@ order (:func:`describe_retriever` says which one an object is and whether the de
 A class where an instance was expected, a bare Haystack ``Pipeline`` and an object of none of
 these shapes are refused with :class:`RetrieverShapeError` (a ``TypeError``) before any query runs.
 
+Context
+-------
+A request's ``context`` (the golden-set query's tenant, filters, history, ...) reaches each
+shape as :mod:`.context` says: ``context=`` or the keys a function declares by name,
+``contexts=`` for a batch method, ``context=`` for a reranker, ``filters`` for Haystack, a
+``filter=`` built by ``retrieval_context_filter`` for a LangChain vector-store retriever; a
+LlamaIndex retriever is refused. A run without contexts calls exactly as before.
+
 Return values
 -------------
 Per query, an ordered sequence (list, tuple, generator, numpy array) of: ids (``str`` or ``int``),

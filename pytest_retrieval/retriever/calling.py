@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from .context import NO_CONTEXT, ContextUse, reranker_route
 from .items import (
     RERANKER_STAGE,
     RETRIEVER_STAGE,
@@ -400,15 +401,16 @@ def _stage_call(
     batch_size: int,
     on_result: Done,
 ) -> None:
-    """Call one stage over ``inputs`` (texts, or (text, candidates) for the reranker)."""
+    """Call one stage over ``inputs``: ``(text, context)`` per query, ``(text, candidates,
+    context)`` for the reranker (the plan's callables take them in that order)."""
     count = len(requests)
     if plan.batch is not None:
         batch = plan.batch
         chunks = [list(range(i, min(i + batch_size, count))) for i in range(0, count, batch_size)]
 
         def call_chunk(c: int) -> list[tuple[Any, BaseException | None]]:
-            texts = [inputs[i] for i in chunks[c]]
-            result = batch(texts)
+            texts = [inputs[i][0] for i in chunks[c]]
+            result = batch(texts, [inputs[i][-1] for i in chunks[c]])
             if inspect.isawaitable(result):
                 # An async batch method: each worker thread runs it on its own event loop.
                 result = asyncio.run(_awaited(result))
@@ -429,10 +431,7 @@ def _stage_call(
     if plan.is_async:
         _run_async(
             lambda payload: single(*payload),
-            [
-                tuple(inputs[i]) if isinstance(inputs[i], tuple) else (inputs[i],)
-                for i in range(count)
-            ],
+            [tuple(inputs[i]) for i in range(count)],
             concurrency=concurrency,
             timeout=timeout,
             on_done=on_result,
@@ -440,13 +439,23 @@ def _stage_call(
         return
 
     def one(i: int) -> Any:
-        payload = inputs[i]
-        return _materialise(single(*payload) if isinstance(payload, tuple) else single(payload))
+        return _materialise(single(*inputs[i]))
 
     _run_threads(one, count, concurrency=concurrency, timeout=timeout, on_done=on_result)
 
 
-def _reranker_plan(reranker: Any) -> _Plan:
+def _reranker_call(fn: Callable[..., Any], use: ContextUse) -> tuple[Callable[..., Any], str]:
+    """``call(text, candidates, context)`` of a reranker (``context=`` when it declares it)."""
+    route = reranker_route(fn, use)
+    if route is None:
+        return (lambda text, candidates, _context: fn(text, candidates)), ""
+    extra = route.kwargs
+    return (
+        lambda text, candidates, context: fn(text, candidates, **extra(context))
+    ), f", {route.shown}"
+
+
+def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> _Plan:
     if inspect.isclass(reranker):
         name = reranker.__qualname__
         raise RetrieverShapeError(
@@ -454,17 +463,26 @@ def _reranker_plan(reranker: Any) -> _Plan:
             f"{name}(...) from the reranker_under_test fixture, not {name}"
         )
     if callable(reranker):
+        call, shown = _reranker_call(reranker, use)
         return _Plan(
-            RetrieverShape("function", "fn(text, candidates)", True),
-            single=reranker,
+            RetrieverShape(
+                "function", f"fn(text, candidates{shown})", True, context=shown[2:] or None
+            ),
+            single=call,
             is_async=_is_async(reranker),
         )
     for name in ("invoke", "retrieve", "search", "get_relevant_documents", "rerank"):
         method = getattr(reranker, name, None)
         if callable(method):
+            call, shown = _reranker_call(method, use)
             return _Plan(
-                RetrieverShape(f"object.{name}", f"{name}(text, candidates)", True),
-                single=method,
+                RetrieverShape(
+                    f"object.{name}",
+                    f"{name}(text, candidates{shown})",
+                    True,
+                    context=shown[2:] or None,
+                ),
+                single=call,
                 is_async=_is_async(method),
             )
     raise RetrieverShapeError(
@@ -490,6 +508,7 @@ def run_pipeline(
     fill: int | None = None,
     max_depth: int | None = None,
     on_call: Callable[[RetrieverCall], None] | None = None,
+    context: ContextUse | None = None,
 ) -> list[QueryOutcome]:
     """Run every query through the retriever (and the reranker, if any); one outcome per query.
 
@@ -505,20 +524,26 @@ def run_pipeline(
     deeper, as :func:`.items.deeper` says, until it holds ``fill`` documents, returns fewer
     results than asked or reaches ``max_depth``; only those queries are asked again.
     ``on_call`` receives every successful retriever call (each depth is its own cache entry).
-    Raises :class:`RetrieverShapeError` (a TypeError) for a retriever it cannot call.
+
+    Each request's ``context`` reaches both stages as :mod:`.context` says, planned for
+    ``context`` (the run's :class:`~.context.ContextUse`: every key of the whole run and the
+    ``retrieval_context_filter`` function; by default the keys of these requests and no
+    filter function). Raises :class:`RetrieverShapeError` (a TypeError) for a retriever it
+    cannot call or hand the context to.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     _check_separator(doc_id_separator)
-    plans: dict[int | None, _Plan] = {depth: _plan(retriever, depth)}
+    use = context if context is not None else ContextUse.of(r.context for r in requests)
+    plans: dict[int | None, _Plan] = {depth: _plan(retriever, depth, use)}
 
     def plan_at(asked: int | None) -> _Plan:
         if asked not in plans:
-            plans[asked] = _plan(retriever, asked)
+            plans[asked] = _plan(retriever, asked, use)
         return plans[asked]
 
     deepens = fill is not None and max_depth is not None and plans[depth].shape.depth_passed
-    rerank_plan = _reranker_plan(reranker) if reranker is not None else None
+    rerank_plan = _reranker_plan(reranker, use) if reranker is not None else None
     outcomes = [QueryOutcome(r.id) for r in requests]
     raw: list[Any] = [None] * len(requests)
     total = len(requests) * (2 if reranker is not None else 1)
@@ -593,6 +618,7 @@ def run_pipeline(
         return on_result
 
     texts = [r.text for r in requests]
+    contexts = [r.context for r in requests]
     pending: dict[int, int | None] = {
         i: r.depth if r.depth is not None else depth for i, r in enumerate(requests)
     }
@@ -604,7 +630,7 @@ def run_pipeline(
             _stage_call(
                 plan_at(asked),
                 [requests[i] for i in members],
-                [texts[i] for i in members],
+                [(texts[i], contexts[i]) for i in members],
                 concurrency=concurrency,
                 timeout=timeout,
                 batch_size=batch_size,
@@ -618,7 +644,7 @@ def run_pipeline(
     for _ in range(len(requests) - len(ok)):
         tick()
     rerank_requests = [requests[i] for i in ok]
-    rerank_inputs = [(texts[i], raw[i]) for i in ok]
+    rerank_inputs = [(texts[i], raw[i], contexts[i]) for i in ok]
 
     def second_stage(j: int, value: Any, error: BaseException | None, elapsed: float) -> None:
         outcome = outcomes[ok[j]]

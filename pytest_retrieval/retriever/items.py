@@ -38,11 +38,18 @@ class RetrieverShapeError(TypeError):
 class QueryRequest:
     """One query to send: its id (for messages), its text and, when it is not the run's, the
     depth of its first retriever call (a query the cache knows must be asked deeper, the
-    determinism probe re-running a query at the depth its ranking came from)."""
+    determinism probe re-running a query at the depth its ranking came from). ``context`` is
+    the query's context (None: it has none), handed over as :mod:`.context` says."""
 
     id: str
     text: str
     depth: int | None = None
+    context: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, query: Query, depth: int | None = None) -> QueryRequest:
+        """The request of a golden-set query: its id, text and context."""
+        return cls(query.id, query.text or "", depth, query.context or None)
 
 
 @dataclass(slots=True)
@@ -153,6 +160,10 @@ class RetrieverShape:
     the retriever is built to return (its number is how many results it will give), False when
     it makes the depth reach the retriever (a ``k`` parameter: the run then asks for what it
     needs).
+
+    ``context`` says how a query's context reaches the retriever (``context=context``,
+    ``tenant=context['tenant']``, ``filters=context['filters']``: :mod:`.context`), None when it
+    takes none; then ``context_hint`` says how to make it take it.
     """
 
     kind: str
@@ -162,6 +173,8 @@ class RetrieverShape:
     fixed_depth: int | None = None
     built_depth: int | None = None
     hint_builds: bool = False
+    context: str | None = None
+    context_hint: str | None = None
 
 
 Sockets = str | Collection[str] | Mapping[str, str]
@@ -183,6 +196,7 @@ def _socket_names(option: str, value: Any) -> str | tuple[str, ...]:
     example = {
         "input": 'e.g. input="retriever.query" or input=["bm25.query", "embedder.text"]',
         "top_k": 'e.g. top_k="retriever.top_k" or top_k=["bm25.top_k", "dense.top_k"]',
+        "filters": 'e.g. filters="retriever.filters" or filters=["bm25.filters", "dense.filters"]',
     }[option]
     if isinstance(value, str):
         names: list[Any] = [value]
@@ -224,31 +238,43 @@ class HaystackPipeline:
     names the sockets receiving the depth (one or several; an empty list: none); by default every
     open input socket called ``top_k`` gets it (each retriever of a hybrid and its joiner).
     ``output`` names the socket holding the ranked documents (default: the only open output
-    called ``documents``). Each query runs ``pipeline.run(data)`` once. Several sockets are kept
-    as a tuple, in the order given.
+    called ``documents``). ``filters`` names the sockets receiving a query's context filters
+    (:mod:`.context`; by default every open input socket called ``filters``; an empty list:
+    none). Each query runs ``pipeline.run(data)`` once. Several sockets are kept as a tuple, in
+    the order given.
     """
 
     pipeline: Any
     input: Sockets
     top_k: Sockets | None = None
     output: str | None = None
+    filters: Sockets | None = None
 
     def __post_init__(self) -> None:
         # Frozen: the normalised form (a tuple for several) replaces what was given.
         object.__setattr__(self, "input", _socket_names("input", self.input))
         if self.top_k is not None:
             object.__setattr__(self, "top_k", _socket_names("top_k", self.top_k))
+        if self.filters is not None:
+            object.__setattr__(self, "filters", _socket_names("filters", self.filters))
         if self.output is not None and not _is_socket(self.output):
             raise ValueError(
                 f"HaystackPipeline(output={self.output!r}): expected one 'component.socket', "
                 'e.g. output="retriever.documents"'
             )
-        both = set(self.input_sockets) & set(self.top_k_sockets or ())
-        if both:
-            raise ValueError(
-                f"HaystackPipeline: {', '.join(sorted(both))} is named both as an input (the query "
-                "text) and as a top_k socket (the depth); a socket gets one of them"
-            )
+        named = [
+            ("an input (the query text)", set(self.input_sockets)),
+            ("a top_k socket (the depth)", set(self.top_k_sockets or ())),
+            ("a filters socket (the context's filters)", set(self.filters_sockets or ())),
+        ]
+        for i, (first, these) in enumerate(named):
+            for second, those in named[i + 1 :]:
+                both = these & those
+                if both:
+                    raise ValueError(
+                        f"HaystackPipeline: {', '.join(sorted(both))} is named both as {first} "
+                        f"and as {second}; a socket gets one of them"
+                    )
 
     @property
     def input_sockets(self) -> tuple[str, ...]:
@@ -261,6 +287,13 @@ class HaystackPipeline:
         if self.top_k is None:
             return None
         return (self.top_k,) if isinstance(self.top_k, str) else tuple(self.top_k)
+
+    @property
+    def filters_sockets(self) -> tuple[str, ...] | None:
+        """The ``"component.socket"``s named for the filters; None: every open ``filters``."""
+        if self.filters is None:
+            return None
+        return (self.filters,) if isinstance(self.filters, str) else tuple(self.filters)
 
     def retrieval_identity(self) -> str:
         """What the retriever-output cache keys this pipeline by
@@ -280,10 +313,12 @@ class HaystackPipeline:
             [f"{u}->{v}:{key}" for u, v, key in edges(keys=True)] if callable(edges) else []
         )
         kind = f"{type(pipeline).__module__}.{type(pipeline).__qualname__}"
+        # The filters sockets only when named: a pipeline keeps the identity it always had.
+        filters = "" if self.filters is None else f"; filters {self.filters!r}"
         return (
             f"HaystackPipeline[{kind}; components {', '.join(sorted(components))}; "
             f"connections {', '.join(sorted(connections))}; input {self.input!r}; "
-            f"top_k {self.top_k!r}; output {self.output!r}]"
+            f"top_k {self.top_k!r}; output {self.output!r}{filters}]"
         )
 
 
