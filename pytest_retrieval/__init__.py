@@ -145,52 +145,15 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .dedup import DuplicateGroups
+    from .scoring.dedup import DuplicateGroups
     from .errors import GoldenSetError, InputError, Problem, RunFileError
-    from .evaluate import Conventions, Evaluation, evaluate
+    from .scoring.evaluate import Conventions, Evaluation, evaluate
     from .formats.golden_io import load_golden, write_golden
-    from .gates import (
-        GateUsageError,
-        Score,
-        Selection,
-        assert_abstain_rate,
-        assert_answer_rate,
-        assert_distinct_at,
-        assert_hit_rate_at,
-        assert_map_at,
-        assert_mrr,
-        assert_mrr_at,
-        assert_ndcg_at,
-        assert_precision_at,
-        assert_recall_at,
-        hit_rate_at,
-        map_at,
-        mrr,
-        mrr_at,
-        ndcg_at,
-        precision_at,
-        recall_at,
-    )
-    from .golden import GoldenSet, Label, Query
-    from .metrics import (
-        MetricSpec,
-        average_precision,
-        dcg,
-        hit_rate_at_k,
-        judged_at_k,
-        ndcg_at_k,
-        precision_at_k,
-        r_precision,
-        recall_at_k,
-        reciprocal_rank,
-    )
-    from .retriever import (
-        HaystackPipeline,
-        RetrieverShape,
-        RetrieverShapeError,
-        describe_retriever,
-    )
-    from .session import RetrievalSession
+    from .gates.gate import GateUsageError, Score, Selection, assert_abstain_rate, assert_answer_rate, assert_distinct_at, assert_hit_rate_at, assert_map_at, assert_mrr, assert_mrr_at, assert_ndcg_at, assert_precision_at, assert_recall_at, hit_rate_at, map_at, mrr, mrr_at, ndcg_at, precision_at, recall_at
+    from .golden.model import GoldenSet, Label, Query
+    from .scoring.metrics import MetricSpec, average_precision, dcg, hit_rate_at_k, judged_at_k, ndcg_at_k, precision_at_k, r_precision, recall_at_k, reciprocal_rank
+    from .run.retriever import HaystackPipeline, RetrieverShape, RetrieverShapeError, describe_retriever
+    from .session.session import RetrievalSession
     from .version import __version__
 
 

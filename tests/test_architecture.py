@@ -83,7 +83,7 @@ TYPED_GRAPH = {name: imports_of(name, path, type_checking=True) for name, path i
 #: new one may join it.
 TYPE_ONLY_UPWARD = frozenset(
     {
-        ("pytest_retrieval.gateitems", "pytest_retrieval.session"),
+        ("pytest_retrieval.phases.items", "pytest_retrieval.session.session"),
     }
 )
 
@@ -171,12 +171,12 @@ def test_the_layer_guard_counts_a_type_only_import(tmp_path: Path) -> None:
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n"
-        "    from pytest_retrieval.session import RetrievalSession\n",
+        "    from pytest_retrieval.session.session import RetrievalSession\n",
         encoding="utf-8",
     )
     name = f"pytest_retrieval.{bottom}"
     planted = {name: imports_of(name, source, type_checking=True)}
-    assert upward_edges(planted, layers) == {(name, "pytest_retrieval.session")}
+    assert upward_edges(planted, layers) == {(name, "pytest_retrieval.session.session")}
     assert upward_edges({name: imports_of(name, source)}, layers) == set()
 
 
@@ -232,14 +232,14 @@ def test_the_import_walk_sees_function_level_imports_and_skips_type_checking(
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n"
-        "    from pytest_retrieval.session import RetrievalSession\n"
+        "    from pytest_retrieval.session.session import RetrievalSession\n"
         "def f():\n"
         "    from pytest_retrieval import stats\n"
         "    from pytest_retrieval.report.view import fmt\n",
         encoding="utf-8",
     )
     assert imports_of("pytest_retrieval.probe", source) == {
-        "pytest_retrieval.stats",
+        "pytest_retrieval.scoring.stats",
         "pytest_retrieval.report.view",
     }
 
@@ -261,7 +261,7 @@ def test_the_public_api_is_exactly_the_documented_list() -> None:
 
 def test_every_public_name_resolves_and_comes_from_its_owner() -> None:
     import pytest_retrieval
-    from pytest_retrieval.gates import assert_recall_at as from_gates
+    from pytest_retrieval.gates.gate import assert_recall_at as from_gates
 
     for name in pytest_retrieval.__all__:
         assert getattr(pytest_retrieval, name) is not None, name
@@ -280,7 +280,7 @@ def test_an_unknown_public_name_is_an_attribute_error() -> None:
 
 def test_old_import_paths_keep_working() -> None:
     from pytest_retrieval.formats.golden_io import load_golden as new
-    from pytest_retrieval.golden import load_golden as old
+    from pytest_retrieval.golden.model import load_golden as old
 
     assert old is new
 

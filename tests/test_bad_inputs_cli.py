@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline
+from pytest_retrieval.regression.baseline import QuerySnapshot, Snapshot, dump_baseline
 from pytest_retrieval.cli import main
 
 GOLDEN_DIR = Path(__file__).parent / "golden"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline
+from pytest_retrieval.regression.baseline import QuerySnapshot, Snapshot, dump_baseline
 from pytest_retrieval.cli import EXIT_OK, EXIT_USAGE, main
 from pytest_retrieval.report.html import render_html
 from pytest_retrieval.report.markdown import render_markdown

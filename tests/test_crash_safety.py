@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline, load_baseline
+from pytest_retrieval.regression.baseline import QuerySnapshot, Snapshot, dump_baseline, load_baseline
 from pytest_retrieval.files import atomic_write_json, atomic_write_text
 
 pytestmark = pytest.mark.skipif(

@@ -30,9 +30,9 @@ from plugin_helpers import GOLDEN, RetrievalProject, conftest_with
 
 from pytest_retrieval import files
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.evaluate import evaluate
-from pytest_retrieval.golden import GoldenSet, Query, normalise_text
-from pytest_retrieval.metrics import ndcg_at_k
+from pytest_retrieval.scoring.evaluate import evaluate
+from pytest_retrieval.golden.model import GoldenSet, Query, normalise_text
+from pytest_retrieval.scoring.metrics import ndcg_at_k
 from pytest_retrieval.report.markdown import append_step_summary, md_text
 from pytest_retrieval.report.write import ReportTargets
 from pytest_retrieval.text import for_terminal, guard_line, guard_lines, leakage_key, parse_int

@@ -15,7 +15,7 @@ import pytest
 from ledger_helpers import BAD, GOOD, GitProject
 from plugin_helpers import RetrievalProject
 
-from pytest_retrieval.declared import parse_budget, parse_threshold
+from pytest_retrieval.gates.declared import parse_budget, parse_threshold
 from pytest_retrieval.errors import InputError
 
 

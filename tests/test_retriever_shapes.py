@@ -13,12 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.retriever import (
-    QueryRequest,
-    RetrieverShape,
-    describe_retriever,
-    run_pipeline,
-)
+from pytest_retrieval.run.retriever import QueryRequest, RetrieverShape, describe_retriever, run_pipeline
 
 REQUESTS = [QueryRequest("a", "first"), QueryRequest("b", "second"), QueryRequest("c", "third")]
 POOL = [f"d{i}" for i in range(20)]

@@ -20,7 +20,7 @@ import pytest
 from plugin_helpers import RetrievalProject, conftest_with
 
 from pytest_retrieval.errors import GoldenSetError
-from pytest_retrieval.golden import load_golden
+from pytest_retrieval.golden.model import load_golden
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_retrieval"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -135,13 +135,13 @@ def test_the_only_dynamic_import_is_the_documented_module_function_setting() -> 
         "specs.py:import_object",
     ]
     import pytest_retrieval
-    import pytest_retrieval.golden
+    import pytest_retrieval.golden.model
 
     modules = {p.relative_to(PACKAGE).with_suffix("").as_posix() for p in SOURCES}
     modules = {m.removesuffix("/__init__").replace("/", ".") for m in modules}
     assert set(pytest_retrieval._EXPORTS.values()) <= modules
     assert all(
-        m.startswith("pytest_retrieval.formats.") for m in pytest_retrieval.golden._MOVED.values()
+        m.startswith("pytest_retrieval.formats.") for m in pytest_retrieval.golden.model._MOVED.values()
     )
 
 

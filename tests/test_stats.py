@@ -1,4 +1,4 @@
-"""Tests of pytest_retrieval.stats: bootstrap intervals, the sign-flip test and the MDE."""
+"""Tests of pytest_retrieval.scoring.stats: bootstrap intervals, the sign-flip test and the MDE."""
 
 from __future__ import annotations
 
@@ -11,15 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_retrieval.stats import (
-    EXACT_CUTOFF,
-    Alternative,
-    PairedComparison,
-    bootstrap_ci,
-    conservative_delta_sd,
-    minimum_detectable_drop,
-    paired_comparison,
-)
+from pytest_retrieval.scoring.stats import EXACT_CUTOFF, Alternative, PairedComparison, bootstrap_ci, conservative_delta_sd, minimum_detectable_drop, paired_comparison
 
 ALTERNATIVES: tuple[Alternative, ...] = ("less", "greater", "two-sided")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.scoring.evaluate import evaluate
 from pytest_retrieval.formats.trec import read_qrels, read_run
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)

@@ -19,14 +19,8 @@ import os
 from typing import Any
 
 from ..errors import InputError
-from ..golden import (
-    DEFAULT_SPLIT,
-    SURROGATE_FIX,
-    Query,
-    is_plain_name,
-    surrogate_problem,
-)
-from ..querycontext import CONTEXT_FIX, context_problems
+from ..golden.model import DEFAULT_SPLIT, SURROGATE_FIX, Query, is_plain_name, surrogate_problem
+from ..golden.context import CONTEXT_FIX, context_problems
 from ..reading import load_json, split_lines
 from ..text import parse_int
 from .golden_parsed import Parsed, read_text

@@ -12,7 +12,7 @@ import datetime
 import difflib
 from collections.abc import Mapping
 
-from ..golden import MAX_GRADE, MAX_GRADE_FIX, SURROGATE_FIX, describe_grade, surrogate_problem
+from ..golden.model import MAX_GRADE, MAX_GRADE_FIX, SURROGATE_FIX, describe_grade, surrogate_problem
 from ..text import MAX_INT_DIGITS
 
 # Names people reach for that difflib would not match to ours.

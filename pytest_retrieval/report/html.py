@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..gates import Scope
+from ..gates.gate import Scope
 from . import view
 from .html_tables import gates_section, queries_section, regressions_section
 from .markup import Markup, el

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..gates import DETAILS_HINT
+from ..gates.gate import DETAILS_HINT
 from ..verdict import Shown, Status
 from . import view
 from .markup import Markup, el, escape

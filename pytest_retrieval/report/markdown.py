@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..gates import Scope
+from ..gates.gate import Scope
 from ..text import for_terminal
 from ..verdict import Shown, Status, Stop
 from . import view
@@ -155,7 +155,7 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
     if any(r.ci_level is not None for r in rows):
         change_header = "Δ vs baseline (bound; interval)"
     else:  # an artifact from before the intervals matched the test: its bootstrap CI
-        from ..options import DEFAULT_CONFIDENCE
+        from ..settings.options import DEFAULT_CONFIDENCE
 
         confidence = (artifact.get("settings") or {}).get("confidence", DEFAULT_CONFIDENCE)
         if not isinstance(confidence, (int, float)):

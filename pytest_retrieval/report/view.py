@@ -10,7 +10,7 @@ The renderers read everything through this module: the shared phrases (numbers, 
 one-line texts) live in :mod:`.phrases` and the gate rows and the verdict in :mod:`.gaterows`,
 and both are re-exported here.
 
-A *baseline document* (the baseline JSON, or a :class:`~pytest_retrieval.baseline.Snapshot`)
+A *baseline document* (the baseline JSON, or a :class:`~pytest_retrieval.regression.baseline.Snapshot`)
 is optional: with it the reports add the baseline's means (the dashed curve, the deltas of the
 metric table) and mark relevant documents the baseline had found and this run lost.
 """
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from ..stages import final_stage
+from ..run.stages import final_stage
 from ..text import parse_int
 from .gaterows import GateRow as GateRow  # re-exported: the renderers read the view
 from .gaterows import against_text as against_text
@@ -41,7 +41,7 @@ from .phrases import shorten as shorten
 from .phrases import stage_shown as stage_shown
 
 if TYPE_CHECKING:
-    from ..baseline import Snapshot
+    from ..regression.baseline import Snapshot
 
 
 #: The baseline the reports compare with: the baseline JSON as a dict, or a loaded Snapshot.
@@ -61,7 +61,7 @@ def split_metric(name: str) -> tuple[str, int | None]:
 
 
 def default_stage(artifact: Mapping[str, Any]) -> str | None:
-    """The final stage (:func:`~pytest_retrieval.stages.final_stage`), whose ranking the user
+    """The final stage (:func:`~pytest_retrieval.run.stages.final_stage`), whose ranking the user
     sees."""
     return final_stage(str(s) for s in artifact.get("stages") or ())
 
