@@ -41,11 +41,12 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from pytest_retrieval.scoring import stats
-from pytest_retrieval.regression.baseline import QuerySnapshot, Snapshot
 from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
+from pytest_retrieval.scoring import stats
 from pytest_retrieval.scoring.stats.multiplicity import FamilyItem, adjust_family, holm
-from pytest_retrieval.regression.rule import CompareOptions, compare
 
 SIZES = (30, 100, 300, 1000)
 DROPS = (0.01, 0.02, 0.05, 0.10)

@@ -44,8 +44,9 @@ from pathlib import Path
 import numpy as np
 
 from pytest_retrieval.gates.declared import parse_budget
-from pytest_retrieval.regression.rule import CompareOptions, compare, family
-from pytest_retrieval.regression.family import Against
+from pytest_retrieval.regression.family import Against, family
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
 from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent

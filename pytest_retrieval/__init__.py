@@ -114,12 +114,12 @@ _EXPORTS: dict[str, str] = {
             "precision_at",
             "recall_at",
         ),
-        "gates",
+        "gates.gate",
     ),
-    **dict.fromkeys(("GoldenSet", "Label", "Query"), "golden"),
+    **dict.fromkeys(("GoldenSet", "Label", "Query"), "golden.model"),
     **dict.fromkeys(("load_golden", "write_golden"), "formats.golden_io"),
-    **dict.fromkeys(("Conventions", "Evaluation", "evaluate"), "evaluate"),
-    "DuplicateGroups": "dedup",
+    **dict.fromkeys(("Conventions", "Evaluation", "evaluate"), "scoring.evaluate"),
+    "DuplicateGroups": "scoring.dedup",
     **dict.fromkeys(
         (
             "MetricSpec",
@@ -133,26 +133,63 @@ _EXPORTS: dict[str, str] = {
             "recall_at_k",
             "reciprocal_rank",
         ),
-        "metrics",
+        "scoring.metrics",
     ),
     **dict.fromkeys(("GoldenSetError", "InputError", "Problem", "RunFileError"), "errors"),
-    "RetrievalSession": "session",
+    "RetrievalSession": "session.session",
     **dict.fromkeys(
         ("HaystackPipeline", "RetrieverShape", "RetrieverShapeError", "describe_retriever"),
-        "retriever",
+        "run.retriever",
     ),
     "__version__": "version",
 }
 
 if TYPE_CHECKING:
-    from .scoring.dedup import DuplicateGroups
     from .errors import GoldenSetError, InputError, Problem, RunFileError
-    from .scoring.evaluate import Conventions, Evaluation, evaluate
     from .formats.golden_io import load_golden, write_golden
-    from .gates.gate import GateUsageError, Score, Selection, assert_abstain_rate, assert_answer_rate, assert_distinct_at, assert_hit_rate_at, assert_map_at, assert_mrr, assert_mrr_at, assert_ndcg_at, assert_precision_at, assert_recall_at, hit_rate_at, map_at, mrr, mrr_at, ndcg_at, precision_at, recall_at
+    from .gates.gate import (
+        GateUsageError,
+        Score,
+        Selection,
+        assert_abstain_rate,
+        assert_answer_rate,
+        assert_distinct_at,
+        assert_hit_rate_at,
+        assert_map_at,
+        assert_mrr,
+        assert_mrr_at,
+        assert_ndcg_at,
+        assert_precision_at,
+        assert_recall_at,
+        hit_rate_at,
+        map_at,
+        mrr,
+        mrr_at,
+        ndcg_at,
+        precision_at,
+        recall_at,
+    )
     from .golden.model import GoldenSet, Label, Query
-    from .scoring.metrics import MetricSpec, average_precision, dcg, hit_rate_at_k, judged_at_k, ndcg_at_k, precision_at_k, r_precision, recall_at_k, reciprocal_rank
-    from .run.retriever import HaystackPipeline, RetrieverShape, RetrieverShapeError, describe_retriever
+    from .run.retriever import (
+        HaystackPipeline,
+        RetrieverShape,
+        RetrieverShapeError,
+        describe_retriever,
+    )
+    from .scoring.dedup import DuplicateGroups
+    from .scoring.evaluate import Conventions, Evaluation, evaluate
+    from .scoring.metrics import (
+        MetricSpec,
+        average_precision,
+        dcg,
+        hit_rate_at_k,
+        judged_at_k,
+        ndcg_at_k,
+        precision_at_k,
+        r_precision,
+        recall_at_k,
+        reciprocal_rank,
+    )
     from .session.session import RetrievalSession
     from .version import __version__
 

@@ -20,9 +20,9 @@ import pytest
 
 if TYPE_CHECKING:
     from .gates.declared import Budget, Threshold
-    from .scoring.evaluate import Evaluation
-    from .phases.finish import Finish
     from .golden.model import GoldenSet
+    from .phases.finish import Finish
+    from .scoring.evaluate import Evaluation
     from .session.session import RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
@@ -69,9 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _preflight(config, golden=bool(golden))
     if not golden:
         return
-    from .phases.start import start, unsealed_warning
     from .errors import InputError
     from .gates.gate import activate
+    from .phases.start import start, unsealed_warning
 
     try:
         session = start(

@@ -51,7 +51,8 @@ from pytest_retrieval.cli import main
 from pytest_retrieval.formats.golden_io import load_golden
 from pytest_retrieval.formats.worksheet import neutralise_cell, restore_cell
 from pytest_retrieval.report.markdown import md_code, md_text
-from pytest_retrieval.run.store import CacheEntry, CacheKey, RunCache, cache_file
+from pytest_retrieval.run.cachekey import CacheEntry, CacheKey
+from pytest_retrieval.run.store import RunCache, cache_file
 from pytest_retrieval.text import terminal_text
 
 USAGE, FAILED, OK = 2, 1, 0
@@ -940,8 +941,8 @@ def test_every_line_the_package_prints_goes_through_the_one_escaping() -> None:
     # _safe (terminal_text); the run phase's progress line (digits and our words only).
     assert sorted({(module, function) for module, function, _arg in found}) == [
         ("cli/output.py", "echo"),
+        ("phases/retrieve.py", "write"),
         ("plugin.py", "pytest_terminal_summary"),
-        ("runphase.py", "write"),
     ]
     summary = [arg for module, function, arg in found if function == "pytest_terminal_summary"]
     assert summary == ["_safe(text)", "_safe(text)"]

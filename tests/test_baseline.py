@@ -1,4 +1,5 @@
-"""pytest_retrieval.regression.baseline without pytest: budgets, the baseline file and the regression rule.
+"""pytest_retrieval.regression.baseline without pytest: budgets, the baseline file and the
+regression rule.
 
 Snapshots are built by hand, so every expected number below is worked out in a comment from the
 values the test writes, never read back from the code under test.
@@ -16,11 +17,14 @@ from baseline_helpers import STAGE, query, snapshot
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from pytest_retrieval.regression.baseline import QuerySnapshot, Snapshot, dump_baseline, load_baseline
-from pytest_retrieval.gates.declared import parse_budget
 from pytest_retrieval.errors import InputError
+from pytest_retrieval.gates.declared import parse_budget
 from pytest_retrieval.gates.gate import Selection
-from pytest_retrieval.regression.rule import CompareOptions, RegressionOutcome, compare
+from pytest_retrieval.regression.baseline import dump_baseline, load_baseline
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
 
 def check(

@@ -115,7 +115,12 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
         1,
         "the delete transaction rolled back",
     ),
-    ("pytest_retrieval.run.retriever.calling", "run_pipeline.second_stage", "BaseException", False): (
+    (
+        "pytest_retrieval.run.retriever.calling",
+        "run_pipeline.second_stage",
+        "BaseException",
+        False,
+    ): (
         1,
         "the user's reranker (or a doc_id callable on its items), SystemExit included: its "
         "error becomes that query's",

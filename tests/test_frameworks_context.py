@@ -28,7 +28,13 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from pytest_retrieval.run.retriever import HaystackPipeline, QueryRequest, RetrieverShapeError, describe_retriever, run_pipeline
+from pytest_retrieval.run.retriever import (
+    HaystackPipeline,
+    QueryRequest,
+    RetrieverShapeError,
+    describe_retriever,
+    run_pipeline,
+)
 from pytest_retrieval.run.retriever.context import ContextUse
 from pytest_retrieval.run.retriever.shapes import context_warning
 

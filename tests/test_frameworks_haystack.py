@@ -22,7 +22,13 @@ from haystack.components.retrievers.in_memory import (
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from pytest_retrieval.run.cachekey import retriever_identity
-from pytest_retrieval.run.retriever import HaystackPipeline, QueryRequest, RetrieverShapeError, describe_retriever, run_pipeline
+from pytest_retrieval.run.retriever import (
+    HaystackPipeline,
+    QueryRequest,
+    RetrieverShapeError,
+    describe_retriever,
+    run_pipeline,
+)
 
 TOPICS = ["refund", "shipping", "invoice", "password", "okta", "billing", "export", "mfa"]
 DOCUMENTS = [

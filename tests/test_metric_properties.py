@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_retrieval.scoring.evaluate import evaluate
-from pytest_retrieval.scoring.metrics import average_precision, hit_rate_at_k, ndcg_at_k, precision_at_k, r_precision, recall_at_k, reciprocal_rank
+from pytest_retrieval.scoring.metrics import (
+    average_precision,
+    hit_rate_at_k,
+    ndcg_at_k,
+    precision_at_k,
+    r_precision,
+    recall_at_k,
+    reciprocal_rank,
+)
 
 DOCS = [f"d{i}" for i in range(12)]
 rankings = st.lists(st.sampled_from(DOCS), max_size=15)  # duplicates allowed on purpose

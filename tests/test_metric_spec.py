@@ -110,8 +110,8 @@ from pytest_retrieval.gates import gate as gates  # noqa: E402
 from pytest_retrieval.gates.declared import parse_budget, parse_threshold  # noqa: E402
 from pytest_retrieval.scoring.metrics import METRICS, Metric  # noqa: E402
 from pytest_retrieval.settings.options import DEFAULT_METRICS  # noqa: E402
-from pytest_retrieval.settings.values import InvalidValue, parse_metrics  # noqa: E402
 from pytest_retrieval.settings.resolve import Settings  # noqa: E402
+from pytest_retrieval.settings.values import InvalidValue, parse_metrics  # noqa: E402
 
 METRICS_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text(
     encoding="utf-8"

@@ -6,7 +6,16 @@ import math
 
 import pytest
 
-from pytest_retrieval.scoring.metrics import average_precision, dcg, hit_rate_at_k, ndcg_at_k, precision_at_k, r_precision, recall_at_k, reciprocal_rank
+from pytest_retrieval.scoring.metrics import (
+    average_precision,
+    dcg,
+    hit_rate_at_k,
+    ndcg_at_k,
+    precision_at_k,
+    r_precision,
+    recall_at_k,
+    reciprocal_rank,
+)
 
 
 def test_a_repeated_id_counts_once_at_its_first_rank_and_the_next_ids_move_up() -> None:

@@ -7,7 +7,14 @@ from statistics import mean
 import pytest
 
 from pytest_retrieval.scoring.evaluate import evaluate
-from pytest_retrieval.scoring.metrics import average_precision, dcg, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
+from pytest_retrieval.scoring.metrics import (
+    average_precision,
+    dcg,
+    ndcg_at_k,
+    precision_at_k,
+    recall_at_k,
+    reciprocal_rank,
+)
 
 # Example 5 of the seed: three queries, K = 5.
 GOLDEN = [

@@ -11,8 +11,8 @@ import pytest
 from pytest_retrieval.gates.declared import parse_budget
 from pytest_retrieval.gates.gate import GateOutcome, Score, Selection
 from pytest_retrieval.gates.judge import judge, unscored
-from pytest_retrieval.scoring.metrics import MetricSpec
 from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.scoring.metrics import MetricSpec
 from pytest_retrieval.verdict import Shown, Status
 
 SPEC = MetricSpec("recall", 10)

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from plugin_helpers import CONFTEST, HELDOUT_ID, RetrievalProject, conftest_with
 
-from pytest_retrieval.golden.model import load_golden
+from pytest_retrieval.formats.golden_io import load_golden
 from pytest_retrieval.settings.resolve import Settings
 
 

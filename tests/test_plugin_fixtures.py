@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import HELDOUT_TEXT, RANKINGS, RetrievalProject, conftest_with, esc
 
-from pytest_retrieval.golden.model import load_golden
+from pytest_retrieval.formats.golden_io import load_golden
 
 
 def test_golden_set_gives_the_configured_queries_without_the_heldout_split(

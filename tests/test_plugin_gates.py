@@ -73,7 +73,7 @@ def test_every_gate_helper_passes_and_fails_with_the_exact_message(
         )
     )
     # The traceback stops at the user's line: the helper's own frames are hidden.
-    result.stdout.no_fnmatch_line("*pytest_retrieval/gates.py*")
+    result.stdout.no_fnmatch_line("*pytest_retrieval/gates/*")
     result.stdout.fnmatch_lines(
         esc(
             [
@@ -266,7 +266,7 @@ def test_gate_misuse_is_reported_with_the_fix(retrieval_project: RetrievalProjec
     result.stdout.fnmatch_lines(
         esc(
             [
-                "E *pytest_retrieval.gates.gate.GateUsageError: the threshold of recall@3 must be a "
+                "E *pytest_retrieval.gates.GateUsageError: the threshold of recall@3 must be a "
                 "number between 0 and 1, got 90 (metrics are fractions: write 0.9, not 90)",
             ]
         )
@@ -274,7 +274,7 @@ def test_gate_misuse_is_reported_with_the_fix(retrieval_project: RetrievalProjec
     result.stdout.fnmatch_lines(
         esc(
             [
-                "E *pytest_retrieval.gates.gate.GateUsageError: unknown slice 'multihop'; the golden "
+                "E *pytest_retrieval.gates.GateUsageError: unknown slice 'multihop'; the golden "
                 "set has: exact-lookup, multi-hop, no-answer"
             ]
         )
@@ -282,7 +282,7 @@ def test_gate_misuse_is_reported_with_the_fix(retrieval_project: RetrievalProjec
     result.stdout.fnmatch_lines(
         esc(
             [
-                "E *pytest_retrieval.gates.gate.GateUsageError: unknown split 'dev'; the golden set "
+                "E *pytest_retrieval.gates.GateUsageError: unknown split 'dev'; the golden set "
                 "has: heldout, tune"
             ]
         )
@@ -290,7 +290,7 @@ def test_gate_misuse_is_reported_with_the_fix(retrieval_project: RetrievalProjec
     result.stdout.fnmatch_lines(
         esc(
             [
-                "E *pytest_retrieval.gates.gate.GateUsageError: unknown stage 'reranker'; this run "
+                "E *pytest_retrieval.gates.GateUsageError: unknown stage 'reranker'; this run "
                 "has: retriever"
             ]
         )
@@ -298,7 +298,7 @@ def test_gate_misuse_is_reported_with_the_fix(retrieval_project: RetrievalProjec
     result.stdout.fnmatch_lines(
         esc(
             [
-                "E *pytest_retrieval.gates.gate.GateUsageError: the cutoff of recall must be a positive "
+                "E *pytest_retrieval.gates.GateUsageError: the cutoff of recall must be a positive "
                 "integer (1, 5, 10, ...), got 0"
             ]
         )
@@ -569,7 +569,7 @@ def test_a_score_that_cannot_be_scored_is_a_failed_gate_in_every_report(
         consecutive=True,
     )
     result.stdout.fnmatch_lines(
-        ["E*pytest_retrieval.gates.gate.GateUsageError: recall@50 needs the top 50 results*"]
+        ["E*pytest_retrieval.gates.GateUsageError: recall@50 needs the top 50 results*"]
     )
     gates = retrieval_project.artifact()["gates"]
     assert [

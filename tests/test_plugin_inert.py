@@ -76,7 +76,7 @@ def test_gates_and_fixtures_without_a_golden_set_say_how_to_configure_one(
     result.assert_outcomes(failed=2, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "E *pytest_retrieval.gates.gate.GateUsageError: no retrieval session is active: gates "
+            "E *pytest_retrieval.gates.GateUsageError: no retrieval session is active: gates "
             "work in tests run by pytest with the pytest-retrieval plugin and a golden set "
             "configured (retrieval_golden = PATH in your pytest configuration, or "
             "--retrieval-golden PATH)",

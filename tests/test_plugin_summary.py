@@ -24,7 +24,7 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import RetrievalProject, conftest_with, esc
 
-from pytest_retrieval.golden.model import load_golden
+from pytest_retrieval.formats.golden_io import load_golden
 
 TABLE = [
     "stage: retriever",

@@ -171,8 +171,8 @@ def _ini_search(folder: Path, target: str) -> Outcome:
 
 def _cache_row(folder: Path, target: str) -> Outcome:
     """The hostile bytes as a cache row's stored value, with a matching checksum."""
-    from pytest_retrieval.run.cachekey import row_checksum
-    from pytest_retrieval.run.store import CacheCorrupt, CacheEntry, CacheKey, RunCache
+    from pytest_retrieval.run.cachekey import CacheEntry, CacheKey, row_checksum
+    from pytest_retrieval.run.store import CacheCorrupt, RunCache
 
     key = CacheKey(stage="retriever", query="q", depth=3, retriever="r")
     path = folder / "cache" / "runs.sqlite3"
@@ -395,12 +395,21 @@ BY_ID = {d.id: d for d in DRIVERS}
 
 #: Every reader of the package (module, function) and the drivers that reach it.
 READERS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("pytest_retrieval.regression.baseline", "load_baseline"): ("report-baseline", "plugin-baseline"),
+    ("pytest_retrieval.regression.baseline", "load_baseline"): (
+        "report-baseline",
+        "plugin-baseline",
+    ),
     ("pytest_retrieval.run.cachekey", "_sha256_file"): ("cache-key-fingerprint",),
     ("pytest_retrieval.run.cachekey", "entry_from_value"): ("cache-row",),
     ("pytest_retrieval.cli.labelling", "_pool_input"): ("pool-json-input",),
-    ("pytest_retrieval.gates.declared", "gates_file_entries"): ("gate-gates-file", "plugin-gates-file"),
-    ("pytest_retrieval.scoring.dedup", "load_duplicates"): ("validate-duplicates", "plugin-duplicates"),
+    ("pytest_retrieval.gates.declared", "gates_file_entries"): (
+        "gate-gates-file",
+        "plugin-gates-file",
+    ),
+    ("pytest_retrieval.scoring.dedup", "load_duplicates"): (
+        "validate-duplicates",
+        "plugin-duplicates",
+    ),
     ("pytest_retrieval.scoring.dedup", "parse_duplicates"): ("validate-duplicates",),
     ("pytest_retrieval.formats.corpus", "read_corpus"): (
         "validate-corpus-jsonl",

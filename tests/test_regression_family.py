@@ -11,10 +11,17 @@ from collections.abc import Sequence
 import pytest
 
 import pytest_retrieval.scoring.stats  # noqa: F401  (numpy first)
-from pytest_retrieval.regression.baseline import QuerySnapshot, Snapshot, average_snapshots
 from pytest_retrieval.gates.declared import parse_budget
-from pytest_retrieval.run.determinism import DeterminismProbe, changed_rankings, compare_runs, probe_ids
-from pytest_retrieval.regression.rule import CompareOptions, RegressionOutcome, compare, compare_all
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare, compare_all
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot, average_snapshots
+from pytest_retrieval.run.determinism import (
+    DeterminismProbe,
+    changed_rankings,
+    compare_runs,
+    probe_ids,
+)
 from pytest_retrieval.run.retriever import QueryOutcome
 
 STAGE = "retriever"

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_retrieval.gates.gate import GateOutcome
-from pytest_retrieval.regression.rule import RegressionOutcome
-from pytest_retrieval.session.payload import Report, merge_all, outcome_to_dict
+from pytest_retrieval.regression.outcome import RegressionOutcome
 from pytest_retrieval.run.retriever import QueryOutcome
+from pytest_retrieval.session.payload import Report, merge_all, outcome_to_dict
 
 PAYLOADS = settings(max_examples=100, deadline=None, database=None)
 

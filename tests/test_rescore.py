@@ -14,11 +14,18 @@ import pytest
 
 # numpy (through stats) must be imported early; see baseline_helpers.
 import pytest_retrieval.scoring.stats  # noqa: F401
-from pytest_retrieval.regression.baseline import QuerySnapshot, Snapshot, average_snapshots, build_snapshot
 from pytest_retrieval.gates.declared import parse_budget
-from pytest_retrieval.scoring.evaluate import evaluate
 from pytest_retrieval.golden.model import GoldenSet, Query
-from pytest_retrieval.regression.rule import CompareOptions, RegressionOutcome, compare
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
+from pytest_retrieval.regression.snapshot import (
+    QuerySnapshot,
+    Snapshot,
+    average_snapshots,
+    build_snapshot,
+)
+from pytest_retrieval.scoring.evaluate import evaluate
 
 STAGE = "retriever"
 SETTINGS = {"gain": "exponential", "min_grade": 1, "no_relevant": "skip", "depth": 3}

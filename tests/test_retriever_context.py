@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.run.retriever import QueryRequest, RetrieverShapeError, describe_retriever, run_pipeline
+from pytest_retrieval.run.retriever import (
+    QueryRequest,
+    RetrieverShapeError,
+    describe_retriever,
+    run_pipeline,
+)
 from pytest_retrieval.run.retriever.context import ContextUse
 from pytest_retrieval.run.retriever.shapes import context_warning
 

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from pytest_retrieval.run.retriever import QueryOutcome, QueryRequest, RetrieverShapeError, describe_retriever, run_pipeline
+from pytest_retrieval.run.retriever import (
+    QueryOutcome,
+    QueryRequest,
+    RetrieverShapeError,
+    describe_retriever,
+    run_pipeline,
+)
 
 REQUESTS = [QueryRequest("good", "good text"), QueryRequest("bad", "bad text")]
 

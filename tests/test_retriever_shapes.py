@@ -13,7 +13,12 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.run.retriever import QueryRequest, RetrieverShape, describe_retriever, run_pipeline
+from pytest_retrieval.run.retriever import (
+    QueryRequest,
+    RetrieverShape,
+    describe_retriever,
+    run_pipeline,
+)
 
 REQUESTS = [QueryRequest("a", "first"), QueryRequest("b", "second"), QueryRequest("c", "third")]
 POOL = [f"d{i}" for i in range(20)]

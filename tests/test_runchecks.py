@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from pytest_retrieval.run.checks import normalisation_mismatch, short_rankings
+from pytest_retrieval.run.checks import normalisation_mismatch
+from pytest_retrieval.run.shortrankings import short_rankings
 
 
 def ranks(*lengths: int) -> list[tuple[str, ...]]:

@@ -7,8 +7,9 @@ from typing import NoReturn
 
 import pytest
 
-from pytest_retrieval.gates.gate import SEALED_REASON, Scope, Selection
+from pytest_retrieval.gates.gate import Selection
 from pytest_retrieval.golden.model import GoldenSet, Query
+from pytest_retrieval.golden.scope import SEALED_REASON, Scope
 from pytest_retrieval.report.html import render_html
 from pytest_retrieval.report.markdown import render_markdown
 from pytest_retrieval.session.session import RetrievalSession

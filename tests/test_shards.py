@@ -25,8 +25,17 @@ from hypothesis import strategies as st
 
 from pytest_retrieval.files import LazyList, LazyMapping, write_json
 from pytest_retrieval.run.retriever import QueryOutcome, QueryRequest, adapt_scored
+from pytest_retrieval.run.shards import (
+    ShardStore,
+    decode_outcome,
+    decode_outcomes,
+    encode_outcome,
+    encode_outcomes,
+    run_key,
+    run_sharded,
+    shard_size,
+)
 from pytest_retrieval.run.source import RunInfo, merge_infos
-from pytest_retrieval.run.shards import ShardStore, decode_outcome, decode_outcomes, encode_outcome, encode_outcomes, run_key, run_sharded, shard_size
 
 
 def requests(n: int) -> list[QueryRequest]:

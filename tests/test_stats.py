@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_retrieval.scoring.stats import EXACT_CUTOFF, Alternative, PairedComparison, bootstrap_ci, conservative_delta_sd, minimum_detectable_drop, paired_comparison
+from pytest_retrieval.scoring.stats import (
+    EXACT_CUTOFF,
+    Alternative,
+    PairedComparison,
+    bootstrap_ci,
+    conservative_delta_sd,
+    minimum_detectable_drop,
+    paired_comparison,
+)
 
 ALTERNATIVES: tuple[Alternative, ...] = ("less", "greater", "two-sided")
 

@@ -11,7 +11,22 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.run.store import APPLICATION_ID, CACHE_FILE_NAME, CacheCorrupt, CacheEntry, CacheKey, RunCache, cache_file, doc_id_fingerprint, keys_for, mode_reads, mode_writes, retriever_identity
+from pytest_retrieval.run.cachekey import (
+    CacheEntry,
+    CacheKey,
+    doc_id_fingerprint,
+    keys_for,
+    retriever_identity,
+)
+from pytest_retrieval.run.store import (
+    APPLICATION_ID,
+    CACHE_FILE_NAME,
+    CacheCorrupt,
+    RunCache,
+    cache_file,
+    mode_reads,
+    mode_writes,
+)
 
 BASE = CacheKey(
     stage="retriever",

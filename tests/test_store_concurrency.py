@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_retrieval.run.store import CacheKey, RunCache
+from pytest_retrieval.run.cachekey import CacheKey
+from pytest_retrieval.run.store import RunCache
 
 WRITERS = 3
 KEYS_PER_WRITER = 150

@@ -63,7 +63,7 @@ def _no_action(args: argparse.Namespace) -> int:
 
 
 def _folder(args: argparse.Namespace) -> Path:
-    from ..run.store import DEFAULT_CACHE_DIR
+    from ..settings.resolve import DEFAULT_CACHE_DIR
 
     folder = Path(args.cache_dir) if args.cache_dir else Path(DEFAULT_CACHE_DIR)
     if folder.exists() and not folder.is_dir():

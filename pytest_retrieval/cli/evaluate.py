@@ -118,8 +118,8 @@ def _metric_list(raw: list[str] | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Score the run and print a table or JSON; return the exit status."""
-    from ..scoring.evaluate import evaluate_documents
     from ..formats.trec import read_qrels, read_run
+    from ..scoring.evaluate import evaluate_documents
 
     metrics = _metric_list(args.metrics)
     conventions = _conventions(args)
@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _conventions(args: argparse.Namespace) -> Conventions:
-    """The one :class:`~pytest_retrieval.scoring.evaluate.Conventions` of this command, from its flags."""
+    """The one :class:`~pytest_retrieval.scoring.evaluate.Conventions` of this command, from its
+    flags."""
     from ..scoring.evaluate import Conventions
 
     duplicates = None

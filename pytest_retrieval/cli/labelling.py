@@ -194,8 +194,8 @@ def _pool_input(
 def run_pool(args: argparse.Namespace) -> int:
     """``golden pool``: write the worksheet of unjudged top-N documents of the runs."""
     from ..errors import RunFileError
-    from ..formats.worksheet import corpus_columns, write_worksheet
     from ..formats.labels import pool
+    from ..formats.worksheet import corpus_columns, write_worksheet
 
     if missing_input(args, *(("run", path) for path in args.runs), ("corpus", args.corpus)):
         return EXIT_USAGE
@@ -300,8 +300,8 @@ def run_merge(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
     from ..errors import Problem
-    from ..formats.worksheet import read_worksheet
     from ..formats.labels import merge
+    from ..formats.worksheet import read_worksheet
 
     if missing_input(args, ("golden set", args.path), ("worksheet", args.worksheet)):
         return EXIT_USAGE

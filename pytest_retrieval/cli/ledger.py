@@ -27,9 +27,9 @@ import subprocess
 import sys
 import tempfile
 
-from ..regression.commitinfo import RECORDED_BRANCH
 from ..errors import InputError, Problem
 from ..files import same_file
+from ..regression.commitinfo import RECORDED_BRANCH
 from ..regression.ledger_baseline import DEFAULT_LEDGER
 from .args import positive_int
 from .output import echo

@@ -20,8 +20,8 @@ from .args import probability, tampered
 from .output import echo
 
 if TYPE_CHECKING:
-    from ..regression.baseline import Snapshot
     from ..gates.declared import Budget, Threshold
+    from ..regression.snapshot import Snapshot
     from ..scoring.dedup import DuplicateGroups
     from ..scoring.evaluate import Conventions
 
@@ -133,7 +133,8 @@ def _read_artifact(path: str) -> dict[str, Any]:
 
 
 def _snapshot(document: dict[str, Any], source: str) -> Snapshot:
-    from ..regression.baseline import Snapshot, snapshot_problems
+    from ..regression.baseline import snapshot_problems
+    from ..regression.snapshot import Snapshot
 
     problems = snapshot_problems(
         document["snapshot"],
@@ -237,7 +238,7 @@ def _duplicate_groups(args: argparse.Namespace, document: dict[str, Any]) -> Dup
 
 
 def _options(args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot) -> Any:
-    from ..regression.rule import CompareOptions
+    from ..regression.pairs import CompareOptions
 
     # Artifacts written before family-wise control (or any other setting) default to it too:
     # the same rule as the plugin applies today.
@@ -317,9 +318,9 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 def _run_gate(args: argparse.Namespace) -> int:
-    from ..regression.baseline import snapshot_mean
     from ..gates.declared import expand_slices
     from ..gates.gate import OPS, Selection
+    from ..regression.snapshot import snapshot_mean
 
     if args.budgets and not args.baseline:
         raise InputError(

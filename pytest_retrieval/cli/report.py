@@ -19,7 +19,7 @@ from .args import positive_int, tampered
 from .output import echo
 
 if TYPE_CHECKING:
-    from ..regression.baseline import Snapshot
+    from ..regression.snapshot import Snapshot
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

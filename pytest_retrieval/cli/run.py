@@ -130,11 +130,11 @@ def _output(path: str, what: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run every query, write the run file(s); return the exit status."""
-    from ..run.executors import RunOptions, run_local, run_ray
     from ..formats.golden_io import load_golden
     from ..formats.runs import write_run_jsonl
-    from ..golden.model import DEFAULT_HELDOUT_SPLIT
     from ..golden.context import context_digest
+    from ..golden.model import DEFAULT_HELDOUT_SPLIT
+    from ..run.executors import RunOptions, run_local, run_ray
     from ..run.retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryRequest
     from ..run.stages import stage_or_final
 

@@ -15,8 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import GoldenSetError, InputError, Problem
-from ..golden.model import _PLAIN_NAME_FIX, DEFAULT_HELDOUT_SPLIT, CorpusSpec, GoldenSet, is_plain_name, join_golden_sets
 from ..golden.leakage import set_problems
+from ..golden.model import (
+    _PLAIN_NAME_FIX,
+    DEFAULT_HELDOUT_SPLIT,
+    CorpusSpec,
+    GoldenSet,
+    is_plain_name,
+    join_golden_sets,
+)
 from ..reading import exists
 from .corpus import corpus_problems, read_corpus_ids
 

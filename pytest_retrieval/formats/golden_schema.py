@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..golden.model import DEFAULT_SPLIT, MAX_GRADE, SCHEMA_VERSION, SURROGATE_FIX, Label, Query, is_plain_name, surrogate_problem
 from ..golden.context import CONTEXT_FIX, context_problems
-from ..text import has_surrogate
+from ..golden.model import DEFAULT_SPLIT, MAX_GRADE, SCHEMA_VERSION, Label, Query, is_plain_name
+from ..text import SURROGATE_FIX, has_surrogate, surrogate_problem
 from .golden_parsed import Loc, Locate, Parsed
 from .golden_values import SourceInt, as_id, describe, grade_problem, id_problem, suggest_field
 

@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError, Problem
-from .worksheet import WorksheetRow, surfaced
-from ..golden.model import MACHINE_PREFIX, MAX_GRADE, GoldenSet, Label, Query
 from ..golden.context import thaw_context
+from ..golden.model import MACHINE_PREFIX, MAX_GRADE, GoldenSet, Label, Query
+from .worksheet import WorksheetRow, surfaced
 
 #: ``prefill(query_id, query_text, doc_id, doc_title, doc_text) -> grade or None``.
 Prefill = Callable[[str, str | None, str, str | None, str | None], int | None]

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from ..scoring.abstention import is_answerable
 from ..errors import InputError, Problem
-from .gate import GateUsageError, Selection, _threshold_fix, check_threshold
-from ..scoring.metrics import MetricSpec
 from ..run.retriever import RERANKER_STAGE, RETRIEVER_STAGE
+from ..scoring.abstention import is_answerable
+from ..scoring.metrics import MetricSpec
+from .gate import GateUsageError, Selection, _threshold_fix, check_threshold
 
 Declared = TypeVar("Declared", bound=Any)
 Entry = tuple[str, "str | None", "int | None"]

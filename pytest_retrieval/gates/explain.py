@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..scoring.evaluate import Evaluation
-from .gate import DETAILS_HINT
 from ..golden.model import Query
+from ..golden.scope import DETAILS_HINT
+from ..scoring.evaluate import Evaluation
 from ..scoring.metrics import MetricSpec
 from ..text import for_terminal
 

@@ -9,8 +9,8 @@ the reports and the artifact list it like every other gate. The session records 
 
 from __future__ import annotations
 
-from .gate import OPS, GateOutcome, Score, Selection, describe_op_failure
 from ..scoring.metrics import MetricSpec
+from .gate import OPS, GateOutcome, Score, Selection, describe_op_failure
 
 
 def judge(

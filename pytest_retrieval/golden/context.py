@@ -7,8 +7,8 @@ says what that is, and why a value is not), kept read-only in the query (:func:`
 copied fresh for each call (:func:`thaw_context`) and written in one canonical form
 (:func:`context_json`, and its sha256 :func:`context_digest`): the form the golden fingerprint,
 the retriever-output cache key, the run-file key and the baseline's label hash are computed
-from. The model (:mod:`pytest_retrieval.golden.model`) and every reader use these; nothing here knows
-a file format.
+from. The model (:mod:`pytest_retrieval.golden.model`) and every reader use these; nothing here
+knows a file format.
 """
 
 from __future__ import annotations

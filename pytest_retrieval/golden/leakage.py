@@ -2,8 +2,8 @@
 
 Two queries may not share an id, and one query text (compared by :func:`normalise_text`, never
 as written) may not be in two splits: a text that is both tuned on and held out leaks the
-held-out split. :class:`~pytest_retrieval.golden.model.GoldenSet` runs these checks when it is built,
-and every loader runs them over the queries of a file (valid or not), with their lines.
+held-out split. :class:`~pytest_retrieval.golden.model.GoldenSet` runs these checks when it is
+built, and every loader runs them over the queries of a file (valid or not), with their lines.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ retriever with the text (:mod:`pytest_retrieval.run.retriever.context`), part of
 of the cache key and of the run-file key (:func:`context_json`, :func:`context_digest`).
 
 This module is the model only (queries, the set's rules, the fingerprint, joining sets; the
-leakage guard it applies is :mod:`pytest_retrieval.golden.leakage`). Every reader and writer lives in
-:mod:`pytest_retrieval.formats`, which imports this module and never the reverse:
+leakage guard it applies is :mod:`pytest_retrieval.golden.leakage`). Every reader and writer lives
+in :mod:`pytest_retrieval.formats`, which imports this module and never the reverse:
 ``load_golden`` / ``write_golden`` are in :mod:`pytest_retrieval.formats.golden_io` (and in the
 public API, ``pytest_retrieval``).
 """
@@ -30,34 +30,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import GoldenSetError, Problem
-from .leakage import normalise_text as normalise_text  # re-exported: older imports
-from .leakage import set_problems
+from ..text import SURROGATE_FIX, surrogate_problem
 from .context import Context, context_problems, freeze_context, thaw_context
-from ..text import SURROGATE_FIX as SURROGATE_FIX
-from ..text import surrogate_problem as surrogate_problem
-
-# Names that moved to formats/ (the model imports no format). Old imports such as
-# ``from pytest_retrieval.golden.model import load_golden`` keep working: they resolve on first use,
-# through importlib, so importing the model never loads a reader.
-_MOVED = {
-    "READ_FORMATS": "pytest_retrieval.formats.golden_io",
-    "WRITE_FORMATS": "pytest_retrieval.formats.golden_io",
-    "infer_format": "pytest_retrieval.formats.golden_io",
-    "load_golden": "pytest_retrieval.formats.golden_io",
-    "write_golden": "pytest_retrieval.formats.golden_io",
-    "check_corpus": "pytest_retrieval.formats.corpus",
-    "read_corpus_ids": "pytest_retrieval.formats.corpus",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(module), name)
-
+from .leakage import set_problems
 
 QueryId = str
 DocId = str

@@ -238,8 +238,8 @@ def _unrepresentative(session: RetrievalSession) -> str | None:
 
 def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Line, int | None]:
     """Write the baseline from this run; the note to print and the exit status if refused."""
-    from ..regression.baseline import dump_baseline, stamp
     from ..files import atomic_write_text
+    from ..regression.baseline import dump_baseline, stamp
     from ..regression.recording import failed_in_extra_runs
 
     path = session.settings.baseline

@@ -23,7 +23,7 @@ from ..gates.gate import Gate, GateOutcome, GateUsageError, helper_call, is_pyte
 
 if TYPE_CHECKING:
     from ..gates.declared import Budget
-    from ..regression.rule import RegressionOutcome
+    from ..regression.outcome import RegressionOutcome
     from ..session.session import RetrievalSession
 
 #: The home of declared gates without a file, and the node id they are collected under.

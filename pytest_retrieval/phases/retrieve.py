@@ -33,10 +33,10 @@ from ..verdict import Stop
 
 if TYPE_CHECKING:
     from ..run.determinism import DeterminismProbe
-    from ..session.payload import RunBundle
     from ..run.retriever.context import ContextUse
     from ..run.retriever.items import RetrieverCall
     from ..run.source import Compute, Sharded
+    from ..session.payload import RunBundle
     from ..session.session import RetrievalSession
 
 #: ``progress(done, total)``: reports how far the retriever has got.
@@ -234,9 +234,9 @@ class RunPhase:
             reranker = self._build(fixture, "reranker_under_test")
             session.plan_depth(retriever)  # how deep it is asked, and why
 
-        from ..session.findings import every_query_failed, refusal
-        from ..run.source import describe_runs
         from ..run.factories import corpus_ids, depth_hint, describe_callable
+        from ..run.source import describe_runs
+        from ..session.findings import every_query_failed, refusal
 
         distribute: Sharded | None = None
         if worker is not None and not session.run_files:
@@ -291,9 +291,9 @@ class RunPhase:
         """The run (shared out under xdist), then the determinism probe and any extra baseline
         runs (under xdist, only in the worker that completed the run's last shard)."""
         from ..run.determinism import run_checks
+        from ..run.factories import context_option, doc_id_option
         from ..run.retriever.shapes import context_warning
         from ..run.source import obtain
-        from ..run.factories import context_option, doc_id_option
 
         session = self.session
 

@@ -19,10 +19,10 @@ from ..session.session import RetrievalSession
 from ..settings.resolve import Settings
 
 if TYPE_CHECKING:
-    from ..regression.baseline import Snapshot
-    from ..regression.commitinfo import CommitInfo
-    from ..scoring.dedup import DuplicateGroups
     from ..golden.model import GoldenSet
+    from ..regression.commitinfo import CommitInfo
+    from ..regression.snapshot import Snapshot
+    from ..scoring.dedup import DuplicateGroups
 
 
 UNSEALED_OUTSIDE_CI = (
@@ -53,8 +53,9 @@ def start(
     when not given) or its ini key (``ini(key)``), resolved (relative paths against the ini
     file's folder, or the rootdir without one, and the invocation folder for flags), then
     :func:`build_session`. Raises InputError."""
+    from ..settings.options import OPTIONS
     from ..settings.preflight import overridden_keys
-    from ..settings.resolve import OPTIONS, resolve
+    from ..settings.resolve import resolve
 
     settings = resolve(
         {o.name: option(f"retrieval_{o.name}") for o in OPTIONS if o.flag},
@@ -93,8 +94,8 @@ def build_session(
 ) -> RetrievalSession:
     """Load and check everything the settings name; the session that will gate the run.
     ``config_file`` (the ini file) is one more input no report may be written over."""
-    from ..gates.declared import load_budgets, load_declared_gates
     from ..formats.golden_io import load_golden_files
+    from ..gates.declared import load_budgets, load_declared_gates
 
     check_outputs(settings, config_file=config_file)
     golden = load_golden_files(

@@ -2,12 +2,11 @@
 
 What a snapshot holds (per query and stage: every metric's value, the relevant documents' ranks,
 the ranking; the golden-set fingerprint, the labels and the settings that change numbers) and how
-one is built from a run is :mod:`pytest_retrieval.regression.snapshot`; its names are importable from here
-too. Schema version 3 keeps each query's whole document ranking as scored, its judgments and
-a hash of its text (what lets ``--retrieval-baseline-mode=rescore`` re-score the stored rankings
-against new labels, see :mod:`pytest_retrieval.regression.rescore`). Version 2 baselines (rankings cut at
-the retrieval depth) and version 1 (rankings cut at :data:`TOP_KEPT`, no judgments) are still
-read.
+one is built from a run is :mod:`pytest_retrieval.regression.snapshot`. Schema version 3 keeps each
+query's whole document ranking as scored, its judgments and a hash of its text (what lets
+``--retrieval-baseline-mode=rescore`` re-score the stored rankings against new labels, see
+:mod:`pytest_retrieval.regression.rescore`). Version 2 baselines (rankings cut at the retrieval
+depth) and version 1 (rankings cut at :data:`TOP_KEPT`, no judgments) are still read.
 
 The **baseline file** is a snapshot written as deterministic JSON (sorted keys, indent 2,
 rounded floats, trailing newline), only on an explicit update, atomically (:func:`dump_baseline`,
@@ -26,20 +25,12 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from ..errors import InputError, Problem
-from ..settings.values import MAX_BASELINE_RUNS
 from ..reading import load_json, read_text_file
-from .snapshot import BASELINE_SCHEMA as BASELINE_SCHEMA
-from .snapshot import BASELINE_SCHEMA_VERSION as BASELINE_SCHEMA_VERSION
-from .snapshot import DECIMALS as DECIMALS
-from .snapshot import TOP_KEPT as TOP_KEPT
-from .snapshot import QuerySnapshot as QuerySnapshot
-from .snapshot import Snapshot as Snapshot
-from .snapshot import average_snapshots as average_snapshots
-from .snapshot import build_snapshot as build_snapshot
-from .snapshot import label_hash as label_hash
-from .snapshot import round_value as round_value
-from .snapshot import snapshot_mean as snapshot_mean
-from .snapshot import text_hash as text_hash
+from ..settings.values import MAX_BASELINE_RUNS
+from .snapshot import (
+    BASELINE_SCHEMA,
+    Snapshot,
+)
 
 #: Every baseline schema version this release reads (1: no judgments, top 10 ids only; 2:
 #: rankings cut at the retrieval depth; 3: whole rankings).

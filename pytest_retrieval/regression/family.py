@@ -2,11 +2,12 @@
 
 Every regression check of a session is one family: :func:`family` pairs every budget
 (:func:`~pytest_retrieval.regression.pairs.pair_queries`) and adjusts their one-sided p-values
-together (``retrieval_multiplicity``, default maxT; :func:`pytest_retrieval.scoring.stats.multiplicity.
-adjust_family` computes), so the chance that a build turns red without a true change stays at or
-below ``alpha`` however many checks it has. Checks that cannot be compared are not members. In
-beyond-budget mode each member is the shifted test (the drop must be significantly larger than
-its budget). :func:`describe` is the line naming a family in a summary.
+together (``retrieval_multiplicity``, default maxT;
+:func:`~pytest_retrieval.scoring.stats.multiplicity.adjust_family` computes), so the chance that a
+build turns red without a true change stays at or below ``alpha`` however many checks it has.
+Checks that cannot be compared are not members. In beyond-budget mode each member is the shifted
+test (the drop must be significantly larger than its budget). :func:`describe` is the line naming a
+family in a summary.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .ledger import LedgerEntry
 from ..run.stages import final_stage, pipeline_order
+from .ledger import LedgerEntry
 
 #: The sparkline's eight levels, lowest first.
 SPARKS = "▁▂▃▄▅▆▇█"

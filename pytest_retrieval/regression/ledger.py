@@ -1,13 +1,14 @@
 """The run ledger: one SQLite file of recorded runs, keyed by commit.
 
 A run recorded with ``--retrieval-ledger=PATH`` (``retrieval_ledger``) becomes one
-:class:`LedgerEntry`: the commit and where it came from (:class:`~pytest_retrieval.regression.commitinfo.
-CommitInfo`: parent, branch, merge-base, dirty flag, the CI run's id and attempt), the run's
-status, the golden fingerprint, the index version, the settings that change numbers, the
-means, and the run's snapshot (:mod:`pytest_retrieval.regression.snapshot`: per query and stage every
-metric, the relevant ranks and the ranking to the retrieval depth, so an entry can be re-scored
-under new labels) with each ranking's scores. Per-query data is kept only for the queries a
-baseline may hold: the held-out split enters by its means, and only when it was unsealed.
+:class:`LedgerEntry`: the commit and where it came from
+(:class:`~pytest_retrieval.regression.commitinfo.CommitInfo`: parent, branch, merge-base, dirty
+flag, the CI run's id and attempt), the run's status, the golden fingerprint, the index
+version, the settings that change numbers, the means, and the run's snapshot
+(:mod:`pytest_retrieval.regression.snapshot`: per query and stage
+every metric, the relevant ranks and the ranking to the retrieval depth, so an entry can be
+re-scored under new labels) with each ranking's scores. Per-query data is kept only for the queries
+a baseline may hold: the held-out split enters by its means, and only when it was unsealed.
 
 **Which entries can be a baseline.** Only a run that scored every query (``status`` ``ok``) on a
 clean work tree (:attr:`LedgerEntry.usable`). Refused, errored and failed runs are recorded,
@@ -43,8 +44,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .commitinfo import CommitInfo
 from ..errors import InputError, Problem
+from .commitinfo import CommitInfo
 
 #: ``PRAGMA application_id`` of a ledger ("prtl"): a foreign database is refused.
 APPLICATION_ID = 0x7072746C

@@ -7,8 +7,8 @@ records (``retrieval_ledger``: its commit, its status, for an ``ok`` run its sna
 rankings' scores, never held-out per-query data).
 
 * :func:`merge_base_baseline`: ``retrieval_baseline = merge-base``: the target branch's
-  merge-base with HEAD (:func:`pytest_retrieval.regression.commitinfo.merge_base`), its entry (else the
-  nearest recorded first-parent ancestor, saying which and how far), re-scored under today's
+  merge-base with HEAD (:func:`pytest_retrieval.regression.commitinfo.merge_base`), its entry (else
+  the nearest recorded first-parent ancestor, saying which and how far), re-scored under today's
   labels (:func:`rescored`). Never an entry of HEAD's own commit: on the target branch the
   nearest recorded strict ancestor. Of a commit's entries, :func:`best_entry` (this run's
   settings and depth first). With no entry at all the budgets are skipped with the fix
@@ -37,16 +37,15 @@ from ..errors import InputError, Problem
 from ..verdict import Status
 
 if TYPE_CHECKING:
-    from .commitinfo import CommitInfo
     from ..gates.declared import Budget
-    from ..scoring.evaluate import Evaluation
     from ..golden.model import GoldenSet
-    from .ledger import Ledger, LedgerEntry
-    from ..scoring.metrics import MetricSpec
-    from .rule import RegressionOutcome
-    from .outcome import BaselineRef
     from ..run.retriever import QueryOutcome
+    from ..scoring.evaluate import Evaluation
+    from ..scoring.metrics import MetricSpec
     from ..settings.resolve import Settings
+    from .commitinfo import CommitInfo
+    from .ledger import Ledger, LedgerEntry
+    from .outcome import BaselineRef, RegressionOutcome
     from .snapshot import Snapshot
 
 #: Scores a run's outcomes at one stage on some metrics, as the run scores its own
@@ -298,9 +297,9 @@ def merge_base_baseline(run: LedgerRun, rootdir: str) -> LedgerBaseline:
     its own merge-base) the nearest recorded *strict* first-parent ancestor is the baseline,
     so a re-run of a failed job is judged as the first attempt was.
 
-    Raises :class:`~pytest_retrieval.regression.commitinfo.GitError` (a usage error) for a shallow clone,
-    an unknown target branch, or no repository; :class:`~pytest_retrieval.regression.ledger.LedgerError`
-    for a damaged ledger."""
+    Raises :class:`~pytest_retrieval.regression.commitinfo.GitError` (a usage error) for a shallow
+    clone, an unknown target branch, or no repository;
+    :class:`~pytest_retrieval.regression.ledger.LedgerError` for a damaged ledger."""
     from . import commitinfo
     from .ledger import Ledger
     from .outcome import BaselineRef
@@ -582,7 +581,7 @@ def headroom(
 def skipped(budget: Budget, message: str) -> RegressionOutcome:
     """The outcome of a budget that has no baseline to compare with (a ledger without the
     entry): skipped, never red, with the fix in its message."""
-    from .rule import RegressionOutcome
+    from .outcome import RegressionOutcome
 
     return RegressionOutcome.of_budget(
         budget, Status.SKIPPED, message, stage=budget.selection.stage

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .snapshot import round_value
 from ..run.stages import stage_change
 from ..text import for_terminal
 from ..verdict import Status
+from .snapshot import round_value
 
 if TYPE_CHECKING:
     from ..gates.declared import Budget

@@ -5,8 +5,8 @@ compared (a baseline exists; the settings that change numbers match, :func:`sett
 each side has the stage the budget compares, :func:`compared_stages`; the baseline has the
 metric; the split is not the held-out one; the golden set did not change, or the mode says how
 to compare a changed one: ``intersect`` keeps the unchanged queries, ``rescore`` re-scores both
-runs' rankings against the current labels, :mod:`pytest_retrieval.regression.rescore`) and pairs each
-selected query's value before and after (:class:`Paired`). When they cannot be compared it
+runs' rankings against the current labels, :mod:`pytest_retrieval.regression.rescore`) and pairs
+each selected query's value before and after (:class:`Paired`). When they cannot be compared it
 returns the outcome that says why (``missing``, ``incomparable``, ``skipped``), which is a
 check's whole verdict. :class:`CompareOptions` are the options of the whole comparison.
 
@@ -27,14 +27,21 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..gates.declared import Budget
+from ..gates.gate import Selection
+from ..run.stages import final_stage, stage_change
 from ..scoring.dedup import recorded_groups
 from ..scoring.evaluate import Conventions
-from ..gates.gate import Selection
-from ..settings.options import DEFAULT_ALPHA, DEFAULT_BUDGET_TEST, DEFAULT_CONFIDENCE, DEFAULT_MULTIPLICITY, DEFAULT_RESAMPLES, DEFAULT_SEED
+from ..settings.options import (
+    DEFAULT_ALPHA,
+    DEFAULT_BUDGET_TEST,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MULTIPLICITY,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+)
+from ..verdict import Status
 from .outcome import LeftOut, RegressionOutcome
 from .snapshot import QuerySnapshot, Snapshot, round_value
-from ..run.stages import final_stage, stage_change
-from ..verdict import Status
 
 if TYPE_CHECKING:
     from ..settings.resolve import Settings

@@ -23,8 +23,8 @@ from ..scoring.metrics import MetricSpec
 
 if TYPE_CHECKING:
     from ..gates.declared import Budget
-    from ..scoring.dedup import DuplicateGroups
     from ..run.retriever import QueryOutcome
+    from ..scoring.dedup import DuplicateGroups
     from ..settings.resolve import Settings
 
 

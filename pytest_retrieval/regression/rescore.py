@@ -29,11 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .baseline import QuerySnapshot, Snapshot
 from ..scoring.dedup import groups_fingerprint, recorded_groups
 from ..scoring.evaluate import Conventions, evaluate
 from ..scoring.metrics import MetricSpec
-from .snapshot import stored_cut
+from .snapshot import QuerySnapshot, Snapshot, stored_cut
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,13 +3,14 @@
 **The rule.** A metric (per stage, split and slice) regresses when its mean drop is larger than
 its budget AND a paired sign-flip test says the drop is significant (one-sided) at ``alpha``
 *family-wise*: every regression check of a session is one family, and the p-value that decides
-is the family-adjusted one (:mod:`pytest_retrieval.scoring.stats.multiplicity`, ``retrieval_multiplicity``,
-default maxT), so the chance that a build turns red without a true change stays at or below
-``alpha`` however many checks it has. With ``retrieval_budget_test = beyond-budget`` the test is
-the shifted one: the drop must be significantly *larger than the budget*. The interval shown
-is the sign-flip test's own inversion (:func:`pytest_retrieval.scoring.stats.delta_interval`): a
-significant drop always shows a one-sided upper bound below 0 (below ``-budget`` in
-beyond-budget mode). Budgets are absolute (``recall@50 0.02``) or relative to the baseline mean
+is the family-adjusted one (:mod:`pytest_retrieval.scoring.stats.multiplicity`,
+``retrieval_multiplicity``, default maxT), so the chance that a build turns red without a true
+change stays at or below ``alpha`` however many checks it has. With ``retrieval_budget_test =
+beyond-budget`` the test is the shifted one: the drop must be significantly *larger than the
+budget*. The interval shown is the sign-flip test's own inversion
+(:func:`pytest_retrieval.scoring.stats.delta_interval`): a significant drop always shows a
+one-sided upper bound below 0 (below ``-budget`` in beyond-budget mode). Budgets are absolute
+(``recall@50 0.02``) or relative to the baseline mean
 (``ndcg@10 2%``); see :mod:`pytest_retrieval.gates.declared` for their grammar. A significant rise
 above the budget is an improvement: the baseline is a floor that should move up, so the report
 suggests refreshing it (see the README on refreshing without ratcheting onto a lucky run).
@@ -19,8 +20,7 @@ other splits only. :func:`compare` applies the rule in steps: check the two snap
 comparable and pair the selected queries (:mod:`pytest_retrieval.regression.pairs`), test, and
 explain; :func:`family` (:mod:`pytest_retrieval.regression.family`) pairs every budget of a
 session at once and adjusts their p-values together. A check's outcome,
-:class:`RegressionOutcome`, is :mod:`pytest_retrieval.regression.outcome`'s; these names are
-importable from here too.
+:class:`RegressionOutcome`, is :mod:`pytest_retrieval.regression.outcome`'s.
 
 **Holes.** A query that got worse because unjudged documents entered its top K above a relevant
 one it lost is marked in its diff (:attr:`QueryDiff.holes`), and each check reports how much of
@@ -37,17 +37,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..gates.declared import Budget
-from .family import Family as Family
-from .family import describe as describe
-from .family import family as family
-from .outcome import QueryDiff as QueryDiff
-from .outcome import RegressionOutcome as RegressionOutcome
-from .pairs import DEFAULT_OPTIONS, pair_queries
-from .pairs import CompareOptions as CompareOptions
-from .pairs import label_changes as label_changes
-from .snapshot import QuerySnapshot, Snapshot
 from ..run.stages import stage_change
 from ..verdict import Status
+from .family import Family, family
+from .outcome import QueryDiff, RegressionOutcome
+from .pairs import DEFAULT_OPTIONS, CompareOptions, pair_queries
+from .snapshot import QuerySnapshot, Snapshot
 
 #: Differences of means smaller than this are float noise when comparing a drop with a budget.
 _NOISE = 1e-10

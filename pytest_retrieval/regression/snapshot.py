@@ -15,7 +15,8 @@ This module is the model: :class:`Snapshot` and its document form (``to_dict`` /
 floats rounded to :data:`DECIMALS` decimals), built from a run's evaluations
 (:func:`build_snapshot`), averaged over several runs (:func:`average_snapshots`) and measured
 over a selection (:func:`snapshot_mean`). The baseline file that holds one, written and read back
-checked, is :mod:`pytest_retrieval.regression.baseline`; the JSON artifact carries the same document.
+checked, is :mod:`pytest_retrieval.regression.baseline`; the JSON artifact carries the same
+document.
 
 Held-out queries never enter a snapshot with per-query detail.
 """
@@ -29,11 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, Problem
-from ..scoring.evaluate import Evaluation
 from ..gates.gate import Selection
-from ..golden.model import GoldenSet
 from ..golden.context import context_json
+from ..golden.model import GoldenSet
 from ..run.stages import final_stage
+from ..scoring.evaluate import Evaluation
 
 BASELINE_SCHEMA = "pytest-retrieval/baseline"
 BASELINE_SCHEMA_VERSION = 3
@@ -60,8 +61,8 @@ def _round_all(value: Any) -> Any:
 
 def text_hash(text: str | None, context: str | None = None) -> str:
     """A short hash of what the retriever was handed: a query's text and, when it has one, its
-    context (canonical JSON, :func:`~pytest_retrieval.golden.model.context_json`). Rescoring needs to
-    know neither changed: a ranking made for another tenant is not this query's. A query
+    context (canonical JSON, :func:`~pytest_retrieval.golden.context.context_json`). Rescoring
+    needs to know neither changed: a ranking made for another tenant is not this query's. A query
     without a context keeps the hash it always had."""
     handed: object = text if context is None else [text, context]
     return hashlib.sha256(json.dumps(handed, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]

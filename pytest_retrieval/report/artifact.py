@@ -12,16 +12,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..session import findings
 from ..errors import InputError, Problem
 from ..files import LazyList
-from ..scoring.metrics import MetricSpec
 from ..golden.context import thaw_context
 from ..reading import load_json, read_text_file
-from ..run.retriever import RETRIEVER_STAGE
 from ..run.checks import coverage_warnings
-from ..session.session import RetrievalSession
 from ..run.factories import hint_for
+from ..run.retriever import RETRIEVER_STAGE
+from ..scoring.metrics import MetricSpec
+from ..session import findings
+from ..session.session import RetrievalSession
 from .summary import columns, depth_facts, depth_is_news, latency_percentiles, refused, shown_means
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ def dedup_block(session: RetrievalSession) -> dict[str, Any] | None:
 
 def _family(session: RetrievalSession) -> dict[str, Any] | None:
     """The family of regression checks, from the checks' own records (xdist-safe)."""
-    from ..regression.rule import describe
+    from ..regression.family import describe
 
     for outcome in session.regression_outcomes:
         if outcome.multiplicity is not None and outcome.family_size:
@@ -504,8 +504,8 @@ _RECORDED_NUMBERS = (
 
 def _recorded_number_problems(settings: Mapping[str, Any], source: str) -> list[Problem]:
     """The recorded numeric settings outside the range the option table accepts."""
-    from ..settings.values import InvalidValue
     from ..settings.resolve import option
+    from ..settings.values import InvalidValue
 
     problems = []
     for key in _RECORDED_NUMBERS:

@@ -3,8 +3,8 @@
 Builtins only, read from the JSON artifact: one :class:`GateRow` per threshold, assert or
 regression check (status, target, change with its bound and interval, significance, note), the
 family and determinism lines said once above the table, and the
-:class:`~pytest_retrieval.verdict.Verdict`. The view (:mod:`.view`) re-exports what the
-renderers read.
+:class:`~pytest_retrieval.verdict.Verdict`. The renderers import it beside the view
+(:mod:`.view`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..run.determinism import stale_warning
 from ..gates.gate import gate_source
 from ..regression.outcome import BaselineRef, describe_left_out, left_out_of
+from ..run.determinism import stale_warning
 from ..verdict import Shown, Status, Stop, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 

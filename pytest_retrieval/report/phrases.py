@@ -1,7 +1,7 @@
 """The phrases every report shares: numbers at fixed rounding, scope labels, one-line texts.
 
-Builtins only. The view (:mod:`.view`) re-exports these, so a renderer reads them as
-``view.fmt`` and so on; the gate rows (:mod:`.gaterows`) word their changes with them.
+Builtins only. Every renderer reads them as ``phrases.fmt`` and so on; the gate rows
+(:mod:`.gaterows`) word their changes with them.
 """
 
 from __future__ import annotations

@@ -16,16 +16,17 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..gates.gate import Scope, Selection
-from ..scoring.metrics import MetricSpec
+from ..gates.gate import Selection
+from ..golden.scope import Scope
 from ..run.retriever import RETRIEVER_STAGE
+from ..scoring.metrics import MetricSpec
 
 if TYPE_CHECKING:
-    from ..run.depthplan import DepthPlan
-    from ..scoring.evaluate import Evaluation
     from ..golden.model import GoldenSet, Query
+    from ..run.depthplan import DepthPlan
     from ..run.retriever import QueryOutcome
     from ..run.shortrankings import RankedRun
+    from ..scoring.evaluate import Evaluation
 
 
 def latency_percentiles(
@@ -59,8 +60,8 @@ def columns(golden: GoldenSet, scope: Scope) -> list[tuple[str, Selection]]:
 def refused(run: RankedRun | None, stage: str, specs: Iterable[MetricSpec]) -> frozenset[str]:
     """The metrics of ``specs`` a gate would refuse at ``stage`` of ``run`` (every ranking
     shorter than their K: :func:`.shortrankings.depth_problem`); none without a run."""
-    from ..scoring.evaluate import measured_unit
     from ..run.shortrankings import Measured, depth_problem
+    from ..scoring.evaluate import measured_unit
 
     if run is None:
         return frozenset()

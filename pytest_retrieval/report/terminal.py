@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..gates.gate import DETAILS_HINT
 from ..golden.model import Query
-from ..settings.options import DEFAULT_ALPHA
+from ..golden.scope import DETAILS_HINT
 from ..regression.outcome import describe_left_out
 from ..session.session import RetrievalSession
+from ..settings.options import DEFAULT_ALPHA
 from ..text import for_terminal
 from ..verdict import Status
 from .phrases import unscored_reason
@@ -421,7 +421,7 @@ def noise_lines(session: RetrievalSession) -> list[str]:
 
 def family_line(outcomes: Iterable[Any]) -> str | None:
     """``7 regression checks, family-wise alpha 0.05, maxT (...)`` from the checks' records."""
-    from ..regression.rule import describe
+    from ..regression.family import describe
 
     for outcome in outcomes:
         if outcome.multiplicity is not None and outcome.family_size:

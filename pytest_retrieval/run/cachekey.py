@@ -4,7 +4,7 @@
 text, the depth asked for, the retriever's identity (its qualified name and, for a factory, the
 factory spec), the user-declared index version, the corpus fingerprint, the doc-id mapping's
 fingerprint, for the reranker stage the candidate list it was given, and the query's context
-(its canonical JSON, :func:`~pytest_retrieval.golden.model.context_json`, with the
+(its canonical JSON, :func:`~pytest_retrieval.golden.context.context_json`, with the
 ``retrieval_context_filter`` that turns it into a filter): a ranking cached for tenant A is never
 served for tenant B, and one text with two histories is two entries. A query without a context
 has the key it always had. The row is looked up by

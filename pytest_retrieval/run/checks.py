@@ -17,10 +17,10 @@
 Both look only at queries that ran without an error; held-out queries are never quoted.
 
 Nothing here takes a session: each check takes the run's facts (its outcomes, the visible
-queries, the judged ids, the cutoffs the gates look at). :mod:`pytest_retrieval.session.findings` applies
-them to a session's run: which stages, cutoffs and queries they look at, and which finding stops
-the run: a refusal, a usage error (:func:`doc_id_problem`, the ``retrieval_doc_id`` path that no
-returned item has; :func:`id_problem`; :func:`short_rankings_refusal`), or an error
+queries, the judged ids, the cutoffs the gates look at). :mod:`pytest_retrieval.session.findings`
+applies them to a session's run: which stages, cutoffs and queries they look at, and which finding
+stops the run: a refusal, a usage error (:func:`doc_id_problem`, the ``retrieval_doc_id`` path that
+no returned item has; :func:`id_problem`; :func:`short_rankings_refusal`), or an error
 (:func:`every_query_failed`: nothing ran, so nothing can be scored). Each is a
 :class:`~pytest_retrieval.verdict.Stop`: the reason and the fix, apart.
 """
@@ -32,33 +32,28 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..gates.gate import DETAILS_HINT
+from ..golden.scope import DETAILS_HINT
 from ..scoring.metrics import MetricSpec
-from .retriever import RETRIEVER_STAGE
-from .shortrankings import Call, Measured, ShortRankings, collapse_fix, collapsed_calls, depth_problem, find_short_rankings, short_rankings, stage_rankings
 from ..text import for_terminal
 from ..verdict import Stop
+from .retriever import RETRIEVER_STAGE
+from .shortrankings import (
+    ShortRankings,
+)
 
 if TYPE_CHECKING:
+    from ..golden.model import Query
     from ..scoring.dedup import DuplicateGroups
     from ..scoring.evaluate import Evaluation
-    from ..golden.model import Query
     from .retriever import QueryOutcome
 
 __all__ = [
     "SPELLING_WORDS",
-    "Call",
     "Coverage",
     "IdMatch",
-    "Measured",
-    "ShortRankings",
     "StageRankings",
-    "collapse_fix",
-    "collapsed_calls",
-    "depth_problem",
     "doc_id_problem",
     "every_query_failed",
-    "find_short_rankings",
     "gated_cutoffs",
     "id_match",
     "id_mismatch",
@@ -66,11 +61,9 @@ __all__ = [
     "judged_ids",
     "normalisation_mismatch",
     "normalisation_pairs",
-    "short_rankings",
     "short_rankings_refusal",
     "spelling_pairs",
     "stage_coverage",
-    "stage_rankings",
     "visible_rankings",
     "without_judged_ids",
 ]

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .retriever import RetrieverShape
     from ..settings.resolve import Settings
+    from .retriever import RetrieverShape
 
 #: ``retrieval_max_depth``'s default: this many times the first depth.
 MAX_DEPTH_FACTOR = 10
@@ -88,8 +88,8 @@ def plan_depth(
     settings: Settings, *, cutoff: int, depth: int, shape: RetrieverShape | None
 ) -> DepthPlan:
     """The depth plan of a run whose largest cutoff is ``cutoff`` and configured depth ``depth``
-    (:attr:`~pytest_retrieval.session.session.RetrievalSession.effective_depth`), calling a retriever of
-    ``shape`` (None: unknown). See the module docstring."""
+    (:attr:`~pytest_retrieval.session.session.RetrievalSession.effective_depth`), calling a
+    retriever of ``shape`` (None: unknown). See the module docstring."""
     built = shape.built_depth if shape is not None else None
     passed = shape is not None and shape.depth_passed
     if settings.depth is not None:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..golden.model import Query
-    from .retriever import QueryOutcome
     from ..settings.resolve import Settings
+    from .retriever import QueryOutcome
 
 #: Runs the retriever (and reranker) on the scorable queries, or only on these ids.
 Rerun = Callable[["Sequence[str] | None"], "list[QueryOutcome]"]

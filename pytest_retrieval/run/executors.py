@@ -182,8 +182,8 @@ class RayRunner:
     """
 
     def __init__(self, retriever: str, reranker: str | None, options: dict[str, Any]) -> None:
-        from .retriever.context import NO_CONTEXT
         from .factories import UserCodeError
+        from .retriever.context import NO_CONTEXT
 
         self.options = RunOptions.from_dict(options)
         #: A factory that failed here: an actor whose constructor raises dies, and reaches the

@@ -15,7 +15,7 @@ that decide; a session gives its own): :func:`find_short_rankings` (the warning,
 :func:`depth_problem` (why a gate at K cannot be scored: the session refuses it, and the summary
 table shows no number for it). Only queries that ran without an error are looked at. Nothing
 here takes a session; :mod:`pytest_retrieval.session.findings` applies these checks to one.
-:mod:`pytest_retrieval.run.checks` holds the other checks of a run and re-exports these names.
+:mod:`pytest_retrieval.run.checks` holds the other checks of a run.
 """
 
 from __future__ import annotations

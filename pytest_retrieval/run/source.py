@@ -41,18 +41,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cachekey import request_key
 from ..errors import InputError, Problem
+from ..settings.resolve import Settings
+from .cachekey import (
+    CacheEntry,
+    CacheKey,
+    corpus_fingerprint,
+    doc_id_fingerprint,
+    request_key,
+    retriever_identity,
+)
 from .retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryOutcome, QueryRequest
 from .retriever.items import RetrieverCall, deeper
-from ..settings.resolve import Settings
 from .stages import pipeline_order
-from .store import CacheCorrupt, CacheEntry, CacheKey, RunCache, cache_file, corpus_fingerprint, doc_id_fingerprint, mode_reads, mode_writes, retriever_identity
+from .store import CacheCorrupt, RunCache, cache_file, mode_reads, mode_writes
 
 if TYPE_CHECKING:
-    from .depthplan import DepthPlan
     from ..formats.runs import RunFile
     from ..golden.model import Query
+    from .depthplan import DepthPlan
 
 #: Computes the outcomes of a list of queries (the live retriever, one outcome per request, in
 #: the order given): ``compute(requests)``, or ``compute(requests, on_call)`` where queries may

@@ -4,10 +4,10 @@ Calling an embedding API or re-embedding a golden set on every pytest run costs 
 minutes. The cache stores, per (stage, query), the ranking the retriever returned, so that a run
 whose inputs did not change can be scored without calling it again.
 
-Each row holds a :class:`~pytest_retrieval.run.cachekey.CacheKey`'s digest (any change of what made a
-ranking is a miss, never a stale hit), the :class:`~pytest_retrieval.run.cachekey.CacheEntry` stored
-under it and a checksum of both; what the key holds, and the entry's stored text, are
-:mod:`pytest_retrieval.run.cachekey`'s. The names of that module are importable from here too.
+Each row holds a :class:`~pytest_retrieval.run.cachekey.CacheKey`'s digest (any change of what made
+a ranking is a miss, never a stale hit), the :class:`~pytest_retrieval.run.cachekey.CacheEntry`
+stored under it and a checksum of both; what the key holds, and the entry's stored text, are
+:mod:`pytest_retrieval.run.cachekey`'s.
 
 Modes (``retrieval_cache``), implemented by the caller with :func:`mode_reads` and
 :func:`mode_writes`:
@@ -56,15 +56,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from .cachekey import SCHEMA_VERSION as SCHEMA_VERSION
-from .cachekey import CacheEntry as CacheEntry
-from .cachekey import CacheKey as CacheKey
-from .cachekey import corpus_fingerprint as corpus_fingerprint
-from .cachekey import doc_id_fingerprint as doc_id_fingerprint
-from .cachekey import entry_from_value, row_checksum
-from .cachekey import keys_for as keys_for
-from .cachekey import retriever_identity as retriever_identity
-from ..settings.resolve import DEFAULT_CACHE_DIR as DEFAULT_CACHE_DIR  # the folder's one definition
+from .cachekey import (
+    SCHEMA_VERSION,
+    CacheEntry,
+    CacheKey,
+    entry_from_value,
+    row_checksum,
+)
 
 CacheMode = Literal["off", "use", "refresh", "replay"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "use", "refresh", "replay")

@@ -16,7 +16,8 @@ The convention (written once; the README's "No-answer queries and duplicates" se
   (groups first seen in the top K) / (results in the top K, at most K). ``None`` for an empty
   ranking. It needs no judgments and ignores the ``no_relevant`` convention. Without groups, a
   copy is the same doc id returned twice: ``distinct@K`` is measured over the top K results as
-  returned, before the repeated-id rule of :mod:`pytest_retrieval.scoring.evaluate` keeps each id once.
+  returned, before the repeated-id rule of :mod:`pytest_retrieval.scoring.evaluate` keeps each id
+  once.
 
 :func:`collapse` rewrites a run and its judgments so that the batch kernel scores groups: each
 doc id becomes its group's key (the group's smallest doc id, so it cannot collide with a doc

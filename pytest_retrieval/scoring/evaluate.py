@@ -38,8 +38,8 @@ evaluation decides which queries count:
   without a cutoff use the whole document ranking. (TREC and JSONL run files refuse repeated
   ids, as trec_eval does: see :mod:`pytest_retrieval.formats.runs`.)
 * Duplicates (``duplicates=``, groups, a ``{doc: group}`` mapping or a file: ``dedup.as_groups``):
-  every metric is scored per group, as :mod:`pytest_retrieval.scoring.dedup` writes down (a group is as
-  relevant as its best-judged member, counts once at its first rank, later members are filler;
+  every metric is scored per group, as :mod:`pytest_retrieval.scoring.dedup` writes down (a group
+  is as relevant as its best-judged member, counts once at its first rank, later members are filler;
   recall counts relevant groups). ``distinct@K`` is defined there too.
 * ``abstain_rate`` and ``answer_rate`` (``scores=`` and ``score_floor=``) follow
   :mod:`pytest_retrieval.scoring.abstention`: each is defined on its own queries (no-answer,
@@ -59,14 +59,40 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from .abstention import abstention_columns
 from .dedup import DuplicateGroups, GroupsLike, as_groups, check_groups, collapse, distinct_column
-from .metrics import EXTENSION_METRICS, SAFE_TOP_GRADE, Gain, MetricSpec, check_gain, check_min_grade, scaled_gain
+from .metrics import (
+    EXTENSION_METRICS,
+    SAFE_TOP_GRADE,
+    Gain,
+    MetricSpec,
+    check_gain,
+    check_min_grade,
+    scaled_gain,
+)
 
-if TYPE_CHECKING:
-    from ..settings.resolve import Settings
+
+class ScoringSettings(Protocol):
+    """What :meth:`Conventions.from_settings` reads of a pytest run's settings (the resolved
+    ``Settings`` have them; scoring sits below the settings and does not import them)."""
+
+    @property
+    def gain(self) -> str: ...
+    @property
+    def min_grade(self) -> int: ...
+    @property
+    def no_relevant(self) -> str: ...
+    @property
+    def score_floor(self) -> tuple[tuple[str, float], ...]: ...
+    @property
+    def unjudged(self) -> str: ...
+    @property
+    def cutoff_unit(self) -> str: ...
+    @property
+    def run(self) -> tuple[tuple[str, str], ...]: ...
+
 
 NoRelevant = Literal["skip", "zero", "one"]
 Unjudged = Literal["nonrelevant", "skip"]
@@ -170,7 +196,7 @@ class Conventions:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, duplicates: DuplicateGroups | None = None
+        cls, settings: ScoringSettings, *, duplicates: DuplicateGroups | None = None
     ) -> Conventions:
         """The conventions of a pytest run: ``retrieval_gain``, ``retrieval_min_grade``,
         ``retrieval_no_relevant``, ``retrieval_unjudged``, ``retrieval_score_floor`` and
@@ -391,8 +417,8 @@ def measured_unit(spec: MetricSpec, cutoff_unit: str) -> CutoffUnit:
     ``"results"`` (the ids as returned, repeats kept) for ``distinct@K``, which is defined over
     the top K results as returned, and for every metric under ``cutoff_unit="results"``;
     ``"documents"`` (the document ranking) otherwise. :func:`evaluate_documents` scores by it
-    and the run's short-ranking checks (:mod:`pytest_retrieval.run.shortrankings`) measure a ranking's
-    length in it: ``a, a, c, d`` fills distinct@4 but not recall@4.
+    and the run's short-ranking checks (:mod:`pytest_retrieval.run.shortrankings`) measure a
+    ranking's length in it: ``a, a, c, d`` fills distinct@4 but not recall@4.
     """
     if spec.name == "distinct" or cutoff_unit == "results":
         return "results"

@@ -18,7 +18,8 @@ everywhere in pytest-retrieval:
 * ``k`` must be a positive int. Precision@K divides by K even when fewer than K were retrieved.
 * A query with no relevant document has no recall, AP, R-precision or NDCG: those return
   ``None``. Precision, hit rate and reciprocal rank return 0.0 for it, as in the seed. Batch
-  evaluation (:func:`pytest_retrieval.scoring.evaluate.evaluate`) applies one convention to every metric.
+  evaluation (:func:`pytest_retrieval.scoring.evaluate.evaluate`) applies one convention to every
+  metric.
 * ``judged@K`` (:func:`judged_at_k`) is coverage, not quality: the share of the top K results
   that carry a judgment (grade 0 included), over ``min(K, len(retrieved))`` positions; it is
   defined for no-answer queries too, and ``None`` for an empty ranking.

@@ -1,8 +1,8 @@
 """The checks of a session's run, applied: what they look at, and which finding stops the run.
 
 The checks themselves take facts and know no session (:mod:`.runchecks`, :mod:`.shortrankings`);
-this module reads those facts from a :class:`~pytest_retrieval.session.session.RetrievalSession`: which
-stages, cutoffs and queries each check looks at (the visible ones: a held-out query is never
+this module reads those facts from a :class:`~pytest_retrieval.session.session.RetrievalSession`:
+which stages, cutoffs and queries each check looks at (the visible ones: a held-out query is never
 quoted), and what stops the run. Each stop is a :class:`~pytest_retrieval.verdict.Stop`:
 
 * :func:`refusal`, a usage error: a ``retrieval_doc_id`` path that no returned item has, ids that
@@ -20,9 +20,9 @@ from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING
 
 from ..run import checks as runchecks
-from ..scoring.metrics import MetricSpec
 from ..run.checks import Coverage, StageRankings
 from ..run.shortrankings import ShortRankings, find_short_rankings, unit_cutoffs
+from ..scoring.metrics import MetricSpec
 from ..verdict import Stop
 
 if TYPE_CHECKING:

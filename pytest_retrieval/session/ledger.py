@@ -1,7 +1,7 @@
 """A session and the ledger: the baselines it takes from the ledger, the entry it records.
 
-:mod:`pytest_retrieval.regression.ledger_baseline` decides from facts (which entry is a baseline, how it is
-re-scored, when a baseline leaves headroom); this module reads those facts from a
+:mod:`pytest_retrieval.regression.ledger_baseline` decides from facts (which entry is a baseline,
+how it is re-scored, when a baseline leaves headroom); this module reads those facts from a
 :class:`~pytest_retrieval.session.session.RetrievalSession`:
 
 * :func:`merge_base_baseline` and :func:`anchor_baselines`: the baselines a session takes from
@@ -21,13 +21,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..regression import ledger_baseline as runledger
-from ..regression.recording import snapshot_settings, snapshot_specs
 from ..regression.ledger_baseline import LedgerBaseline, LedgerRun
+from ..regression.recording import snapshot_settings, snapshot_specs
 
 if TYPE_CHECKING:
     from ..regression.ledger import LedgerEntry
-    from .session import RetrievalSession
     from ..regression.snapshot import Snapshot
+    from .session import RetrievalSession
 
 
 def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:

@@ -12,14 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..gates.gate import GateOutcome
+from ..regression.outcome import RegressionOutcome
 from ..run.depthplan import DepthPlan
 from ..run.determinism import DeterminismProbe
-from ..gates.gate import GateOutcome
-from ..regression.rule import RegressionOutcome
 from ..run.retriever import QueryOutcome
 from ..run.source import RunInfo
-from .session import RetrievalSession
 from ..verdict import Stop
+from .session import RetrievalSession
 
 #: The main run's outcomes, the determinism probe, and the extra runs of a multi-run baseline.
 RunBundle = tuple[list[QueryOutcome], DeterminismProbe | None, list[list[QueryOutcome]]]

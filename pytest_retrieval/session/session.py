@@ -24,32 +24,43 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..regression import recording as runbaseline, ledger_baseline as runledger
-from ..run.determinism import DeterminismProbe
-from ..scoring.evaluate import Conventions, Evaluation, evaluate_documents
 from ..gates.explain import explain_score
-from ..gates.gate import SEALED_REASON, TEST_KINDS, Gate, GateOutcome, GateUsageError, Scope, Score, ScoreRefused, Selection, is_pytest_outcome
-from ..golden.model import GoldenSet, Query
+from ..gates.gate import (
+    TEST_KINDS,
+    Gate,
+    GateOutcome,
+    GateUsageError,
+    Score,
+    ScoreRefused,
+    Selection,
+    is_pytest_outcome,
+)
 from ..gates.judge import judge, unscored
-from ..scoring.metrics import MetricSpec
+from ..golden.model import GoldenSet, Query
+from ..golden.scope import SEALED_REASON, Scope
+from ..regression import ledger_baseline as runledger
+from ..regression import recording as runbaseline
+from ..run.determinism import DeterminismProbe
 from ..run.retriever import RETRIEVER_STAGE, QueryOutcome, stage_run, stage_scores
-from ..settings.resolve import Settings
 from ..run.shortrankings import RankedRun, depth_problem
 from ..run.stages import pipeline_order, stage_or_final
+from ..scoring.evaluate import Conventions, Evaluation, evaluate_documents
+from ..scoring.metrics import MetricSpec
+from ..settings.resolve import Settings
 from ..verdict import Status, Stop, Verdict
 
 if TYPE_CHECKING:
-    from ..scoring.abstention import Sweep
-    from ..regression.baseline import Snapshot
-    from ..regression.commitinfo import CommitInfo
-    from ..gates.declared import Budget, Threshold
-    from ..scoring.dedup import DuplicateGroups
-    from ..run.depthplan import DepthPlan
     from ..formats.runs import RunFile
-    from ..regression.rule import Family, RegressionOutcome
-    from ..regression.family import Against
+    from ..gates.declared import Budget, Threshold
+    from ..regression.commitinfo import CommitInfo
+    from ..regression.family import Against, Family
     from ..regression.ledger_baseline import LedgerBaseline
+    from ..regression.outcome import RegressionOutcome
+    from ..regression.snapshot import Snapshot
+    from ..run.depthplan import DepthPlan
     from ..run.source import RunInfo
+    from ..scoring.abstention import Sweep
+    from ..scoring.dedup import DuplicateGroups
 
 
 def __tracebackhide__(excinfo: Any) -> bool:
@@ -697,8 +708,8 @@ class RetrievalSession:
         """What ``budget`` is compared with when its baseline comes from the run ledger, or None
         for the session's baseline. A ledger baseline is re-scored under today's labels, so the
         queries both runs have are compared (intersect) whatever the baseline mode says."""
-        from ..regression.rule import CompareOptions
         from ..regression.family import Against
+        from ..regression.pairs import CompareOptions
 
         source = self.ledger_baseline_for(budget)
         if source is None:
@@ -714,7 +725,8 @@ class RetrievalSession:
         (:meth:`against`), computed once (on the first check). Deterministic (same run,
         baseline, budgets and seed), so every xdist worker computes the same family and reads
         its own check from it."""
-        from ..regression.rule import CompareOptions, family
+        from ..regression.family import family
+        from ..regression.pairs import CompareOptions
 
         with self._lock:
             cached = self._family
@@ -745,8 +757,9 @@ class RetrievalSession:
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
-        from ..regression.rule import CompareOptions, compare
         from ..regression.outcome import BaselineRef
+        from ..regression.pairs import CompareOptions
+        from ..regression.rule import compare
 
         if self.settings.update_baseline:
             reason = "this run updates the baseline; regressions are checked on the next run"

@@ -15,7 +15,31 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..scoring.metrics import METRIC_NAMES, SUMMARY_METRICS
-from .values import MAX_BASELINE_RUNS, MAX_BATCH_SIZE, MAX_CONCURRENCY, MAX_DEPTH, MAX_GRADE, MAX_PROBE, MAX_RESAMPLES, MAX_SEED, MAX_WORST, parse_bool, parse_choice, parse_count, parse_dedup, parse_gain, parse_ks, parse_lines, parse_metrics, parse_probability, parse_run_sources, parse_score_floor, parse_seconds, parse_split_list, parse_text
+from .values import (
+    MAX_BASELINE_RUNS,
+    MAX_BATCH_SIZE,
+    MAX_CONCURRENCY,
+    MAX_DEPTH,
+    MAX_GRADE,
+    MAX_PROBE,
+    MAX_RESAMPLES,
+    MAX_SEED,
+    MAX_WORST,
+    parse_bool,
+    parse_choice,
+    parse_count,
+    parse_dedup,
+    parse_gain,
+    parse_ks,
+    parse_lines,
+    parse_metrics,
+    parse_probability,
+    parse_run_sources,
+    parse_score_floor,
+    parse_seconds,
+    parse_split_list,
+    parse_text,
+)
 
 IniType = Literal["string", "linelist", "bool"]
 

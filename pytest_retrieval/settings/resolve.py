@@ -5,9 +5,9 @@ Each setting is an ini key ``retrieval_<name>`` (pytest.ini, tox.ini, setup.cfg 
 ``--retrieval-<name>`` with the same help text. Precedence: command line > ini > default. A bad
 value is rejected with where it came from (``retrieval_ks = 5,ten in pyproject.toml: 'ten' is not
 a positive integer``). The settings are declared once, in :data:`OPTIONS` (the table in
-:mod:`pytest_retrieval.settings.options`, importable from here too): ``plugin.py`` registers them with
-pytest, and :func:`pytest_retrieval.phases.start.start` hands their raw values to :func:`resolve`.
-This module does not import pytest.
+:mod:`pytest_retrieval.settings.options`): ``plugin.py`` registers them
+with pytest, and :func:`pytest_retrieval.phases.start.start` hands their raw values to
+:func:`resolve`. This module does not import pytest.
 """
 
 from __future__ import annotations
@@ -22,13 +22,18 @@ from typing import Any
 
 from ..errors import InputError, Problem
 from ..scoring.metrics import METRIC_NAMES, MetricSpec, takes_cutoff
-from .options import DEFAULT_ALPHA, DEFAULT_BUDGET_TEST, DEFAULT_CONFIDENCE, DEFAULT_MULTIPLICITY, DEFAULT_RESAMPLES, DEFAULT_SEED
-
-# The option table and its defaults stay importable from here (older import path).
-from .options import DEFAULT_KS as DEFAULT_KS
-from .options import DEFAULT_METRICS as DEFAULT_METRICS
-from .options import OPTIONS as OPTIONS
-from .options import Option as Option
+from .options import (
+    DEFAULT_ALPHA,
+    DEFAULT_BUDGET_TEST,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_KS,
+    DEFAULT_METRICS,
+    DEFAULT_MULTIPLICITY,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    OPTIONS,
+    Option,
+)
 from .values import InvalidValue
 
 #: The cache folder's default, beside the rootdir (``retrieval_cache_dir``).

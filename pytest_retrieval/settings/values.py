@@ -3,8 +3,8 @@
 Each parser takes the raw text of a flag or an ini key and returns the typed value, or raises
 :class:`InvalidValue` saying what was expected (``'ten' is not a positive integer``);
 :func:`pytest_retrieval.settings.resolve.resolve` adds where the value came from. The option table
-(:mod:`pytest_retrieval.settings.options`) names a parser for every setting and loads in every pytest run,
-so this module imports nothing heavy (difflib only for an error message).
+(:mod:`pytest_retrieval.settings.options`) names a parser for every setting and loads in every
+pytest run, so this module imports nothing heavy (difflib only for an error message).
 """
 
 from __future__ import annotations

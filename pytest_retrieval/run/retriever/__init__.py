@@ -85,11 +85,12 @@ Conventions (the one chunk → document rule)
 
 from __future__ import annotations
 
+from ..stages import RERANKER_STAGE as RERANKER_STAGE
+from ..stages import RETRIEVER_STAGE as RETRIEVER_STAGE
+
 # The package is the runner's one entry point: these names are what the rest of pytest-retrieval
 # uses (the submodules are items, shapes and calling).
 from .calling import run_pipeline as run_pipeline
-from .items import RERANKER_STAGE as RERANKER_STAGE
-from .items import RETRIEVER_STAGE as RETRIEVER_STAGE
 from .items import DocIdOption as DocIdOption
 from .items import DocMap as DocMap
 from .items import HaystackPipeline as HaystackPipeline

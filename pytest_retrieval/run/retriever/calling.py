@@ -12,8 +12,24 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..stages import RERANKER_STAGE, RETRIEVER_STAGE
 from .context import NO_CONTEXT, ContextUse, reranker_route
-from .items import RERANKER_STAGE, RETRIEVER_STAGE, DocIdOption, DocMap, QueryOutcome, QueryRequest, RetrieverCall, RetrieverOutputError, RetrieverShape, RetrieverShapeError, _check_ranking, _check_separator, _describe, _looks_like_one_item, adapt_fast, deeper
+from .items import (
+    DocIdOption,
+    DocMap,
+    QueryOutcome,
+    QueryRequest,
+    RetrieverCall,
+    RetrieverOutputError,
+    RetrieverShape,
+    RetrieverShapeError,
+    _check_ranking,
+    _check_separator,
+    _describe,
+    _looks_like_one_item,
+    adapt_fast,
+    deeper,
+)
 from .shapes import _is_async, _Plan, _plan
 
 

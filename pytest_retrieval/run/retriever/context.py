@@ -1,7 +1,7 @@
 """How a query's context reaches the retriever: the one home of that decision.
 
-A query's context (:data:`pytest_retrieval.golden.model.Context`: a tenant, a user, groups, filters,
-a conversation's history, any key; plain data) is handed over as the shape allows:
+A query's context (:data:`pytest_retrieval.golden.context.Context`: a tenant, a user, groups,
+filters, a conversation's history, any key; plain data) is handed over as the shape allows:
 
 * a function, or a retriever object's ``invoke`` / ``retrieve`` / ``search`` method: ``context=``
   (the whole mapping) when it has a parameter called ``context``; otherwise each context key it
@@ -27,8 +27,8 @@ a conversation's history, any key; plain data) is handed over as the shape allow
 Nothing is passed while no query of the run has a context: every call is exactly the call of a
 run without contexts. A query without a context in a run where others have one gets ``context={}``
 (``contexts`` holds ``{}`` for it) and no keyword from its absent keys. Every call gets its own
-copy of the context (:func:`~pytest_retrieval.golden.model.thaw_context`), so a retriever that changes
-what it was given changes nothing for another call. What the shape takes is said by
+copy of the context (:func:`~pytest_retrieval.golden.context.thaw_context`), so a retriever that
+changes what it was given changes nothing for another call. What the shape takes is said by
 :func:`~pytest_retrieval.run.retriever.describe_retriever` (``RetrieverShape.context``); a run whose
 contexts reach no part of the retriever is not refused (a retriever that ignores a tenant is
 what the leak gates are for) but warned about once (:func:`unused_message`).

@@ -8,9 +8,6 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from ..stages import RERANKER_STAGE as RERANKER_STAGE
-from ..stages import RETRIEVER_STAGE as RETRIEVER_STAGE
-
 if TYPE_CHECKING:
     from ...golden.model import Query
 

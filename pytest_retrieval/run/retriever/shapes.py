@@ -8,8 +8,34 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .context import FILTER_SETTING, NO_CONTEXT, ContextUse, Route, batch_kwargs, batch_route, check_filter_sockets, context_names, function_hint, haystack_filters, haystack_filters_hint, haystack_shown, keyword_route, langchain_context, llamaindex_refusal, refuse_filter_setting, refuse_replaced, unused_message
-from .items import HaystackPipeline, RetrieverOutputError, RetrieverShape, RetrieverShapeError, _describe, _is_integer
+from .context import (
+    FILTER_SETTING,
+    NO_CONTEXT,
+    ContextUse,
+    Route,
+    batch_kwargs,
+    batch_route,
+    check_filter_sockets,
+    context_names,
+    function_hint,
+    haystack_filters,
+    haystack_filters_hint,
+    haystack_shown,
+    keyword_route,
+    langchain_context,
+    llamaindex_refusal,
+    refuse_filter_setting,
+    refuse_replaced,
+    unused_message,
+)
+from .items import (
+    HaystackPipeline,
+    RetrieverOutputError,
+    RetrieverShape,
+    RetrieverShapeError,
+    _describe,
+    _is_integer,
+)
 
 
 def _in_mro(obj: Any, module_prefix: str, name: str) -> bool:

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .conventions import CHUNK_ELEMENTS, FloatArray, as_values, check_confidence, check_resamples, check_seed
+from .conventions import (
+    CHUNK_ELEMENTS,
+    FloatArray,
+    as_values,
+    check_confidence,
+    check_resamples,
+    check_seed,
+)
 
 
 @dataclass(frozen=True, slots=True)

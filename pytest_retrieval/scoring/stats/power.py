@@ -16,7 +16,14 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .conventions import RELATIVE_TOLERANCE, Alternative, FloatArray, as_values, check_alternative, check_probability
+from .conventions import (
+    RELATIVE_TOLERANCE,
+    Alternative,
+    FloatArray,
+    as_values,
+    check_alternative,
+    check_probability,
+)
 from .signflip import EXACT_CUTOFF
 
 

@@ -18,7 +18,18 @@ from typing import Literal
 import numpy as np
 
 from .bootstrap import ConfidenceInterval, _bootstrap_ci
-from .conventions import CHUNK_ELEMENTS, RELATIVE_TOLERANCE, Alternative, FloatArray, as_values, check_alternative, check_confidence, check_probability, check_resamples, check_seed
+from .conventions import (
+    CHUNK_ELEMENTS,
+    RELATIVE_TOLERANCE,
+    Alternative,
+    FloatArray,
+    as_values,
+    check_alternative,
+    check_confidence,
+    check_probability,
+    check_resamples,
+    check_seed,
+)
 
 #: Largest number of non-zero deltas for which the sign-flip test enumerates all ``2**m`` sign
 #: patterns exactly. ``2**20`` sums take 8 MB and a few milliseconds; above it, Monte Carlo.
