@@ -2,7 +2,7 @@
 
 Plain script, no assertions: ``python benchmarks/bench_gate_calibration.py [--trials N]
 [--quick]``. It simulates golden sets of 30, 100, 300 and 1,000 queries and judges each
-simulated run against its baseline with the plugin's own rule, ``pytest_retrieval.baseline.compare``
+simulated run against its baseline with the plugin's own rule, ``pytest_retrieval.regression.baseline.compare``
 (budget 0.01, alpha 0.05), beside the naive rule "fail when the mean drops by more than the
 budget". It prints:
 
@@ -41,11 +41,12 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from pytest_retrieval import stats
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot
-from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.multiplicity import FamilyItem, adjust_family, holm
-from pytest_retrieval.regression import CompareOptions, compare
+from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
+from pytest_retrieval.scoring import stats
+from pytest_retrieval.scoring.stats.multiplicity import FamilyItem, adjust_family, holm
 
 SIZES = (30, 100, 300, 1000)
 DROPS = (0.01, 0.02, 0.05, 0.10)
@@ -577,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(
         f"Rule: ours = drop > {BUDGET} AND one-sided sign-flip p <= {ALPHA} "
-        f"(pytest_retrieval.baseline.compare, {resamples:,} resamples); naive = drop > {BUDGET}"
+        f"(pytest_retrieval.regression.baseline.compare, {resamples:,} resamples); naive = drop > {BUDGET}"
     )
     print(f"{trials} trials per cell, seed {args.seed}")
 

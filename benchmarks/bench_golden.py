@@ -42,7 +42,7 @@ def _peak_rss_mib() -> float:
 
 def child(path: str) -> None:
     """Load ``path`` once and print the measurements as JSON (runs in its own process)."""
-    from pytest_retrieval.golden import load_golden
+    from pytest_retrieval.formats.golden_io import load_golden
 
     baseline = _peak_rss_mib()
     start = time.perf_counter()

@@ -23,7 +23,7 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from pytest_retrieval import stats
+from pytest_retrieval.scoring import stats
 
 FloatArray = npt.NDArray[np.float64]
 ALPHA = 0.05

@@ -4,8 +4,8 @@ Plain script, no timing assertions: ``python benchmarks/bench_ledger_drift.py [-
 [--prs N] [--resamples N] [--seed N]``. It simulates streams of pull requests, each merged into
 main after its run, each costing a true 0.8 points of NDCG@10, under a budget of 1 point, and
 judges every pull request's run the way ``retrieval_baseline = merge-base`` with an anchored
-``since=`` budget does: with :func:`pytest_retrieval.regression.family` and
-:func:`~pytest_retrieval.regression.compare` themselves, the two checks in one family (maxT).
+``since=`` budget does: with :func:`pytest_retrieval.regression.rule.family` and
+:func:`~pytest_retrieval.regression.rule.compare` themselves, the two checks in one family (maxT).
 
 * **per-PR**: ``ndcg@10 0.01`` against the merge-base's recorded run (main's run after the
   previous pull request merged);
@@ -43,10 +43,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.regression import CompareOptions, compare, family
-from pytest_retrieval.regression_family import Against
-from pytest_retrieval.snapshot import QuerySnapshot, Snapshot
+from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.regression.family import Against, family
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "example_project" / "retrieval-baseline.json"

@@ -6,8 +6,8 @@ ndcg, map at K = 1, 3, 5, 10, 20, 50, 100, 1000; mrr) from Python dicts.
 
 Timed in one process, each the best of a few repeats:
 * the bare label pass: one dict lookup per retrieved id, nothing else (the floor);
-* pytest_retrieval.evaluate;
-* pytest_retrieval.evaluate with duplicate groups (every 100th corpus id paired with the next):
+* pytest_retrieval.scoring.evaluate;
+* pytest_retrieval.scoring.evaluate with duplicate groups (every 100th corpus id paired with the next):
   the cost of ``retrieval_duplicates`` (the rows above run without groups, as by default);
 * pytrec_eval and ranx when installed (``pip install -e ".[benchmark]"``); ranx both on its first
   call (numba compiles) and warm.
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.scoring.evaluate import evaluate
 
 KS = (1, 3, 5, 10, 20, 50, 100, 1000)
 FAMILY = ("recall", "precision", "hit_rate", "ndcg", "map")
@@ -100,9 +100,9 @@ def main() -> None:
     bare = best_of(args.repeat, lambda: bare_pass(run, qrels))
     rows.append(("bare label pass (floor)", bare))
     ours = best_of(args.repeat, lambda: evaluate(run, qrels, metrics))
-    rows.append(("pytest_retrieval.evaluate", ours))
+    rows.append(("pytest_retrieval.scoring.evaluate", ours))
     rss_ours = peak_rss_mb()
-    from pytest_retrieval.dedup import DuplicateGroups
+    from pytest_retrieval.scoring.dedup import DuplicateGroups
 
     ids = sorted({doc for ranking in run.values() for doc in ranking})
     groups = DuplicateGroups.from_groups([ids[i : i + 2] for i in range(0, len(ids) - 1, 100)])

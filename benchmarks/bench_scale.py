@@ -83,7 +83,7 @@ def retriever_under_test():
 """
 
 TEST = """
-from pytest_retrieval.gates import assert_recall_at
+from pytest_retrieval.gates.gate import assert_recall_at
 
 
 def test_recall_{n}():
@@ -96,7 +96,7 @@ import json
 import sys
 import time
 
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.scoring.evaluate import evaluate
 
 from search import search
 

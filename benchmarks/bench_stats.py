@@ -1,4 +1,4 @@
-"""Time the statistics of pytest_retrieval.stats at scale: 7,000 queries x 10,000 resamples.
+"""Time the statistics of pytest_retrieval.scoring.stats at scale: 7,000 queries x 10,000 resamples.
 
 Plain script, no assertions: ``python benchmarks/bench_stats.py``. Prints the wall time of
 ``bootstrap_ci`` and of ``paired_comparison`` (sign-flip randomization test plus the bootstrap
@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from pytest_retrieval.stats import EXACT_CUTOFF, bootstrap_ci, paired_comparison
+from pytest_retrieval.scoring.stats import EXACT_CUTOFF, bootstrap_ci, paired_comparison
 
 QUERIES = 7_000
 RESAMPLES = 10_000

@@ -114,12 +114,12 @@ _EXPORTS: dict[str, str] = {
             "precision_at",
             "recall_at",
         ),
-        "gates",
+        "gates.gate",
     ),
-    **dict.fromkeys(("GoldenSet", "Label", "Query"), "golden"),
+    **dict.fromkeys(("GoldenSet", "Label", "Query"), "golden.model"),
     **dict.fromkeys(("load_golden", "write_golden"), "formats.golden_io"),
-    **dict.fromkeys(("Conventions", "Evaluation", "evaluate"), "evaluate"),
-    "DuplicateGroups": "dedup",
+    **dict.fromkeys(("Conventions", "Evaluation", "evaluate"), "scoring.evaluate"),
+    "DuplicateGroups": "scoring.dedup",
     **dict.fromkeys(
         (
             "MetricSpec",
@@ -133,23 +133,21 @@ _EXPORTS: dict[str, str] = {
             "recall_at_k",
             "reciprocal_rank",
         ),
-        "metrics",
+        "scoring.metrics",
     ),
     **dict.fromkeys(("GoldenSetError", "InputError", "Problem", "RunFileError"), "errors"),
-    "RetrievalSession": "session",
+    "RetrievalSession": "session.session",
     **dict.fromkeys(
         ("HaystackPipeline", "RetrieverShape", "RetrieverShapeError", "describe_retriever"),
-        "retriever",
+        "run.retriever",
     ),
     "__version__": "version",
 }
 
 if TYPE_CHECKING:
-    from .dedup import DuplicateGroups
     from .errors import GoldenSetError, InputError, Problem, RunFileError
-    from .evaluate import Conventions, Evaluation, evaluate
     from .formats.golden_io import load_golden, write_golden
-    from .gates import (
+    from .gates.gate import (
         GateUsageError,
         Score,
         Selection,
@@ -171,8 +169,16 @@ if TYPE_CHECKING:
         precision_at,
         recall_at,
     )
-    from .golden import GoldenSet, Label, Query
-    from .metrics import (
+    from .golden.model import GoldenSet, Label, Query
+    from .run.retriever import (
+        HaystackPipeline,
+        RetrieverShape,
+        RetrieverShapeError,
+        describe_retriever,
+    )
+    from .scoring.dedup import DuplicateGroups
+    from .scoring.evaluate import Conventions, Evaluation, evaluate
+    from .scoring.metrics import (
         MetricSpec,
         average_precision,
         dcg,
@@ -184,13 +190,7 @@ if TYPE_CHECKING:
         recall_at_k,
         reciprocal_rank,
     )
-    from .retriever import (
-        HaystackPipeline,
-        RetrieverShape,
-        RetrieverShapeError,
-        describe_retriever,
-    )
-    from .session import RetrievalSession
+    from .session.session import RetrievalSession
     from .version import __version__
 
 

@@ -13,8 +13,8 @@ is already in the file. :func:`append_text` is all-or-nothing instead: the whole
 the file is truncated back to the size it had before, so it never ends with a cut report. (One
 job's steps run one after another, so nothing else appends meanwhile.)
 
-:func:`read_text_file`, the bounded reader of a file we did not write, is
-:mod:`pytest_retrieval.reading`'s (importable from here too).
+:func:`~pytest_retrieval.reading.read_text_file`, the bounded reader of a file we did not
+write, is :mod:`pytest_retrieval.reading`'s.
 """
 
 from __future__ import annotations
@@ -30,10 +30,6 @@ from pathlib import Path
 from typing import Any, TextIO, overload
 
 from .errors import InputError, Problem
-
-# The safe reader of side files lives with the guarded decoders; importable from here too.
-from .reading import MAX_READ_BYTES as MAX_READ_BYTES
-from .reading import read_text_file as read_text_file
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, what: str = "file") -> None:

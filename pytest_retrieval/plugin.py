@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from .declared import Budget, Threshold
-    from .evaluate import Evaluation
-    from .finish import Finish
-    from .golden import GoldenSet
-    from .session import RetrievalSession
+    from .gates.declared import Budget, Threshold
+    from .golden.model import GoldenSet
+    from .phases.finish import Finish
+    from .scoring.evaluate import Evaluation
+    from .session.session import RetrievalSession
 
 _OUTPUT_KEY = "pytest_retrieval"
 _USAGE_KEY = "pytest_retrieval_usage_error"
@@ -37,7 +37,7 @@ def _active(config: pytest.Config) -> RetrievalPlugin | None:
 def _require(config: pytest.Config) -> RetrievalPlugin:
     active = _active(config)
     if active is None:
-        from .specs import NO_GOLDEN
+        from .run.factories import NO_GOLDEN
 
         # Only fixtures get here, from inside a test: the message is the whole story, a
         # traceback through the plugin would only hide it.
@@ -50,7 +50,7 @@ def _require(config: pytest.Config) -> RetrievalPlugin:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register every ``retrieval_*`` ini key and ``--retrieval-*`` flag (one help text each)."""
-    from .options import OPTIONS
+    from .settings.options import OPTIONS
 
     group = parser.getgroup("retrieval", "retrieval quality gates (pytest-retrieval)")
     for option in OPTIONS:
@@ -69,9 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _preflight(config, golden=bool(golden))
     if not golden:
         return
-    from .configure import start, unsealed_warning
     from .errors import InputError
-    from .gates import activate
+    from .gates.gate import activate
+    from .phases.start import start, unsealed_warning
 
     try:
         session = start(
@@ -99,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _preflight(config: pytest.Config, *, golden: bool) -> None:
     """Stop on settings pytest misread and on a flag without a golden set (:mod:`.preflight`,
     cheap in every run)."""
-    from .preflight import refusal
+    from .settings.preflight import refusal
 
     # pytest has no public list of the keys it read; its own check warns only after the run.
     unknown_keys = getattr(config, "_get_unknown_ini_keys", None)
@@ -140,8 +140,8 @@ class RetrievalPlugin:
     """The plugin while a golden set is configured: the session and the hooks that use it."""
 
     def __init__(self, config: pytest.Config, session: RetrievalSession) -> None:
-        from .gateitems import homes
-        from .runphase import RunPhase
+        from .phases.items import homes
+        from .phases.retrieve import RunPhase
 
         self.config = config
         self.session = session
@@ -166,7 +166,7 @@ class RetrievalPlugin:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         """Name the effective golden set (path, queries, fingerprint)."""
-        from .configure import header
+        from .phases.start import header
 
         return [_safe(header(self.session))]
 
@@ -189,7 +189,7 @@ class RetrievalPlugin:
             failed = not isinstance(exc, pytest.skip.Exception)
             raise
         finally:
-            from .gateitems import end_of_call
+            from .phases.items import end_of_call
 
             properties, messages = end_of_call(self.session, item.nodeid, before, failed=failed)
             if not isinstance(item, _GateItem):  # a declared gate sets its own
@@ -201,7 +201,7 @@ class RetrievalPlugin:
         self, config: pytest.Config, op: str, left: object, right: object
     ) -> list[str] | None:
         """Explain ``assert recall_at(50) >= 0.9`` with the score's worst queries."""
-        gates = sys.modules.get("pytest_retrieval.gates")
+        gates = sys.modules.get("pytest_retrieval.gates.gate")
         # Cheap for every other assertion of the suite: only our own Score is explained.
         lines = None if gates is None else gates.explain_comparison(op, left, right)
         return None if lines is None else [_safe(line) for line in lines]
@@ -221,7 +221,7 @@ class RetrievalPlugin:
     ) -> None:
         """When the run is the whole suite (no path given), add the declared gates whose file
         the walk did not reach (outside ``testpaths``), before -k/-m selection sees them."""
-        from .gateitems import NO_FILE, NO_FILE_ID, uncollected, whole_suite
+        from .phases.items import NO_FILE, NO_FILE_ID, uncollected, whole_suite
 
         if not whole_suite(config.args_source.name, config.invocation_params.dir, config.rootpath):
             return
@@ -242,11 +242,11 @@ class RetrievalPlugin:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Workers publish their report; the controller merges and settles the session."""
         if self.is_worker:
-            from .finish import worker_payload
+            from .phases.finish import worker_payload
 
             session.config.workeroutput[_OUTPUT_KEY] = worker_payload(self.session)  # type: ignore[attr-defined]
             return
-        from .finish import settle
+        from .phases.finish import settle
 
         self.finished = settle(
             self.session,
@@ -270,7 +270,7 @@ class RetrievalPlugin:
             self.payloads.append(output[_OUTPUT_KEY])
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """Print what :func:`~pytest_retrieval.finish.finish` decided."""
+        """Print what :func:`~pytest_retrieval.phases.finish.finish` decided."""
         for title, text, markup in self.finished.output() if self.finished else ():
             if title:
                 terminalreporter.write_sep("=", _safe(text), **markup)
@@ -356,7 +356,7 @@ def _progress(config: pytest.Config, total: int) -> Callable[[int, int], None] |
     """A progress line on long runs, only on a terminal and not with -q."""
     if hasattr(config, "workerinput") or config.get_verbosity() < 0:
         return None
-    from .runphase import progress_line
+    from .phases.retrieve import progress_line
 
     capture = config.pluginmanager.getplugin("capturemanager")
     return progress_line(total, config.get_terminal_writer, capture)
@@ -375,7 +375,7 @@ class _GateItem(pytest.Function):
     entry: Threshold | Budget | None = None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        from .gates import GateUsageError
+        from .gates.gate import GateUsageError
 
         # A gate naming a stage the run does not have (stage=reranker without a reranker) is
         # the gate line's mistake: its message, without a traceback through the plugin.
@@ -384,7 +384,7 @@ class _GateItem(pytest.Function):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        from .gateitems import report_line
+        from .phases.items import report_line
 
         line = report_line(self.entry, in_file=isinstance(self.parent, pytest.File))
         shown = self.entry.name if self.entry is not None else self.name
@@ -412,7 +412,7 @@ class _DeclaredFile(pytest.File):
 def _gate_items(parent: pytest.Collector, entries: Sequence[Any]) -> list[pytest.Item]:
     """One item per declared gate or budget, named to be valid in ``-k`` and unique in its
     file, marked ``retrieval``, with the JUnit properties that say what it checks."""
-    from .gateitems import declared_properties, item_names
+    from .phases.items import declared_properties, item_names
 
     items: list[pytest.Item] = []
     for name, entry in item_names(entries):
@@ -426,7 +426,7 @@ def _gate_items(parent: pytest.Collector, entries: Sequence[Any]) -> list[pytest
 
 def _gate_call(entry: Threshold | Budget) -> Callable[..., None]:
     """The test function of a declared gate or budget item."""
-    from .gateitems import run_declared
+    from .phases.items import run_declared
 
     # Properties go straight onto the item: the record_property fixture warns under xunit2
     # through item.warn, which needs a line number a declared gate does not have.

@@ -18,8 +18,8 @@ from plugin_helpers import QUIET_PLUGINS
 
 # numpy (through stats) must be imported before any in-process run: pytester restores
 # sys.modules after a run, and numpy's C core cannot be loaded twice in one process.
-import pytest_retrieval.stats  # noqa: F401
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot
+import pytest_retrieval.scoring.stats  # noqa: F401
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 from pytest_retrieval.report.artifact import ARTIFACT_SCHEMA_VERSION
 
 BASELINE = "retrieval-baseline.json"

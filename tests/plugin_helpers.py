@@ -35,16 +35,6 @@ import pytest
 # (and assertion-rewritten: PYTHONDONTWRITEBYTECODE leaves no cache) again in every run.
 import yaml  # noqa: F401
 
-import pytest_retrieval.finish
-import pytest_retrieval.gateitems
-import pytest_retrieval.plugin
-import pytest_retrieval.report.artifact
-import pytest_retrieval.report.payload
-import pytest_retrieval.report.terminal
-import pytest_retrieval.runphase
-import pytest_retrieval.session
-import pytest_retrieval.stats  # noqa: F401  (numpy, like _yaml, loads once per process)
-
 #: Passed to every run: hypothesis' pytest plugin would import all of hypothesis (and have it
 #: assertion-rewritten) in each in-process run; the user projects here never use it.
 QUIET_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")

@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_retrieval.abstention import ANY_RESULT, sweep
-from pytest_retrieval.dedup import (
+from pytest_retrieval.errors import GoldenSetError, InputError
+from pytest_retrieval.formats.corpus import read_corpus_ids, read_corpus_texts
+from pytest_retrieval.run.cachekey import CacheEntry, CacheKey
+from pytest_retrieval.run.store import RunCache
+from pytest_retrieval.scoring.abstention import ANY_RESULT, sweep
+from pytest_retrieval.scoring.dedup import (
     DuplicateGroups,
     distinct_at_k,
     exact_groups,
@@ -25,12 +29,9 @@ from pytest_retrieval.dedup import (
     near_groups,
     parse_duplicates,
 )
-from pytest_retrieval.errors import GoldenSetError, InputError
-from pytest_retrieval.evaluate import Conventions, evaluate
-from pytest_retrieval.formats.corpus import read_corpus_ids, read_corpus_texts
-from pytest_retrieval.metrics import MetricSpec
-from pytest_retrieval.settings import resolve
-from pytest_retrieval.store import CacheEntry, CacheKey, RunCache
+from pytest_retrieval.scoring.evaluate import Conventions, evaluate
+from pytest_retrieval.scoring.metrics import MetricSpec
+from pytest_retrieval.settings.resolve import resolve
 
 # --- abstention --------------------------------------------------------------------------------
 

@@ -332,7 +332,7 @@ CASES = [
         ("GateUsageError: the cutoff of recall must be a positive integer (1, 5, 10, ...), got 0",),
         runs=False,  # the gate is refused before it asks for the run
         tests=(
-            "from pytest_retrieval.gates import assert_recall_at\n"
+            "from pytest_retrieval.gates.gate import assert_recall_at\n"
             "def test_gate():\n    assert_recall_at(0) >= 0.5\n"
         ),
     ),
@@ -372,7 +372,7 @@ CASES = [
         ),
         runs=False,  # the gate is refused before it asks for the run
         tests=(
-            "from pytest_retrieval.gates import assert_recall_at\n"
+            "from pytest_retrieval.gates.gate import assert_recall_at\n"
             "def test_gate():\n    assert_recall_at(1) >= 90\n"
         ),
     ),
@@ -385,7 +385,7 @@ CASES = [
         ),
         runs=False,  # the gate is refused before it asks for the run
         tests=(
-            "from pytest_retrieval.gates import assert_recall_at\n"
+            "from pytest_retrieval.gates.gate import assert_recall_at\n"
             "def test_gate():\n    assert_recall_at(1) >= float('nan')\n"
         ),
     ),
@@ -429,7 +429,7 @@ CASES = [
         ),
         runs=False,  # the gate is refused before it asks for the run
         tests=(
-            "from pytest_retrieval.gates import assert_recall_at\n"
+            "from pytest_retrieval.gates.gate import assert_recall_at\n"
             "def test_gate():\n    assert_recall_at(1, slice='multihop') >= 0.5\n"
         ),
     ),

@@ -23,8 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline
 from pytest_retrieval.cli import main
+from pytest_retrieval.regression.baseline import dump_baseline
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 USAGE, FAILED, OK = 2, 1, 0

@@ -51,7 +51,8 @@ from pytest_retrieval.cli import main
 from pytest_retrieval.formats.golden_io import load_golden
 from pytest_retrieval.formats.worksheet import neutralise_cell, restore_cell
 from pytest_retrieval.report.markdown import md_code, md_text
-from pytest_retrieval.store import CacheEntry, CacheKey, RunCache, cache_file
+from pytest_retrieval.run.cachekey import CacheEntry, CacheKey
+from pytest_retrieval.run.store import RunCache, cache_file
 from pytest_retrieval.text import terminal_text
 
 USAGE, FAILED, OK = 2, 1, 0
@@ -940,8 +941,8 @@ def test_every_line_the_package_prints_goes_through_the_one_escaping() -> None:
     # _safe (terminal_text); the run phase's progress line (digits and our words only).
     assert sorted({(module, function) for module, function, _arg in found}) == [
         ("cli/output.py", "echo"),
+        ("phases/retrieve.py", "write"),
         ("plugin.py", "pytest_terminal_summary"),
-        ("runphase.py", "write"),
     ]
     summary = [arg for module, function, arg in found if function == "pytest_terminal_summary"]
     assert summary == ["_safe(text)", "_safe(text)"]
@@ -1531,7 +1532,7 @@ def test_a_factory_that_raises_in_a_ray_actor_is_the_same_usage_error(tmp_path: 
 
 
 def test_ray_addresses_are_checked_by_their_form() -> None:
-    from pytest_retrieval.executors import ray_address_problem
+    from pytest_retrieval.run.executors import ray_address_problem
 
     good = ["auto", "local", "ray://head:10001", "ray://ray_head", "10.0.0.1:6379", "[::1]:6379"]
     assert [a for a in good if ray_address_problem(a) is not None] == []

@@ -870,7 +870,7 @@ class Plugin:
 def _deep_cache_row(root: Path) -> None:
     """Edit one cached ranking to nest 100,000 lists deep, its checksum made to match (the
     formula is in the code: checksums catch damage, not an adversary)."""
-    from pytest_retrieval.cachekey import row_checksum
+    from pytest_retrieval.run.cachekey import row_checksum
 
     db = sqlite3.connect(root / ".retrieval-cache" / "runs.sqlite3", isolation_level=None)
     try:

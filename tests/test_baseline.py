@@ -1,4 +1,5 @@
-"""pytest_retrieval.baseline without pytest: budgets, the baseline file and the regression rule.
+"""pytest_retrieval.regression.baseline without pytest: budgets, the baseline file and the
+regression rule.
 
 Snapshots are built by hand, so every expected number below is worked out in a comment from the
 values the test writes, never read back from the code under test.
@@ -16,11 +17,14 @@ from baseline_helpers import STAGE, query, snapshot
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline, load_baseline
-from pytest_retrieval.declared import parse_budget
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.gates import Selection
-from pytest_retrieval.regression import CompareOptions, RegressionOutcome, compare
+from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.gates.gate import Selection
+from pytest_retrieval.regression.baseline import dump_baseline, load_baseline
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
 
 def check(
@@ -453,7 +457,7 @@ def test_a_budget_below_the_smallest_detectable_drop_is_warned_about() -> None:
     # Deltas five times -0.1 and five times +0.1 (n = 10, all changed): the detectable drop is
     # the kernel's, for changes like these (tests/test_stats_family.py pins the kernel). With a
     # spread of 0.105 over 10 queries no drop below a few points can be told from noise.
-    from pytest_retrieval.stats import detectable_drop
+    from pytest_retrieval.scoring.stats import detectable_drop
 
     before = [0.5] * 10
     after = [0.4] * 5 + [0.6] * 5

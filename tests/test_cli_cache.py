@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_retrieval.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from pytest_retrieval.store import CacheEntry, CacheKey, RunCache, cache_file
+from pytest_retrieval.run.cachekey import CacheEntry, CacheKey
+from pytest_retrieval.run.store import RunCache, cache_file
 
 KEY = CacheKey("retriever", "q", 10, "shop.bm25", index_version="v2")
 

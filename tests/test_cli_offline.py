@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from baseline_helpers import Project, artifact, query, snapshot, write_json
 
-from pytest_retrieval.baseline import dump_baseline
 from pytest_retrieval.cli import main
+from pytest_retrieval.regression.baseline import dump_baseline
 
 # Slice "a": six queries that drop 1.0 -> 0.5 (p = 1/64); slice "b": six that stay at 0.8.
 BEFORE = {f"a{i}": query(1.0, slices=["a"]) for i in range(6)} | {

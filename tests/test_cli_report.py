@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline
 from pytest_retrieval.cli import EXIT_OK, EXIT_USAGE, main
+from pytest_retrieval.regression.baseline import dump_baseline
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 from pytest_retrieval.report.html import render_html
 from pytest_retrieval.report.markdown import render_markdown
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from ledger_helpers import GitProject, git_environment
 
-from pytest_retrieval import commitinfo
-from pytest_retrieval.commitinfo import CiRun, GitError
+from pytest_retrieval.regression import commitinfo
+from pytest_retrieval.regression.commitinfo import CiRun, GitError
 
 
 def test_github_actions_variables_give_the_run_its_attempt_and_the_pull_requests_base() -> None:

@@ -17,9 +17,9 @@ import pytest
 import pytrec_eval
 
 from pytest_retrieval.cli import main
-from pytest_retrieval.dedup import DuplicateGroups
-from pytest_retrieval.evaluate import Conventions, evaluate
-from pytest_retrieval.settings import resolve
+from pytest_retrieval.scoring.dedup import DuplicateGroups
+from pytest_retrieval.scoring.evaluate import Conventions, evaluate
+from pytest_retrieval.settings.resolve import resolve
 
 #: Graded judgments with queries whose positive grades all sit below 2 ("ones") or 3 ("twos"),
 #: one with no positive grade at all ("zero") and ordinary ones.

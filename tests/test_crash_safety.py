@@ -28,8 +28,9 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, dump_baseline, load_baseline
 from pytest_retrieval.files import atomic_write_json, atomic_write_text
+from pytest_retrieval.regression.baseline import dump_baseline, load_baseline
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
 pytestmark = pytest.mark.skipif(
     not hasattr(signal, "SIGKILL") or not hasattr(os, "fork"),

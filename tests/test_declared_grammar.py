@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_retrieval.declared import expand_slices, parse_budget, parse_threshold
 from pytest_retrieval.errors import InputError
+from pytest_retrieval.gates.declared import expand_slices, parse_budget, parse_threshold
 
 
 @pytest.mark.parametrize("key", ["stage", "split", "slice"])

@@ -17,20 +17,19 @@ import pytest
 from chunked_corpus import CHUNKS, GOLDEN, QUERIES, cosine_ranking, embed
 from plugin_helpers import RetrievalProject
 
-from pytest_retrieval.baseline import QuerySnapshot
-from pytest_retrieval.evaluate import Conventions, evaluate
-from pytest_retrieval.golden import GoldenSet, Query
-from pytest_retrieval.report.payload import outcome_from_dict, outcome_to_dict
-from pytest_retrieval.retriever import (
+from pytest_retrieval.golden.model import GoldenSet, Query
+from pytest_retrieval.regression.snapshot import QuerySnapshot, build_snapshot
+from pytest_retrieval.run.retriever import (
     QueryOutcome,
     QueryRequest,
     RetrieverCall,
     deeper,
     run_pipeline,
 )
-from pytest_retrieval.shards import decode_outcome, encode_outcome
-from pytest_retrieval.snapshot import build_snapshot
-from pytest_retrieval.store import RunCache
+from pytest_retrieval.run.shards import decode_outcome, encode_outcome
+from pytest_retrieval.run.store import RunCache
+from pytest_retrieval.scoring.evaluate import Conventions, evaluate
+from pytest_retrieval.session.payload import outcome_from_dict, outcome_to_dict
 
 
 @pytest.mark.parametrize(
@@ -405,8 +404,8 @@ def test_the_baseline_keeps_the_ids_as_returned_and_rescores_them_by_the_same_ru
 
 
 def test_rescore_in_results_unit_uses_the_ids_as_returned() -> None:
-    from pytest_retrieval.baseline import Snapshot
-    from pytest_retrieval.rescore import rescore
+    from pytest_retrieval.regression.rescore import rescore
+    from pytest_retrieval.regression.snapshot import Snapshot
 
     def snapshot(returned: tuple[str, ...]) -> Snapshot:
         query = QuerySnapshot(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_retrieval.settings import OPTIONS
+from pytest_retrieval.settings.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -25,22 +25,22 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_retrieval"
 _BROAD = {"Exception", "BaseException"}
 
 #: The user-code loader: every broad handler in it is around the user's import or call.
-USER_CODE_MODULES = {"pytest_retrieval.specs"}
+USER_CODE_MODULES = {"pytest_retrieval.run.factories"}
 
 #: (module, function, the broad name, whether it re-raises) -> how many, and why.
 ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
     # Around user code: a retriever may raise anything, SystemExit and KeyboardInterrupt
     # included; each is recorded as that query's error (or the run's), never swallowed.
-    ("pytest_retrieval.retriever.calling", "_run_threads.work", "BaseException", False): (
+    ("pytest_retrieval.run.retriever.calling", "_run_threads.work", "BaseException", False): (
         1,
         "a sync retriever call in a worker thread: its error becomes the query's",
     ),
-    ("pytest_retrieval.retriever.calling", "_run_async.call", "BaseException", False): (
+    ("pytest_retrieval.run.retriever.calling", "_run_async.call", "BaseException", False): (
         1,
         "an async retriever call: its error becomes the query's",
     ),
     (
-        "pytest_retrieval.retriever.calling",
+        "pytest_retrieval.run.retriever.calling",
         "_run_async.start_loop.runner",
         "BaseException",
         False,
@@ -48,12 +48,12 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
         1,
         "the event loop running the async retriever: a failure is surfaced, never a hang",
     ),
-    ("pytest_retrieval.retriever.calling", "_batch_results", "BaseException", False): (
+    ("pytest_retrieval.run.retriever.calling", "_batch_results", "BaseException", False): (
         1,
         "a lazy result of a batch retriever raising while consumed: that query only",
     ),
     (
-        "pytest_retrieval.retriever.calling",
+        "pytest_retrieval.run.retriever.calling",
         "run_pipeline.first_stage.on_result",
         "BaseException",
         False,
@@ -61,19 +61,19 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
         1,
         "a user doc_id / doc_map callable applied to a result: that query's error",
     ),
-    ("pytest_retrieval.retriever.context", "_built_filter", "Exception", False): (
+    ("pytest_retrieval.run.retriever.context", "_built_filter", "Exception", False): (
         1,
         "the user's retrieval_context_filter function: its error, named, becomes the query's",
     ),
-    ("pytest_retrieval.retriever.shapes", "_int_attribute", "Exception", False): (
+    ("pytest_retrieval.run.retriever.shapes", "_int_attribute", "Exception", False): (
         1,
         "a property of the user's retriever object that fails: its depth is unknown",
     ),
-    ("pytest_retrieval.runphase", "RunPhase.ensure", "Exception", True): (
+    ("pytest_retrieval.phases.retrieve", "RunPhase.ensure", "Exception", True): (
         1,
         "the run (the user's fixtures and retriever): recorded as errored, then re-raised",
     ),
-    ("pytest_retrieval.runphase", "RunPhase._build", "Exception", True): (
+    ("pytest_retrieval.phases.retrieve", "RunPhase._build", "Exception", True): (
         1,
         "the user's retriever fixture: recorded as errored, then re-raised",
     ),
@@ -87,48 +87,53 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
         "the appended file truncated back to its size before",
     ),
     ("pytest_retrieval.reading", "_open", "BaseException", True): (1, "the descriptor closed"),
-    ("pytest_retrieval.shards", "ShardStore.__init__", "BaseException", True): (
+    ("pytest_retrieval.run.shards", "ShardStore.__init__", "BaseException", True): (
         2,
         "the life lock and the connection closed",
     ),
-    ("pytest_retrieval.shards", "ShardStore._transaction", "BaseException", True): (
+    ("pytest_retrieval.run.shards", "ShardStore._transaction", "BaseException", True): (
         1,
         "the transaction rolled back",
     ),
-    ("pytest_retrieval.shards", "run_sharded", "BaseException", True): (
+    ("pytest_retrieval.run.shards", "run_sharded", "BaseException", True): (
         1,
         "the claimed shard released to the others",
     ),
-    ("pytest_retrieval.store", "RunCache._open", "BaseException", True): (
+    ("pytest_retrieval.run.store", "RunCache._open", "BaseException", True): (
         1,
         "the connection closed",
     ),
-    ("pytest_retrieval.store", "RunCache._check_and_initialise", "BaseException", True): (
+    ("pytest_retrieval.run.store", "RunCache._check_and_initialise", "BaseException", True): (
         1,
         "the schema transaction rolled back",
     ),
-    ("pytest_retrieval.store", "RunCache.put_many", "BaseException", True): (
+    ("pytest_retrieval.run.store", "RunCache.put_many", "BaseException", True): (
         1,
         "the write transaction rolled back",
     ),
-    ("pytest_retrieval.store", "RunCache.clear", "BaseException", True): (
+    ("pytest_retrieval.run.store", "RunCache.clear", "BaseException", True): (
         1,
         "the delete transaction rolled back",
     ),
-    ("pytest_retrieval.retriever.calling", "run_pipeline.second_stage", "BaseException", False): (
+    (
+        "pytest_retrieval.run.retriever.calling",
+        "run_pipeline.second_stage",
+        "BaseException",
+        False,
+    ): (
         1,
         "the user's reranker (or a doc_id callable on its items), SystemExit included: its "
         "error becomes that query's",
     ),
-    ("pytest_retrieval.ledger", "Ledger.__init__", "BaseException", True): (
+    ("pytest_retrieval.regression.ledger", "Ledger.__init__", "BaseException", True): (
         1,
         "closes the SQLite connection when the ledger's checks refuse it, and re-raises",
     ),
-    ("pytest_retrieval.ledger", "Ledger._initialise", "BaseException", True): (
+    ("pytest_retrieval.regression.ledger", "Ledger._initialise", "BaseException", True): (
         1,
         "rolls the schema transaction back, whatever stopped it, and re-raises",
     ),
-    ("pytest_retrieval.ledger", "Ledger._writing", "BaseException", True): (
+    ("pytest_retrieval.regression.ledger", "Ledger._writing", "BaseException", True): (
         1,
         "rolls a write back (a kill between statements leaves the ledger whole) and re-raises",
     ),

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.scoring.evaluate import evaluate
 
 RUN = {
     "q1": ["A", "B", "C", "D"],  # relevant A, C

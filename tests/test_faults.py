@@ -28,13 +28,14 @@ from pathlib import Path
 import pytest
 from plugin_helpers import GOLDEN, RetrievalProject, conftest_with
 
-from pytest_retrieval import files
+from pytest_retrieval import files, reading
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.evaluate import evaluate
-from pytest_retrieval.golden import GoldenSet, Query, normalise_text
-from pytest_retrieval.metrics import ndcg_at_k
+from pytest_retrieval.golden.leakage import normalise_text
+from pytest_retrieval.golden.model import GoldenSet, Query
 from pytest_retrieval.report.markdown import append_step_summary, md_text
 from pytest_retrieval.report.write import ReportTargets
+from pytest_retrieval.scoring.evaluate import evaluate
+from pytest_retrieval.scoring.metrics import ndcg_at_k
 from pytest_retrieval.text import for_terminal, guard_line, guard_lines, leakage_key, parse_int
 
 # --- the all-or-nothing append -----------------------------------------------------------------
@@ -138,20 +139,20 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "baseline.json"
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="the baseline is not a regular file"):
-        files.read_text_file(fifo, what="baseline")
+        reading.read_text_file(fifo, what="baseline")
 
 
 def test_a_file_over_the_cap_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_bytes(b"x" * 101)
     with pytest.raises(InputError, match="the artifact is 101 bytes, more than the 100"):
-        files.read_text_file(path, what="artifact", limit=100)
-    assert files.read_text_file(path, limit=101) == "x" * 101
+        reading.read_text_file(path, what="artifact", limit=100)
+    assert reading.read_text_file(path, limit=101) == "x" * 101
 
 
 def test_a_missing_file_is_left_to_the_caller(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        files.read_text_file(tmp_path / "nope.json")
+        reading.read_text_file(tmp_path / "nope.json")
 
 
 # --- text -------------------------------------------------------------------------------------

@@ -28,15 +28,15 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from pytest_retrieval.retriever import (
+from pytest_retrieval.run.retriever import (
     HaystackPipeline,
     QueryRequest,
     RetrieverShapeError,
     describe_retriever,
     run_pipeline,
 )
-from pytest_retrieval.retriever.context import ContextUse
-from pytest_retrieval.retriever.shapes import context_warning
+from pytest_retrieval.run.retriever.context import ContextUse
+from pytest_retrieval.run.retriever.shapes import context_warning
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # "langchain-community is being sunset"

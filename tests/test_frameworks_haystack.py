@@ -21,8 +21,8 @@ from haystack.components.retrievers.in_memory import (
 )
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from pytest_retrieval.cachekey import retriever_identity
-from pytest_retrieval.retriever import (
+from pytest_retrieval.run.cachekey import retriever_identity
+from pytest_retrieval.run.retriever import (
     HaystackPipeline,
     QueryRequest,
     RetrieverShapeError,

@@ -17,8 +17,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from pytest_retrieval.metrics import ndcg_at_k
-from pytest_retrieval.retriever import QueryRequest, describe_retriever, run_pipeline
+from pytest_retrieval.run.retriever import QueryRequest, describe_retriever, run_pipeline
+from pytest_retrieval.scoring.metrics import ndcg_at_k
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # "langchain-community is being sunset"

@@ -14,7 +14,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import BaseNode
 
-from pytest_retrieval.retriever import QueryRequest, describe_retriever, run_pipeline
+from pytest_retrieval.run.retriever import QueryRequest, describe_retriever, run_pipeline
 
 TOPICS = ["refund", "okta", "mfa", "export"]
 REQUESTS = [QueryRequest("q-okta", "okta"), QueryRequest("q-mfa", "mfa setup")]

@@ -9,15 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_retrieval.errors import GoldenSetError, InputError
-from pytest_retrieval.golden import (
-    GoldenSet,
-    Query,
-    check_corpus,
-    infer_format,
-    load_golden,
-    read_corpus_ids,
-    write_golden,
-)
+from pytest_retrieval.formats.corpus import check_corpus, read_corpus_ids
+from pytest_retrieval.formats.golden_io import infer_format, load_golden, write_golden
+from pytest_retrieval.golden.model import GoldenSet, Query
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 TREC = SHARED / "peer-suites" / "trec_eval"

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_retrieval.errors import GoldenSetError
-from pytest_retrieval.golden import GoldenSet, Query, load_golden, write_golden
+from pytest_retrieval.formats.golden_io import load_golden, write_golden
+from pytest_retrieval.golden.model import GoldenSet, Query
 
 FUZZ = settings(
     max_examples=150,

@@ -8,13 +8,8 @@ import pickle
 import pytest
 
 from pytest_retrieval.errors import GoldenSetError
-from pytest_retrieval.golden import (
-    GoldenSet,
-    Query,
-    compute_fingerprint,
-    is_plain_name,
-    normalise_text,
-)
+from pytest_retrieval.golden.leakage import normalise_text
+from pytest_retrieval.golden.model import GoldenSet, Query, compute_fingerprint, is_plain_name
 
 
 def _acme() -> GoldenSet:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_retrieval.errors import GoldenSetError, Problem
-from pytest_retrieval.golden import load_golden
+from pytest_retrieval.formats.golden_io import load_golden
 
 
 def _write(folder: Path, name: str, text: str) -> Path:

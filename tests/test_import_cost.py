@@ -13,8 +13,8 @@ HEAVY = ("yaml", "numpy", "tabulate")
 CORE_MODULES = [
     "pytest_retrieval",
     "pytest_retrieval.errors",
-    "pytest_retrieval.metrics",
-    "pytest_retrieval.evaluate",
+    "pytest_retrieval.scoring.metrics",
+    "pytest_retrieval.scoring.evaluate",
     "pytest_retrieval.formats.trec",
     "pytest_retrieval.cli",
 ]

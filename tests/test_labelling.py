@@ -16,14 +16,14 @@ import pytest
 from pytest_retrieval.cli import main
 from pytest_retrieval.errors import InputError
 from pytest_retrieval.formats.golden_io import load_golden
+from pytest_retrieval.formats.labels import merge, pool
 from pytest_retrieval.formats.worksheet import (
     WorksheetRow,
     read_worksheet,
     render_worksheet,
     write_worksheet,
 )
-from pytest_retrieval.golden import GoldenSet, Label, Query
-from pytest_retrieval.labels import merge, pool
+from pytest_retrieval.golden.model import GoldenSet, Label, Query
 
 GOLDEN = """\
 version: 1
@@ -323,8 +323,9 @@ def test_merge_refuses_a_conflicting_worksheet_listing_every_problem(
 def test_pool_reads_a_baseline_s_stored_rankings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_retrieval.baseline import build_snapshot, dump_baseline
-    from pytest_retrieval.evaluate import evaluate
+    from pytest_retrieval.regression.baseline import dump_baseline
+    from pytest_retrieval.regression.snapshot import build_snapshot
+    from pytest_retrieval.scoring.evaluate import evaluate
 
     golden = load_golden_text()
     visible = golden.where(lambda q: q.split != "heldout")
@@ -358,8 +359,9 @@ def test_pool_says_when_a_version_2_baseline_keeps_rankings_shallower_than_the_d
 ) -> None:
     import dataclasses
 
-    from pytest_retrieval.baseline import build_snapshot, dump_baseline
-    from pytest_retrieval.evaluate import evaluate
+    from pytest_retrieval.regression.baseline import dump_baseline
+    from pytest_retrieval.regression.snapshot import build_snapshot
+    from pytest_retrieval.scoring.evaluate import evaluate
 
     golden = load_golden_text()
     visible = golden.where(lambda q: q.split != "heldout")

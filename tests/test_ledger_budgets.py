@@ -15,8 +15,8 @@ import pytest
 from ledger_helpers import BAD, GOOD, GitProject
 from plugin_helpers import RetrievalProject
 
-from pytest_retrieval.declared import parse_budget, parse_threshold
 from pytest_retrieval.errors import InputError
+from pytest_retrieval.gates.declared import parse_budget, parse_threshold
 
 
 def slipped(count: int) -> dict[str, list[str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ledger_helpers import GOLDEN, GOOD, GitProject
 
-from pytest_retrieval.ledger import Ledger
+from pytest_retrieval.regression.ledger import Ledger
 
 HELDOUT = (
     "  - id: qzebra\n    text: question number zebra\n    relevant: [dzebra]\n    split: heldout\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ledger_helpers import BAD, GOOD, ROOT, GitProject, git_environment
 
-from pytest_retrieval.ledger import Ledger
+from pytest_retrieval.regression.ledger import Ledger
 
 
 def regression(against: str) -> str:

@@ -11,9 +11,9 @@ import pytest
 from ledger_helpers import ROOT
 
 from pytest_retrieval.cli import main
-from pytest_retrieval.commitinfo import CommitInfo
-from pytest_retrieval.history import sparkline, trend_test
-from pytest_retrieval.ledger import Ledger, LedgerEntry
+from pytest_retrieval.regression.commitinfo import CommitInfo
+from pytest_retrieval.regression.history import sparkline, trend_test
+from pytest_retrieval.regression.ledger import Ledger, LedgerEntry
 
 VALUES = [0.80, 0.82, 0.84, 0.86, 0.88]
 

@@ -20,14 +20,14 @@ import pytest
 from ledger_helpers import ROOT
 
 from pytest_retrieval.cli import main
-from pytest_retrieval.commitinfo import CommitInfo
-from pytest_retrieval.ledger import Ledger, LedgerEntry, LedgerError
+from pytest_retrieval.regression.commitinfo import CommitInfo
+from pytest_retrieval.regression.ledger import Ledger, LedgerEntry, LedgerError
 
 WRITER = textwrap.dedent(
     """\
     import sys
-    from pytest_retrieval.commitinfo import CommitInfo
-    from pytest_retrieval.ledger import Ledger, LedgerEntry
+    from pytest_retrieval.regression.commitinfo import CommitInfo
+    from pytest_retrieval.regression.ledger import Ledger, LedgerEntry
 
     path, name, count, queries = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     snapshot = {

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_retrieval.evaluate import evaluate
-from pytest_retrieval.metrics import (
+from pytest_retrieval.scoring.evaluate import evaluate
+from pytest_retrieval.scoring.metrics import (
     average_precision,
     hit_rate_at_k,
     ndcg_at_k,

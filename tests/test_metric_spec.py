@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.metrics import MetricSpec
+from pytest_retrieval.scoring.metrics import MetricSpec
 
 CANONICAL = [
     "recall@50",
@@ -106,12 +106,12 @@ def test_constructing_a_spec_directly_validates_it() -> None:
 
 from pathlib import Path  # noqa: E402
 
-from pytest_retrieval import gates  # noqa: E402
-from pytest_retrieval.declared import parse_budget, parse_threshold  # noqa: E402
-from pytest_retrieval.metrics import METRICS, Metric  # noqa: E402
-from pytest_retrieval.options import DEFAULT_METRICS  # noqa: E402
-from pytest_retrieval.optionvalues import InvalidValue, parse_metrics  # noqa: E402
-from pytest_retrieval.settings import Settings  # noqa: E402
+from pytest_retrieval.gates import gate as gates  # noqa: E402
+from pytest_retrieval.gates.declared import parse_budget, parse_threshold  # noqa: E402
+from pytest_retrieval.scoring.metrics import METRICS, Metric  # noqa: E402
+from pytest_retrieval.settings.options import DEFAULT_METRICS  # noqa: E402
+from pytest_retrieval.settings.resolve import Settings  # noqa: E402
+from pytest_retrieval.settings.values import InvalidValue, parse_metrics  # noqa: E402
 
 METRICS_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text(
     encoding="utf-8"
@@ -228,7 +228,7 @@ def test_messages_name_the_helper_that_exists_for_the_metric(spec: MetricSpec, h
 
 
 def test_the_metrics_setting_help_names_every_metric_of_the_table() -> None:
-    from pytest_retrieval.options import OPTIONS
+    from pytest_retrieval.settings.options import OPTIONS
 
     help_text = next(o.help for o in OPTIONS if o.name == "metrics")
     for metric in METRICS:
@@ -237,7 +237,7 @@ def test_the_metrics_setting_help_names_every_metric_of_the_table() -> None:
 
 @pytest.mark.parametrize("metric", METRICS, ids=lambda m: m.name)
 def test_every_metric_of_the_table_is_scored_by_batch_evaluation(metric: Metric) -> None:
-    from pytest_retrieval.evaluate import evaluate
+    from pytest_retrieval.scoring.evaluate import evaluate
 
     spec = MetricSpec(metric.name, 2 if metric.needs_cutoff else None)
     # q1: relevant a at rank 1 of [a, b] (b judged 0, score 0.9 above the 0.5 floor); q2 no answer

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_retrieval.metrics import (
+from pytest_retrieval.scoring.metrics import (
     average_precision,
     dcg,
     hit_rate_at_k,

@@ -6,8 +6,8 @@ from statistics import mean
 
 import pytest
 
-from pytest_retrieval.evaluate import evaluate
-from pytest_retrieval.metrics import (
+from pytest_retrieval.scoring.evaluate import evaluate
+from pytest_retrieval.scoring.metrics import (
     average_precision,
     dcg,
     ndcg_at_k,

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.gates import GateOutcome, Score, Selection
-from pytest_retrieval.judge import judge, unscored
-from pytest_retrieval.metrics import MetricSpec
-from pytest_retrieval.regression_outcome import RegressionOutcome
+from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.gates.gate import GateOutcome, Score, Selection
+from pytest_retrieval.gates.judge import judge, unscored
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.scoring.metrics import MetricSpec
 from pytest_retrieval.verdict import Shown, Status
 
 SPEC = MetricSpec("recall", 10)

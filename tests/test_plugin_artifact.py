@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 from plugin_helpers import CONFTEST, HELDOUT_ID, RetrievalProject, conftest_with
 
-from pytest_retrieval.golden import load_golden
-from pytest_retrieval.settings import Settings
+from pytest_retrieval.formats.golden_io import load_golden
+from pytest_retrieval.settings.resolve import Settings
 
 
 def load_schema() -> dict[str, Any]:
@@ -31,7 +31,7 @@ def schema_errors(document: object) -> list[str]:
 
 
 GATES = """
-from pytest_retrieval.gates import assert_mrr, assert_recall_at
+from pytest_retrieval.gates.gate import assert_mrr, assert_recall_at
 
 def test_overall():
     assert_recall_at(3) >= 0.6
@@ -148,7 +148,7 @@ def test_the_artifact_holds_the_hand_computed_numbers(
         ks="1,2",
         ini={"retrieval_metrics": "recall,mrr", "retrieval_thresholds": "recall@2 >= 0.5"},
         tests="""
-        from pytest_retrieval.gates import assert_mrr
+        from pytest_retrieval.gates.gate import assert_mrr
 
         def test_mrr():
             assert_mrr() >= 0.5

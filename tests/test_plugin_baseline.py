@@ -17,7 +17,7 @@ import pytest
 from baseline_helpers import BASELINE, CONFTEST, Project, golden
 from plugin_helpers import esc
 
-from pytest_retrieval.finish import finish
+from pytest_retrieval.phases.finish import finish
 
 # Every atomic write (text or JSON: both go through files.atomic_write), logged with the process
 # that made it (for the xdist test).

@@ -590,7 +590,7 @@ def test_two_processes_writing_one_cache_lose_nothing(tmp_path: Path) -> None:
         out, _ = process.communicate(timeout=300)
         assert process.returncode == 0, out
         assert len((folder / "calls.log").read_text().splitlines()) == 150
-    from pytest_retrieval.store import RunCache
+    from pytest_retrieval.run.store import RunCache
 
     with RunCache(cache / "runs.sqlite3") as store:
         assert len(store) == 300

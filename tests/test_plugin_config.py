@@ -137,7 +137,7 @@ def test_a_missing_golden_set_is_a_usage_error(retrieval_project: RetrievalProje
 def test_every_flag_and_ini_key_is_documented_in_help(
     retrieval_project: RetrievalProject,
 ) -> None:
-    from pytest_retrieval.settings import OPTIONS
+    from pytest_retrieval.settings.options import OPTIONS
 
     result = retrieval_project.pytester.runpytest("--help")
     assert result.ret == pytest.ExitCode.OK

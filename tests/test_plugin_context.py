@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from plugin_helpers import RetrievalProject
 
-from pytest_retrieval.cachekey import CacheKey, request_key
 from pytest_retrieval.cli import main
 from pytest_retrieval.formats.runs import load_run_file
-from pytest_retrieval.querycontext import context_digest
-from pytest_retrieval.retriever import QueryRequest
+from pytest_retrieval.golden.context import context_digest
+from pytest_retrieval.run.cachekey import CacheKey, request_key
+from pytest_retrieval.run.retriever import QueryRequest
 
 REFUND = "How long is the refund window?"
 FOLLOW_UP = "And for annual plans?"
@@ -368,8 +368,8 @@ def test_the_key_of_a_query_without_a_context_is_unchanged_so_old_caches_stay_va
 
 
 def test_the_shard_run_key_and_baseline_hashes_of_queries_without_contexts_are_unchanged() -> None:
-    from pytest_retrieval.shards import run_key
-    from pytest_retrieval.snapshot import label_hash, text_hash
+    from pytest_retrieval.regression.snapshot import label_hash, text_hash
+    from pytest_retrieval.run.shards import run_key
 
     # Computed by pytest-retrieval before query contexts existed (main at 59b5283).
     plain = [QueryRequest("a", "x"), QueryRequest("b", "y")]

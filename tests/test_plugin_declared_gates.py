@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from plugin_helpers import RetrievalProject, esc
 
-from pytest_retrieval.declared import gates_file_path
-from pytest_retrieval.settings import resolve
+from pytest_retrieval.gates.declared import gates_file_path
+from pytest_retrieval.settings.resolve import resolve
 
 
 def test_ini_thresholds_become_test_items_that_pass_and_fail(
@@ -265,7 +265,7 @@ def test_declared_gates_and_code_gates_share_the_gates_section(
     retrieval_project.write(
         ini={"retrieval_thresholds": "recall@3 >= 0.6"},
         tests="""
-        from pytest_retrieval.gates import assert_mrr
+        from pytest_retrieval.gates.gate import assert_mrr
 
         def test_mrr():
             assert_mrr() >= 0.5

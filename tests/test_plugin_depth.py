@@ -829,7 +829,7 @@ def test_repeated_ids_score_the_same_under_pytest_and_in_evaluate(
     # a, a, c, d with c relevant. Documents a, c, d: recall@2 = 1 (c is the second document).
     # K in results: the top 2 results are a twice, so recall@2 = 0. distinct@4 counts the four
     # results as returned, 3 distinct ids of 4: 0.75 in both.
-    from pytest_retrieval.evaluate import evaluate
+    from pytest_retrieval.scoring.evaluate import evaluate
 
     retrieval_project.write(
         golden=REPEATS_GOLDEN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import HELDOUT_TEXT, RANKINGS, RetrievalProject, conftest_with, esc
 
-from pytest_retrieval.golden import load_golden
+from pytest_retrieval.formats.golden_io import load_golden
 
 
 def test_golden_set_gives_the_configured_queries_without_the_heldout_split(
@@ -74,8 +74,8 @@ def test_retrieval_session_exposes_stages_and_scores(
     retrieval_project.write(
         tests="""
         import pytest
-        from pytest_retrieval.gates import Selection
-        from pytest_retrieval.metrics import MetricSpec
+        from pytest_retrieval.gates.gate import Selection
+        from pytest_retrieval.scoring.metrics import MetricSpec
 
         def test_session(retrieval_session):
             assert retrieval_session.stages == ("retriever",)
@@ -94,7 +94,7 @@ def test_the_retriever_runs_once_per_query_however_many_tests_use_it(
 ) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at, mrr_at
+        from pytest_retrieval.gates.gate import assert_recall_at, mrr_at
 
         def test_one(retrieval_run):
             assert len(retrieval_run) == 4
@@ -163,7 +163,7 @@ def test_a_gate_deeper_than_the_results_asked_for_is_refused(
         conftest=conftest,
         ks="1,2",
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_deep():
             assert_recall_at(3) >= 0.5

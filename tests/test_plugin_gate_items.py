@@ -14,7 +14,7 @@ import pytest
 from plugin_helpers import CONFTEST, RetrievalProject, esc
 
 TESTS = """
-from pytest_retrieval.gates import assert_mrr, assert_recall_at
+from pytest_retrieval.gates.gate import assert_mrr, assert_recall_at
 
 def test_one():
     assert_mrr() >= 0.4

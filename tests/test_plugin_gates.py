@@ -48,7 +48,7 @@ def test_every_gate_helper_passes_and_fails_with_the_exact_message(
 ) -> None:
     retrieval_project.write(
         tests=f"""
-        from pytest_retrieval.gates import *
+        from pytest_retrieval.gates.gate import *
 
         def test_passes():
             {call} >= {passes}
@@ -73,7 +73,7 @@ def test_every_gate_helper_passes_and_fails_with_the_exact_message(
         )
     )
     # The traceback stops at the user's line: the helper's own frames are hidden.
-    result.stdout.no_fnmatch_line("*pytest_retrieval/gates.py*")
+    result.stdout.no_fnmatch_line("*pytest_retrieval/gates/*")
     result.stdout.fnmatch_lines(
         esc(
             [
@@ -90,7 +90,7 @@ def test_every_gate_helper_passes_and_fails_with_the_exact_message(
 def test_a_failing_gate_names_the_worst_queries(retrieval_project: RetrievalProject) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_recall():
             assert_recall_at(3) >= 0.9
@@ -124,7 +124,7 @@ def test_retrieval_worst_limits_the_queries_a_failure_lists(
     retrieval_project.write(
         ini={"retrieval_worst": "1"},
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_recall():
             assert_recall_at(1) >= 0.9
@@ -148,7 +148,7 @@ def test_every_comparison_operator_gates(retrieval_project: RetrievalProject) ->
     # mrr = 0.5 (see CASES)
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_mrr
+        from pytest_retrieval.gates.gate import assert_mrr
 
         def test_ge(): assert_mrr() >= 0.5
         def test_gt(): assert_mrr() > 0.4
@@ -183,7 +183,7 @@ def test_a_gate_on_a_slice_scores_only_that_slice(retrieval_project: RetrievalPr
     # exact-lookup = refund and invoice: recall@3 = (1 + 0) / 2 = 0.5; multi-hop = sso: 1.
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_multi_hop():
             assert_recall_at(3, slice="multi-hop") >= 1.0
@@ -219,7 +219,7 @@ def test_a_gate_on_an_explicit_split(retrieval_project: RetrievalProject) -> Non
     # Every visible query is in "tune": the same numbers as overall, labelled split=tune.
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_tune():
             assert_recall_at(3, split="tune") >= 0.7
@@ -239,7 +239,7 @@ def test_a_gate_on_an_explicit_split(retrieval_project: RetrievalProject) -> Non
 def test_gate_misuse_is_reported_with_the_fix(retrieval_project: RetrievalProject) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at, recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at, recall_at
 
         def test_percent():
             assert_recall_at(3) >= 90
@@ -313,7 +313,7 @@ def test_a_gate_that_is_never_compared_warns_naming_its_test(
 ) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_forgot_the_comparison():
             assert_recall_at(3)
@@ -341,7 +341,7 @@ def test_score_twins_compare_to_plain_bools_and_explain_a_failed_assert(
     retrieval_project.write(
         tests="""
         import pytest
-        from pytest_retrieval.gates import (
+        from pytest_retrieval.gates.gate import (
             hit_rate_at, map_at, mrr, mrr_at, ndcg_at, precision_at, recall_at,
         )
 
@@ -426,7 +426,7 @@ def test_a_score_with_no_scorable_query_is_na_and_fails_every_comparison(
     # The no-answer slice holds only fax, which has no relevant document: skipped, no value.
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at, recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at, recall_at
 
         def test_score():
             assert not (recall_at(3, slice="no-answer") >= 0.0)
@@ -466,7 +466,7 @@ def test_a_score_compared_with_a_number_is_a_gate_in_every_report(
 ) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import mrr, recall_at
+        from pytest_retrieval.gates.gate import mrr, recall_at
 
         def test_pass():
             assert recall_at(3) >= 0.6
@@ -541,7 +541,7 @@ def test_a_score_that_cannot_be_scored_is_a_failed_gate_in_every_report(
         tests="""
         import pytest
         from pytest_retrieval import GateUsageError
-        from pytest_retrieval.gates import assert_recall_at, recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at, recall_at
 
         def test_twin():
             assert recall_at(50) >= 0.3
@@ -590,7 +590,7 @@ def test_a_comparison_that_did_not_hold_in_a_passing_test_gates_nothing(
     retrieval_project.write(
         tests="""
         import pytest
-        from pytest_retrieval.gates import mrr, recall_at
+        from pytest_retrieval.gates.gate import mrr, recall_at
 
         def test_either():
             assert recall_at(3) >= 0.9 or recall_at(1) >= 0.1
@@ -628,7 +628,7 @@ def test_a_comparison_that_did_not_hold_in_a_passing_test_gates_nothing(
 def test_a_score_used_for_printing_records_nothing(retrieval_project: RetrievalProject) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import recall_at
+        from pytest_retrieval.gates.gate import recall_at
 
         def test_print():
             score = recall_at(3)
@@ -646,7 +646,7 @@ def test_a_score_used_for_printing_records_nothing(retrieval_project: RetrievalP
 def test_a_twin_and_its_gate_in_one_test_are_one_gate(retrieval_project: RetrievalProject) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at, recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at, recall_at
 
         def test_both():
             assert_recall_at(3) >= 0.6
@@ -673,7 +673,7 @@ def test_two_scores_compare_by_value_and_are_not_gates(
 ) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import recall_at
+        from pytest_retrieval.gates.gate import recall_at
 
         def test_holds():
             assert recall_at(3, slice="multi-hop") >= recall_at(3, slice="exact-lookup")

@@ -22,7 +22,7 @@ from plugin_helpers import (
 SEALED = "held-out split is sealed; CI unseals it with --retrieval-heldout"
 
 HELDOUT_TESTS = """
-from pytest_retrieval.gates import assert_precision_at, assert_recall_at, recall_at
+from pytest_retrieval.gates.gate import assert_precision_at, assert_recall_at, recall_at
 
 def test_heldout_gate():
     assert_recall_at(3, split="heldout") >= 0.9
@@ -203,7 +203,7 @@ def test_heldout_details_show_the_heldout_queries_when_asked_for(
 ) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_precision_at
+        from pytest_retrieval.gates.gate import assert_precision_at
 
         def test_heldout():
             assert_precision_at(3, split="heldout") >= 0.5
@@ -287,7 +287,7 @@ def test_retrieval_heldout_split_names_another_split(
         golden=golden,
         ini={"retrieval_heldout_split": "test"},
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_sealed():
             assert_recall_at(3, split="test") >= 0.9

@@ -22,7 +22,7 @@ import pytest
 from plugin_helpers import GOLDEN, RetrievalProject, esc
 
 RUN = """
-from pytest_retrieval.gates import assert_recall_at, assert_mrr
+from pytest_retrieval.gates.gate import assert_recall_at, assert_mrr
 
 def test_run():
     assert_recall_at(3) >= 0.0
@@ -75,7 +75,7 @@ def test_unjudged_skip_scores_the_rankings_without_their_holes(
 ) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_mrr, assert_recall_at
+        from pytest_retrieval.gates.gate import assert_mrr, assert_recall_at
 
         def test_mrr():
             # skip: refund [refund-policy] RR 1, sso [okta, sso-setup] RR 1, invoice [] RR 0.

@@ -67,7 +67,7 @@ def test_gates_and_fixtures_without_a_golden_set_say_how_to_configure_one(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(
-        "from pytest_retrieval.gates import assert_recall_at, recall_at\n"
+        "from pytest_retrieval.gates.gate import assert_recall_at, recall_at\n"
         "def test_gate():\n    assert_recall_at(3) >= 0.5\n"
         "def test_score():\n    assert recall_at(3) >= 0.5\n"
         "def test_fixture(golden_set):\n    pass\n"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from plugin_helpers import QUIET_PLUGINS
 
-import pytest_retrieval.stats  # noqa: F401  (numpy before in-process runs, see baseline_helpers)
+import pytest_retrieval.scoring.stats  # noqa: F401  (numpy before in-process runs, see baseline_helpers)
 
 SLICES = ("exact", "paraphrase", "acronym", "multi-hop")
 

@@ -39,7 +39,7 @@ FAILED = pytest.ExitCode.TESTS_FAILED
 
 #: One gate in a test file: the first test that needs the run.
 GATE = """
-from pytest_retrieval.gates import assert_recall_at
+from pytest_retrieval.gates.gate import assert_recall_at
 
 def test_gate():
     assert_recall_at(3) >= 0.0
@@ -244,7 +244,7 @@ CASES = [
             """
 
             import sqlite3
-            import pytest_retrieval.runsource
+            import pytest_retrieval.run.source
 
 
             def locked(*args, **kwargs):
@@ -255,7 +255,7 @@ CASES = [
             def locked_run_source():
                 # Undone at the end of the session: the test runs pytest in this process.
                 with pytest.MonkeyPatch.context() as patch:
-                    patch.setattr(pytest_retrieval.runsource, "obtain", locked)
+                    patch.setattr(pytest_retrieval.run.source, "obtain", locked)
                     yield
             """
         ),
@@ -468,7 +468,7 @@ def test_a_later_test_that_needs_a_stopped_run_fails_with_its_reason_not_a_score
             """
         ),
         tests="""
-        from pytest_retrieval.gates import assert_recall_at, recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at, recall_at
 
         def test_first():
             assert_recall_at(3) >= 0.0

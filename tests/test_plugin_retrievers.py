@@ -17,7 +17,7 @@ from plugin_helpers import RetrievalProject, conftest_with, esc
 
 STANDARD_RUN_TEST = """
 import pytest
-from pytest_retrieval.gates import recall_at
+from pytest_retrieval.gates.gate import recall_at
 
 def test_rankings(retrieval_run):
     assert retrieval_run == {
@@ -123,7 +123,7 @@ queries:
         golden=golden,
         conftest=conftest,
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_run(retrieval_run):
             assert retrieval_run == {"q1": ("3", "12", "99"), "q2": ("7", "8", "99")}
@@ -608,7 +608,7 @@ def test_a_malformed_doc_id_map_is_a_usage_error_naming_the_line(
 # --- what is not a ranking ---------------------------------------------------------------
 
 GATE_ON_THE_REST = """
-from pytest_retrieval.gates import assert_recall_at
+from pytest_retrieval.gates.gate import assert_recall_at
 
 def test_the_other_queries_still_score():
     # invoice fails and scores 0, as its ranking did anyway: (1 + 1 + 0) / 3

@@ -38,7 +38,7 @@ def test_gates_default_to_the_last_stage_and_can_name_the_retriever(
     retrieval_project.write(
         conftest=TWO_STAGES,
         tests="""
-        from pytest_retrieval.gates import assert_mrr, assert_recall_at
+        from pytest_retrieval.gates.gate import assert_mrr, assert_recall_at
 
         def test_final():
             assert_mrr() >= 0.6

@@ -24,7 +24,7 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import RetrievalProject, conftest_with, esc
 
-from pytest_retrieval.golden import load_golden
+from pytest_retrieval.formats.golden_io import load_golden
 
 TABLE = [
     "stage: retriever",
@@ -128,7 +128,7 @@ def test_the_slices_table_adds_every_gated_metric_of_its_stage(
     retrieval_project.write(
         ini={"retrieval_thresholds": "precision@1 >= 0.1"},
         tests="""
-        from pytest_retrieval.gates import assert_hit_rate_at
+        from pytest_retrieval.gates.gate import assert_hit_rate_at
 
         def test_hit():
             assert_hit_rate_at(1) >= 0.1
@@ -173,7 +173,7 @@ def test_the_gates_section_lists_every_gate_with_its_verdict(
     retrieval_project.write(
         ini={"retrieval_thresholds": "mrr >= 0.5 slice=multi-hop"},
         tests="""
-        from pytest_retrieval.gates import assert_ndcg_at, assert_recall_at
+        from pytest_retrieval.gates.gate import assert_ndcg_at, assert_recall_at
 
         def test_pass():
             assert_recall_at(3) >= 0.5
@@ -204,7 +204,7 @@ def test_the_gates_section_lists_every_gate_with_its_verdict(
 def test_quiet_runs_show_only_what_failed(retrieval_project: RetrievalProject) -> None:
     retrieval_project.write(
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_pass():
             assert_recall_at(3) >= 0.5
@@ -231,7 +231,7 @@ def test_quiet_runs_show_only_what_failed(retrieval_project: RetrievalProject) -
     retrieval_project.write(
         conftest=conftest,
         tests="""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_pass():
             assert_recall_at(3) >= 0.5

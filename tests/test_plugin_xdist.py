@@ -38,7 +38,7 @@ TEST_FILES = {
             assert retrieval_evaluation.evaluated == 3
     """,
     "test_gates.py": """
-        from pytest_retrieval.gates import assert_mrr, assert_recall_at
+        from pytest_retrieval.gates.gate import assert_mrr, assert_recall_at
 
         def test_recall():
             assert_recall_at(3) >= 0.6
@@ -47,7 +47,7 @@ TEST_FILES = {
             assert_mrr(slice="multi-hop") >= 1.0
     """,
     "test_scores.py": """
-        from pytest_retrieval.gates import ndcg_at, precision_at
+        from pytest_retrieval.gates.gate import ndcg_at, precision_at
 
         def test_ndcg():
             assert ndcg_at(3) >= 0.4
@@ -216,7 +216,7 @@ def test_n2_shares_a_cpu_bound_run_between_workers_with_the_n0_numbers(
     for n in range(4):  # several files, so that both workers have tests that need the run
         project.tests(
             f"""
-            from pytest_retrieval.gates import assert_mrr, assert_recall_at
+            from pytest_retrieval.gates.gate import assert_mrr, assert_recall_at
 
             def test_recall_{n}():
                 assert_recall_at(3) >= 0.4
@@ -285,7 +285,7 @@ def test_a_retriever_that_kills_its_worker_fails_its_shard_and_the_session_in_se
     for n in range(3):  # both workers have tests that need the run
         project.tests(
             f"""
-            from pytest_retrieval.gates import assert_recall_at
+            from pytest_retrieval.gates.gate import assert_recall_at
 
             def test_recall_{n}():
                 assert_recall_at(3) >= 0.1
@@ -341,7 +341,7 @@ def test_a_retriever_that_kills_its_worker_fails_its_shard_and_the_session_in_se
 
 PROBED_TESTS = {
     f"test_probe_{n}.py": f"""
-        from pytest_retrieval.gates import assert_recall_at
+        from pytest_retrieval.gates.gate import assert_recall_at
 
         def test_recall_{n}():
             assert_recall_at(3) >= 0.1

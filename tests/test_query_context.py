@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from pytest_retrieval.errors import GoldenSetError
+from pytest_retrieval.formats.golden_io import load_golden, write_golden
+from pytest_retrieval.formats.labels import merge
 from pytest_retrieval.formats.worksheet import WorksheetRow
-from pytest_retrieval.golden import GoldenSet, Query, compute_fingerprint, load_golden, write_golden
-from pytest_retrieval.labels import merge
-from pytest_retrieval.querycontext import context_digest, context_json
+from pytest_retrieval.golden.context import context_digest, context_json
+from pytest_retrieval.golden.model import GoldenSet, Query, compute_fingerprint
 
 CONTEXT = {
     "tenant": "acme",

@@ -112,8 +112,8 @@ def plugin(setting: str, **others: str) -> Callable[[Path, str], Outcome]:
     (``settings.resolve``, ``configure.build_session``): an InputError is a usage error."""
 
     def run(folder: Path, target: str) -> Outcome:
-        from pytest_retrieval.configure import build_session
-        from pytest_retrieval.settings import resolve
+        from pytest_retrieval.phases.start import build_session
+        from pytest_retrieval.settings.resolve import resolve
 
         def refuse(reason: str) -> None:
             raise AssertionError(f"skipped: {reason}")
@@ -137,7 +137,7 @@ def _doc_map(target: str) -> object:
 
 
 def _fingerprint(target: str) -> object:
-    from pytest_retrieval.cachekey import corpus_fingerprint
+    from pytest_retrieval.run.cachekey import corpus_fingerprint
 
     return corpus_fingerprint(target)
 
@@ -162,7 +162,7 @@ def _comment_event(folder: Path, target: str) -> Outcome:
 
 
 def _ini_search(folder: Path, target: str) -> Outcome:
-    from pytest_retrieval.preflight import _ini_from
+    from pytest_retrieval.settings.preflight import _ini_from
 
     found = _ini_from(folder)  # pytest's own search: it never raises, it finds or skips
     assert found is None or isinstance(found, Path)
@@ -171,8 +171,8 @@ def _ini_search(folder: Path, target: str) -> Outcome:
 
 def _cache_row(folder: Path, target: str) -> Outcome:
     """The hostile bytes as a cache row's stored value, with a matching checksum."""
-    from pytest_retrieval.cachekey import row_checksum
-    from pytest_retrieval.store import CacheCorrupt, CacheEntry, CacheKey, RunCache
+    from pytest_retrieval.run.cachekey import CacheEntry, CacheKey, row_checksum
+    from pytest_retrieval.run.store import CacheCorrupt, RunCache
 
     key = CacheKey(stage="retriever", query="q", depth=3, retriever="r")
     path = folder / "cache" / "runs.sqlite3"
@@ -395,13 +395,22 @@ BY_ID = {d.id: d for d in DRIVERS}
 
 #: Every reader of the package (module, function) and the drivers that reach it.
 READERS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("pytest_retrieval.baseline", "load_baseline"): ("report-baseline", "plugin-baseline"),
-    ("pytest_retrieval.cachekey", "_sha256_file"): ("cache-key-fingerprint",),
-    ("pytest_retrieval.cachekey", "entry_from_value"): ("cache-row",),
+    ("pytest_retrieval.regression.baseline", "load_baseline"): (
+        "report-baseline",
+        "plugin-baseline",
+    ),
+    ("pytest_retrieval.run.cachekey", "_sha256_file"): ("cache-key-fingerprint",),
+    ("pytest_retrieval.run.cachekey", "entry_from_value"): ("cache-row",),
     ("pytest_retrieval.cli.labelling", "_pool_input"): ("pool-json-input",),
-    ("pytest_retrieval.declared", "gates_file_entries"): ("gate-gates-file", "plugin-gates-file"),
-    ("pytest_retrieval.dedup", "load_duplicates"): ("validate-duplicates", "plugin-duplicates"),
-    ("pytest_retrieval.dedup", "parse_duplicates"): ("validate-duplicates",),
+    ("pytest_retrieval.gates.declared", "gates_file_entries"): (
+        "gate-gates-file",
+        "plugin-gates-file",
+    ),
+    ("pytest_retrieval.scoring.dedup", "load_duplicates"): (
+        "validate-duplicates",
+        "plugin-duplicates",
+    ),
+    ("pytest_retrieval.scoring.dedup", "parse_duplicates"): ("validate-duplicates",),
     ("pytest_retrieval.formats.corpus", "read_corpus"): (
         "validate-corpus-jsonl",
         "validate-corpus-ids",
@@ -428,7 +437,7 @@ READERS: dict[tuple[str, str], tuple[str, ...]] = {
         "plugin-run-trec",
     ),
     ("pytest_retrieval.formats.worksheet", "_records"): ("merge-csv", "merge-jsonl", "merge-yaml"),
-    ("pytest_retrieval.preflight", "_ini_from"): ("ini-file-search",),
+    ("pytest_retrieval.settings.preflight", "_ini_from"): ("ini-file-search",),
     ("pytest_retrieval.report.artifact", "read_artifact"): ("report-artifact",),
     ("pytest_retrieval.cli.comment", "_read_report"): ("comment-report",),
     ("pytest_retrieval.cli.comment", "_github_event"): ("comment-event",),
@@ -437,40 +446,40 @@ READERS: dict[tuple[str, str], tuple[str, ...]] = {
 #: The only reads outside ``reading``: (module, function, call) and why each is not a side
 #: file read with the safe reader.
 RAW_READS = {
-    ("pytest_retrieval.store", "RunCache._open", "sqlite3.connect"): (
+    ("pytest_retrieval.run.store", "RunCache._open", "sqlite3.connect"): (
         "the cache file is SQLite: its own checks (application id, schema version, page count, "
         "row checksums) refuse a foreign or damaged file as CacheCorrupt"
     ),
-    ("pytest_retrieval.shards", "ShardStore.__init__", "sqlite3.connect"): (
+    ("pytest_retrieval.run.shards", "ShardStore.__init__", "sqlite3.connect"): (
         "the xdist shard store: a private SQLite file this session creates"
     ),
-    ("pytest_retrieval.shards", "_Life.__init__", "sqlite3.connect"): (
+    ("pytest_retrieval.run.shards", "_Life.__init__", "sqlite3.connect"): (
         "a worker's life lock: a private SQLite file this worker creates"
     ),
-    ("pytest_retrieval.shards", "alive", "sqlite3.connect"): (
+    ("pytest_retrieval.run.shards", "alive", "sqlite3.connect"): (
         "another worker's life lock, opened only to test its lock"
     ),
-    ("pytest_retrieval.shards", "decode_outcomes", "json.loads"): (
+    ("pytest_retrieval.run.shards", "decode_outcomes", "json.loads"): (
         "outcomes this session's workers encoded into the shard store"
     ),
-    ("pytest_retrieval.executors", "_decoded", "json.loads"): (
+    ("pytest_retrieval.run.executors", "_decoded", "json.loads"): (
         "outcomes Ray's actors encoded for this process"
     ),
-    ("pytest_retrieval.executors", "RayRunner.__call__", "json.loads"): (
+    ("pytest_retrieval.run.executors", "RayRunner.__call__", "json.loads"): (
         "the query contexts this process encoded (canonical JSON) for Ray's actors"
     ),
-    ("pytest_retrieval.ledger", "Ledger.__init__", "sqlite3.connect"): (
+    ("pytest_retrieval.regression.ledger", "Ledger.__init__", "sqlite3.connect"): (
         "the run ledger is SQLite: its own checks (application id, schema version, a checksum "
         "per entry) refuse a foreign or damaged file as a usage error"
     ),
-    ("pytest_retrieval.ledger", "Ledger._decoded", "json.loads"): (
+    ("pytest_retrieval.regression.ledger", "Ledger._decoded", "json.loads"): (
         "an entry this package wrote, decoded only after its checksum matched"
     ),
-    ("pytest_retrieval.store", "_header", "os.open"): (
+    ("pytest_retrieval.run.store", "_header", "os.open"): (
         "the first 100 bytes of the cache file, non-blocking, regular files only: to tell "
         "SQLite from a foreign file before SQLite opens it"
     ),
-    ("pytest_retrieval.store", "_header", "os.read"): ("the same 100 bytes (see os.open)"),
+    ("pytest_retrieval.run.store", "_header", "os.read"): ("the same 100 bytes (see os.open)"),
     ("pytest_retrieval.cli.forges", "Client._once", "json.loads"): (
         "a GitHub or GitLab API answer over HTTP, not a file; a body that is not JSON is an "
         "ApiError the command warns about"
@@ -478,7 +487,7 @@ RAW_READS = {
     ("pytest_retrieval.cli.forges", "_message", "json.loads"): (
         "the message of an API error answer, best effort (its raw text otherwise)"
     ),
-    ("pytest_retrieval.runsource", "Sharded.__call__", "json.loads"): (
+    ("pytest_retrieval.run.source", "Sharded.__call__", "json.loads"): (
         "run information this session's workers encoded into the shard store"
     ),
 }

@@ -10,12 +10,19 @@ from collections.abc import Sequence
 
 import pytest
 
-import pytest_retrieval.stats  # noqa: F401  (numpy first)
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, average_snapshots
-from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.determinism import DeterminismProbe, changed_rankings, compare_runs, probe_ids
-from pytest_retrieval.regression import CompareOptions, RegressionOutcome, compare, compare_all
-from pytest_retrieval.retriever import QueryOutcome
+import pytest_retrieval.scoring.stats  # noqa: F401  (numpy first)
+from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare, compare_all
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot, average_snapshots
+from pytest_retrieval.run.determinism import (
+    DeterminismProbe,
+    changed_rankings,
+    compare_runs,
+    probe_ids,
+)
+from pytest_retrieval.run.retriever import QueryOutcome
 
 STAGE = "retriever"
 
@@ -258,8 +265,8 @@ def test_the_probe_tells_a_stale_cache_from_noise_with_a_second_live_run() -> No
 
 from dataclasses import fields  # noqa: E402
 
-from pytest_retrieval.evaluate import Conventions  # noqa: E402
-from pytest_retrieval.settings import Settings  # noqa: E402
+from pytest_retrieval.scoring.evaluate import Conventions  # noqa: E402
+from pytest_retrieval.settings.resolve import Settings  # noqa: E402
 
 #: Settings with every setting a comparison reads changed from its default, and the options
 #: a run with them compares with (written out by hand: field by field, the setting it reads).

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 from pytest_retrieval.report.markdown import (
     append_step_summary,
     md_code,

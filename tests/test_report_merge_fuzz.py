@@ -14,10 +14,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_retrieval.gates import GateOutcome
-from pytest_retrieval.regression import RegressionOutcome
-from pytest_retrieval.report.payload import Report, merge_all, outcome_to_dict
-from pytest_retrieval.retriever import QueryOutcome
+from pytest_retrieval.gates.gate import GateOutcome
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.run.retriever import QueryOutcome
+from pytest_retrieval.session.payload import Report, merge_all, outcome_to_dict
 
 PAYLOADS = settings(max_examples=100, deadline=None, database=None)
 

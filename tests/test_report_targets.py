@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_retrieval.configure import check_outputs
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.options import OPTIONS
+from pytest_retrieval.phases.start import check_outputs
 from pytest_retrieval.report.write import REPORT_FILES, ReportFile, ReportTargets
-from pytest_retrieval.settings import Settings
+from pytest_retrieval.settings.options import OPTIONS
+from pytest_retrieval.settings.resolve import Settings
 
 DOCUMENT = json.loads((Path(__file__).parent / "golden" / "report-pass.json").read_text())
 

@@ -13,12 +13,19 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 # numpy (through stats) must be imported early; see baseline_helpers.
-import pytest_retrieval.stats  # noqa: F401
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot, average_snapshots, build_snapshot
-from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.evaluate import evaluate
-from pytest_retrieval.golden import GoldenSet, Query
-from pytest_retrieval.regression import CompareOptions, RegressionOutcome, compare
+import pytest_retrieval.scoring.stats  # noqa: F401
+from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.golden.model import GoldenSet, Query
+from pytest_retrieval.regression.outcome import RegressionOutcome
+from pytest_retrieval.regression.pairs import CompareOptions
+from pytest_retrieval.regression.rule import compare
+from pytest_retrieval.regression.snapshot import (
+    QuerySnapshot,
+    Snapshot,
+    average_snapshots,
+    build_snapshot,
+)
+from pytest_retrieval.scoring.evaluate import evaluate
 
 STAGE = "retriever"
 SETTINGS = {"gain": "exponential", "min_grade": 1, "no_relevant": "skip", "depth": 3}

@@ -14,14 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.evaluate import evaluate
-from pytest_retrieval.metrics import recall_at_k, reciprocal_rank
-from pytest_retrieval.retriever import (
-    QueryRequest,
-    adapt_ranking,
-    adapt_scored,
-    run_pipeline,
-)
+from pytest_retrieval.run.retriever import QueryRequest, adapt_ranking, adapt_scored, run_pipeline
+from pytest_retrieval.scoring.evaluate import evaluate
+from pytest_retrieval.scoring.metrics import recall_at_k, reciprocal_rank
 
 CHUNKS = ["a#0", "a#1", "b#0", "c#0", "b#1"]
 SCORES = [0.9, 0.8, 0.7, 0.6, 0.5]

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.retriever import (
+from pytest_retrieval.run.retriever import (
     QueryRequest,
     RetrieverShapeError,
     describe_retriever,
     run_pipeline,
 )
-from pytest_retrieval.retriever.context import ContextUse
-from pytest_retrieval.retriever.shapes import context_warning
+from pytest_retrieval.run.retriever.context import ContextUse
+from pytest_retrieval.run.retriever.shapes import context_warning
 
 ACME = {"tenant": "acme", "groups": ["support"]}
 GLOBEX = {"tenant": "globex", "groups": []}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from pytest_retrieval.retriever import (
+from pytest_retrieval.run.retriever import (
     QueryOutcome,
     QueryRequest,
     RetrieverShapeError,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.retriever import (
+from pytest_retrieval.run.retriever import (
     QueryRequest,
     RetrieverShape,
     describe_retriever,

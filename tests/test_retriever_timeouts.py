@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from pytest_retrieval.retriever import QueryOutcome, QueryRequest, run_pipeline
+from pytest_retrieval.run.retriever import QueryOutcome, QueryRequest, run_pipeline
 
 REQUESTS = [QueryRequest("a", "first"), QueryRequest("slow", "slow"), QueryRequest("c", "third")]
 ANSWERS = {"first": ["a1", "a2"], "slow": ["s1"], "third": ["c1", "c2", "c3"]}

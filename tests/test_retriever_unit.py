@@ -6,7 +6,7 @@ import asyncio
 
 import numpy as np
 
-from pytest_retrieval.retriever import QueryRequest, run_pipeline
+from pytest_retrieval.run.retriever import QueryRequest, run_pipeline
 
 REQUESTS = [QueryRequest("a", "first"), QueryRequest("b", "second"), QueryRequest("c", "third")]
 

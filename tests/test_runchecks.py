@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from pytest_retrieval.runchecks import normalisation_mismatch, short_rankings
+from pytest_retrieval.run.checks import normalisation_mismatch
+from pytest_retrieval.run.shortrankings import short_rankings
 
 
 def ranks(*lengths: int) -> list[tuple[str, ...]]:
@@ -81,7 +82,7 @@ def test_an_equivalent_that_composes_to_ascii_is_caught_both_ways() -> None:
 
 
 def test_ids_spelled_otherwise_are_paired_with_the_judged_id_they_name() -> None:
-    from pytest_retrieval.runchecks import spelling_pairs
+    from pytest_retrieval.run.checks import spelling_pairs
 
     rankings = {
         "q1": ["REFUND-POLICY", " sso-setup ", "docs/guides/Invoices.md", "C:\\kb\\okta.html"],
@@ -102,7 +103,7 @@ def test_ids_spelled_otherwise_are_paired_with_the_judged_id_they_name() -> None
 
 
 def test_a_small_run_whose_ids_never_match_but_for_their_spelling_is_refused() -> None:
-    from pytest_retrieval.runchecks import id_match, id_mismatch
+    from pytest_retrieval.run.checks import id_match, id_mismatch
 
     # Three queries (too few for the share rule), no ranking holds a judged id: without the
     # spelling check a bad retriever and wrongly spelled ids look alike, so only the second

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_retrieval.runphase import progress_line
+from pytest_retrieval.phases.retrieve import progress_line
 
 
 class Stdout:

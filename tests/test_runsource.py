@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_retrieval.baseline import Snapshot, dump_baseline, load_baseline
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.report.payload import Report, merge_all
-from pytest_retrieval.retriever import QueryOutcome, QueryRequest
-from pytest_retrieval.runsource import KeyTemplates, RunInfo, through_cache
-from pytest_retrieval.store import CacheEntry, CacheKey, RunCache
+from pytest_retrieval.regression.baseline import dump_baseline, load_baseline
+from pytest_retrieval.regression.snapshot import Snapshot
+from pytest_retrieval.run.cachekey import CacheEntry, CacheKey
+from pytest_retrieval.run.retriever import QueryOutcome, QueryRequest
+from pytest_retrieval.run.source import KeyTemplates, RunInfo, through_cache
+from pytest_retrieval.run.store import RunCache
+from pytest_retrieval.session.payload import Report, merge_all
 
 REQUESTS = [QueryRequest("a", "alpha"), QueryRequest("b", "beta"), QueryRequest("c", "gamma")]
 KEYS = KeyTemplates(CacheKey("retriever", "", 10, "tests.fake", index_version="v1"))

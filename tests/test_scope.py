@@ -7,12 +7,13 @@ from typing import NoReturn
 
 import pytest
 
-from pytest_retrieval.gates import SEALED_REASON, Scope, Selection
-from pytest_retrieval.golden import GoldenSet, Query
+from pytest_retrieval.gates.gate import Selection
+from pytest_retrieval.golden.model import GoldenSet, Query
+from pytest_retrieval.golden.scope import SEALED_REASON, Scope
 from pytest_retrieval.report.html import render_html
 from pytest_retrieval.report.markdown import render_markdown
-from pytest_retrieval.session import RetrievalSession
-from pytest_retrieval.settings import Settings
+from pytest_retrieval.session.session import RetrievalSession
+from pytest_retrieval.settings.resolve import Settings
 
 TUNE = Query("t1", "refunds", ["doc-a"], split="tune")
 HELD = Query("h1", "returns", ["doc-b"], split="exam")

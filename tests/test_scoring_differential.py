@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 from plugin_helpers import RetrievalProject
 
 from pytest_retrieval.cli import main
-from pytest_retrieval.dedup import DuplicateGroups
-from pytest_retrieval.evaluate import evaluate
+from pytest_retrieval.scoring.dedup import DuplicateGroups
+from pytest_retrieval.scoring.evaluate import evaluate
 
 DOCS = [f"d{i}" for i in range(8)]
 KS = (1, 3, 5)

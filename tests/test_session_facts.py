@@ -11,15 +11,17 @@ from typing import NoReturn
 
 import pytest
 
-from pytest_retrieval import findings, runchecks, sessionledger
-from pytest_retrieval.golden import GoldenSet, Query
-from pytest_retrieval.metrics import MetricSpec
-from pytest_retrieval.retriever import RETRIEVER_STAGE, QueryOutcome, QueryRequest
-from pytest_retrieval.runsource import RunInfo, obtain
-from pytest_retrieval.session import RetrievalSession
-from pytest_retrieval.settings import Settings
-from pytest_retrieval.shortrankings import RankedRun, depth_problem
-from pytest_retrieval.summary import columns, refused, table
+from pytest_retrieval.golden.model import GoldenSet, Query
+from pytest_retrieval.report.summary import columns, refused, table
+from pytest_retrieval.run import checks as runchecks
+from pytest_retrieval.run.retriever import RETRIEVER_STAGE, QueryOutcome, QueryRequest
+from pytest_retrieval.run.shortrankings import RankedRun, depth_problem
+from pytest_retrieval.run.source import RunInfo, obtain
+from pytest_retrieval.scoring.metrics import MetricSpec
+from pytest_retrieval.session import findings
+from pytest_retrieval.session import ledger as sessionledger
+from pytest_retrieval.session.session import RetrievalSession
+from pytest_retrieval.settings.resolve import Settings
 
 GOLDEN = GoldenSet(
     (

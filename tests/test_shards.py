@@ -1,4 +1,4 @@
-"""The shard store that xdist workers share (pytest_retrieval.shards), and what it rests on: the
+"""The shard store that xdist workers share (pytest_retrieval.run.shards), and what it rests on: the
 compact outcome codec, the shard plan, merging run infos, the chunked JSON writer and the lazy
 containers the artifact is written from, the runner's plain-string fast path.
 
@@ -24,9 +24,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_retrieval.files import LazyList, LazyMapping, write_json
-from pytest_retrieval.retriever import QueryOutcome, QueryRequest, adapt_scored
-from pytest_retrieval.runsource import RunInfo, merge_infos
-from pytest_retrieval.shards import (
+from pytest_retrieval.run.retriever import QueryOutcome, QueryRequest, adapt_scored
+from pytest_retrieval.run.shards import (
     ShardStore,
     decode_outcome,
     decode_outcomes,
@@ -36,6 +35,7 @@ from pytest_retrieval.shards import (
     run_sharded,
     shard_size,
 )
+from pytest_retrieval.run.source import RunInfo, merge_infos
 
 
 def requests(n: int) -> list[QueryRequest]:
@@ -182,8 +182,8 @@ def test_a_failing_shard_is_given_back_and_the_next_worker_runs_it(tmp_path: Pat
 _DYING = """
 import os, sys
 from pathlib import Path
-from pytest_retrieval.retriever import QueryRequest
-from pytest_retrieval.shards import ShardStore, run_key
+from pytest_retrieval.run.retriever import QueryRequest
+from pytest_retrieval.run.shards import ShardStore, run_key
 
 requests = [QueryRequest(f"q{i}", f"text {i}") for i in range(6)]
 store = ShardStore(Path(sys.argv[1]), key=run_key(requests), total=6, size=3, worker="gw7")
@@ -267,7 +267,7 @@ def test_a_live_claimant_is_never_taken_for_dead(tmp_path: Path) -> None:
             assert other.claim() == (1, 3, 6, None)
             assert other.claim() is None
         code = (
-            "import sys; from pathlib import Path; from pytest_retrieval.shards import "
+            "import sys; from pathlib import Path; from pytest_retrieval.run.shards import "
             "ShardStore; s = ShardStore(Path(sys.argv[1]), key='k', total=6, size=3); "
             "print(s.claim())"
         )

@@ -24,11 +24,12 @@ import pytest
 from baseline_helpers import artifact, write_json
 from plugin_helpers import QUIET_PLUGINS, esc
 
-from pytest_retrieval.baseline import QuerySnapshot, Snapshot
 from pytest_retrieval.cli import main
-from pytest_retrieval.declared import parse_budget
-from pytest_retrieval.regression import compare, compare_all, family
-from pytest_retrieval.regression_pairs import setting_differs
+from pytest_retrieval.gates.declared import parse_budget
+from pytest_retrieval.regression.family import family
+from pytest_retrieval.regression.pairs import setting_differs
+from pytest_retrieval.regression.rule import compare, compare_all
+from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
 BASELINE = "retrieval-baseline.json"
 P_ALL_TWELVE = 1 / 4096  # one sign pattern in 2**12
@@ -459,7 +460,7 @@ def test_the_markdown_and_html_verdicts_count_an_incomparable_check_as_such(
 
 # --- the stage of what names none: the final one, the one rule ---------------------------------
 
-from pytest_retrieval.stages import stage_or_final  # noqa: E402
+from pytest_retrieval.run.stages import stage_or_final  # noqa: E402
 
 
 @pytest.mark.parametrize(

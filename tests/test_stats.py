@@ -1,4 +1,4 @@
-"""Tests of pytest_retrieval.stats: bootstrap intervals, the sign-flip test and the MDE."""
+"""Tests of pytest_retrieval.scoring.stats: bootstrap intervals, the sign-flip test and the MDE."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_retrieval.stats import (
+from pytest_retrieval.scoring.stats import (
     EXACT_CUTOFF,
     Alternative,
     PairedComparison,

@@ -13,8 +13,18 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pytest_retrieval.multiplicity import FamilyItem, adjust_family, describe_family, holm
-from pytest_retrieval.stats import budget_test, delta_interval, detectable_drop, paired_comparison
+from pytest_retrieval.scoring.stats import (
+    budget_test,
+    delta_interval,
+    detectable_drop,
+    paired_comparison,
+)
+from pytest_retrieval.scoring.stats.multiplicity import (
+    FamilyItem,
+    adjust_family,
+    describe_family,
+    holm,
+)
 
 
 def item(name: str, deltas: dict[str, float], shift: float = 0.0) -> FamilyItem:

@@ -1,4 +1,4 @@
-"""The retriever-output cache (``pytest_retrieval.store``): complete keys, hits, overwrites,
+"""The retriever-output cache (``pytest_retrieval.run.store``): complete keys, hits, overwrites,
 and files that are not a cache of ours (random bytes, truncated, foreign, another version)."""
 
 from __future__ import annotations
@@ -11,19 +11,21 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.store import (
+from pytest_retrieval.run.cachekey import (
+    CacheEntry,
+    CacheKey,
+    doc_id_fingerprint,
+    keys_for,
+    retriever_identity,
+)
+from pytest_retrieval.run.store import (
     APPLICATION_ID,
     CACHE_FILE_NAME,
     CacheCorrupt,
-    CacheEntry,
-    CacheKey,
     RunCache,
     cache_file,
-    doc_id_fingerprint,
-    keys_for,
     mode_reads,
     mode_writes,
-    retriever_identity,
 )
 
 BASE = CacheKey(
@@ -437,7 +439,7 @@ def test_a_closed_cache_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["pytest_retrieval.store", "pytest_retrieval.formats.runs", "pytest_retrieval.cli.cache"],
+    ["pytest_retrieval.run.store", "pytest_retrieval.formats.runs", "pytest_retrieval.cli.cache"],
 )
 def test_the_new_modules_import_with_pytest_and_the_heavy_deps_blocked(module: str) -> None:
     import subprocess

@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_retrieval.store import CacheKey, RunCache
+from pytest_retrieval.run.cachekey import CacheKey
+from pytest_retrieval.run.store import RunCache
 
 WRITERS = 3
 KEYS_PER_WRITER = 150
@@ -16,7 +17,7 @@ KEYS_PER_WRITER = 150
 WRITER = """
 import dataclasses, sys, time
 from pathlib import Path
-from pytest_retrieval.store import CacheEntry, CacheKey, RunCache
+from pytest_retrieval.run.store import CacheEntry, CacheKey, RunCache
 
 path, writer, count, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 while not start.exists():  # all writers begin together, the file not yet created
@@ -76,7 +77,7 @@ def test_concurrent_writers_lose_no_entry(tmp_path: Path) -> None:
 
 OPENER = """
 import sys
-from pytest_retrieval.store import CacheCorrupt, RunCache
+from pytest_retrieval.run.store import CacheCorrupt, RunCache
 
 
 def open_one(path, barrier, failures):

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.settings import option, resolve
-from pytest_retrieval.store import DEFAULT_CACHE_DIR
+from pytest_retrieval.settings.resolve import DEFAULT_CACHE_DIR, option, resolve
 
 
 def test_by_default_the_cache_is_off_and_no_run_is_gated(tmp_path: Path) -> None:

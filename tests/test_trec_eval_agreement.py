@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_retrieval.evaluate import evaluate
 from pytest_retrieval.formats.trec import read_qrels, read_run
+from pytest_retrieval.scoring.evaluate import evaluate
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 MEASURES = {

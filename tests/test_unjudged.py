@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from pytest_retrieval.errors import InputError
-from pytest_retrieval.evaluate import evaluate
 from pytest_retrieval.formats.trec import read_qrels, read_run
-from pytest_retrieval.metrics import MetricSpec, judged_at_k
+from pytest_retrieval.scoring.evaluate import evaluate
+from pytest_retrieval.scoring.metrics import MetricSpec, judged_at_k
 
 # --- judged@K by hand ----------------------------------------------------------------------
 

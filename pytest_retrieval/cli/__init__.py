@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import InputError
-from ..specs import UserCodeError
+from ..run.factories import UserCodeError
 from .args import positive_int as positive_int  # re-exported: older imports
 from .output import echo, error_line
 

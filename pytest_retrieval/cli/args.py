@@ -23,8 +23,8 @@ def positive_int(text: str) -> int:
 def setting(name: str) -> Callable[[str], Any]:
     """argparse type of a flag that is the plugin setting ``name`` outside pytest (``--timeout``
     is ``retrieval_timeout``): the option table's parser, its range and its message."""
-    from ..optionvalues import InvalidValue
-    from ..settings import option
+    from ..settings.resolve import option
+    from ..settings.values import InvalidValue
 
     parse = option(name).parse
 

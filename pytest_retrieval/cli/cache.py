@@ -63,7 +63,7 @@ def _no_action(args: argparse.Namespace) -> int:
 
 
 def _folder(args: argparse.Namespace) -> Path:
-    from ..store import DEFAULT_CACHE_DIR
+    from ..settings.resolve import DEFAULT_CACHE_DIR
 
     folder = Path(args.cache_dir) if args.cache_dir else Path(DEFAULT_CACHE_DIR)
     if folder.exists() and not folder.is_dir():
@@ -94,7 +94,7 @@ def _size(count: int) -> str:
 
 def show(args: argparse.Namespace) -> int:
     """Print what the cache holds; exit 1 when the file is damaged or foreign."""
-    from ..store import CacheCorrupt, RunCache, cache_file
+    from ..run.store import CacheCorrupt, RunCache, cache_file
 
     path = cache_file(_folder(args))
     if not path.exists():
@@ -142,7 +142,7 @@ def show(args: argparse.Namespace) -> int:
 def clear(args: argparse.Namespace) -> int:
     """Empty the cache (delete a damaged file of ours); say how many entries it held. A file
     that is not ours, or a read-only cache, is left as it is: a usage error (2)."""
-    from ..store import CacheCorrupt, RunCache, cache_file, remove_cache_file
+    from ..run.store import CacheCorrupt, RunCache, cache_file, remove_cache_file
 
     path = cache_file(_folder(args))
     if not path.exists():

@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
-from ..files import read_text_file
-from ..reading import load_json
+from ..reading import load_json, read_text_file
 from ..text import for_terminal
 from .args import positive_int
 from .forges import json_object

@@ -12,8 +12,8 @@ from .args import setting
 from .output import echo, echo_json
 
 if TYPE_CHECKING:
-    from ..dedup import DuplicateGroups
-    from ..evaluate import Conventions
+    from ..scoring.dedup import DuplicateGroups
+    from ..scoring.evaluate import Conventions
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
 
@@ -102,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _metric_list(raw: list[str] | None) -> list[str]:
-    from ..metrics import MetricSpec
+    from ..scoring.metrics import MetricSpec
 
     if not raw:
         return list(DEFAULT_METRICS)
@@ -118,8 +118,8 @@ def _metric_list(raw: list[str] | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Score the run and print a table or JSON; return the exit status."""
-    from ..evaluate import evaluate_documents
     from ..formats.trec import read_qrels, read_run
+    from ..scoring.evaluate import evaluate_documents
 
     metrics = _metric_list(args.metrics)
     conventions = _conventions(args)
@@ -178,12 +178,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _conventions(args: argparse.Namespace) -> Conventions:
-    """The one :class:`~pytest_retrieval.evaluate.Conventions` of this command, from its flags."""
-    from ..evaluate import Conventions
+    """The one :class:`~pytest_retrieval.scoring.evaluate.Conventions` of this command, from its
+    flags."""
+    from ..scoring.evaluate import Conventions
 
     duplicates = None
     if args.duplicates is not None:
-        from ..dedup import load_duplicates
+        from ..scoring.dedup import load_duplicates
 
         duplicates = load_duplicates(args.duplicates, setting="--duplicates")
     return Conventions(
@@ -203,14 +204,14 @@ def id_check(
     duplicates: DuplicateGroups | None = None,
 ) -> tuple[str | None, str | None]:
     """The run's ids against the judged ids, refused where a pytest run would refuse them
-    (:func:`~pytest_retrieval.runchecks.normalisation_pairs`: ids that differ only in their
-    Unicode normal form; :func:`~pytest_retrieval.runchecks.id_match`: (almost) no ranking
+    (:func:`~pytest_retrieval.run.checks.normalisation_pairs`: ids that differ only in their
+    Unicode normal form; :func:`~pytest_retrieval.run.checks.id_match`: (almost) no ranking
     of a topic with a relevant document holds a judged id, or none does and run ids equal
     judged ids but for their spelling), with the fix for a run file; on a
     run too small for that refusal, a warning when no such ranking holds a judged id at all.
     With ``duplicates`` (``--duplicates``), a copy of a judged document counts as judged, as in
     a pytest run. Returns (refusal, warning)."""
-    from ..runchecks import SPELLING_WORDS, id_match, normalisation_pairs
+    from ..run.checks import SPELLING_WORDS, id_match, normalisation_pairs
 
     rankings = {qid: ranking for qid, ranking in ranked.items() if qid in qrels and ranking}
     judged = {doc for judgments in qrels.values() for doc in judgments}

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import GoldenSetError, InputError
 from ..formats.golden_io import READ_FORMATS, WRITE_FORMATS, write_golden
-from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
+from ..golden.model import DEFAULT_HELDOUT_SPLIT, GoldenSet
 from ..text import for_terminal
 from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input
 from .labelling import register as register_labelling
 from .output import echo, echo_json, error_line
 
 if TYPE_CHECKING:
-    from ..dedup import DuplicateGroups
+    from ..scoring.dedup import DuplicateGroups
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -147,7 +147,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def _duplicate_groups(args: argparse.Namespace) -> DuplicateGroups | None:
     """The groups ``validate`` checks the judgments against (None: none asked for or possible)."""
-    from .. import dedup
+    from ..scoring import dedup
 
     if args.duplicates:
         return dedup.load_duplicates(args.duplicates, setting="--duplicates")
@@ -184,7 +184,7 @@ def _duplicate_groups(args: argparse.Namespace) -> DuplicateGroups | None:
 def duplicate_lines(golden: GoldenSet, groups: DuplicateGroups) -> list[str]:
     """The judged documents that are copies of each other, one group a line, with the queries
     that judge them (and a warning where one query grades copies differently)."""
-    from ..dedup import judged_duplicates
+    from ..scoring.dedup import judged_duplicates
 
     found = judged_duplicates({q.id: q.judgments for q in golden}, groups)
     if not found:
@@ -250,7 +250,7 @@ def golden_stats(golden: GoldenSet) -> dict[str, Any]:
 
 
 def _provenance_stats(golden: GoldenSet) -> dict[str, Any]:
-    from ..labels import provenance_counts
+    from ..formats.labels import provenance_counts
 
     counts: dict[str, Any] = provenance_counts(golden)
     by = Counter(label.by for q in golden for label in q.provenance.values())

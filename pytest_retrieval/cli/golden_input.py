@@ -10,7 +10,7 @@ import argparse
 
 from ..errors import GoldenSetError
 from ..formats.golden_io import load_golden
-from ..golden import DEFAULT_HELDOUT_SPLIT, GoldenSet
+from ..golden.model import DEFAULT_HELDOUT_SPLIT, GoldenSet
 from ..reading import exists
 from ..text import for_terminal
 from .output import echo

@@ -2,7 +2,7 @@
 
 ``golden pool RUN... --depth N --output WORKSHEET`` lists the unjudged documents the runs ranked
 in their top N; ``golden merge GOLDEN WORKSHEET --output NEW`` adds the graded rows back, with
-their provenance (see :mod:`pytest_retrieval.labels`). A missing input file is a usage error
+their provenance (see :mod:`pytest_retrieval.formats.labels`). A missing input file is a usage error
 (2).
 """
 
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..formats.golden_io import READ_FORMATS, write_golden
-from ..golden import DEFAULT_HELDOUT_SPLIT
-from ..stages import stage_or_final
+from ..golden.model import DEFAULT_HELDOUT_SPLIT
+from ..run.stages import stage_or_final
 from ..text import for_terminal
 from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input, missing_input
 from .output import echo, error_line
 
 if TYPE_CHECKING:
-    from ..specs import UserCodeError
+    from ..run.factories import UserCodeError
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -149,7 +149,7 @@ def _pool_input(
     The last is None when the file keeps whole rankings, else the fix for a file that keeps
     only the top of each ranking (artifacts keep the largest K of ``retrieval_ks``, version-2
     baselines the retrieval depth, version-1 baselines 10; version 3 keeps whole rankings:
-    :func:`~pytest_retrieval.snapshot.stored_cut`).
+    :func:`~pytest_retrieval.regression.snapshot.stored_cut`).
     """
     if path.lower().endswith(".json"):
         from ..errors import InputError
@@ -177,8 +177,8 @@ def _pool_input(
             deeper = "add {depth} to retrieval_ks for deeper artifacts"
             return rankings, (data.get("golden") or {}).get("path"), deeper
         if schema == "pytest-retrieval/baseline":
-            from ..baseline import load_baseline
-            from ..snapshot import stored_cut
+            from ..regression.baseline import load_baseline
+            from ..regression.snapshot import stored_cut
 
             baseline = load_baseline(path)
             chosen = stage_or_final(stage, baseline.stages)
@@ -194,8 +194,8 @@ def _pool_input(
 def run_pool(args: argparse.Namespace) -> int:
     """``golden pool``: write the worksheet of unjudged top-N documents of the runs."""
     from ..errors import RunFileError
+    from ..formats.labels import pool
     from ..formats.worksheet import corpus_columns, write_worksheet
-    from ..labels import pool
 
     if missing_input(args, *(("run", path) for path in args.runs), ("corpus", args.corpus)):
         return EXIT_USAGE
@@ -238,7 +238,7 @@ def run_pool(args: argparse.Namespace) -> int:
         return golden
     prefill = None
     if args.prefill:
-        from ..specs import UserCodeError, call_user, import_object
+        from ..run.factories import UserCodeError, call_user, import_object
 
         # The console script's sys.path lacks the current folder: the user's module is there.
         sys.path.insert(0, os.getcwd())
@@ -252,7 +252,7 @@ def run_pool(args: argparse.Namespace) -> int:
         def prefill(*row: str | None) -> Any:  # the judge, guarded: what it raises is theirs
             return call_user(judge, *row, what="--prefill", spec=args.prefill)
 
-    from ..specs import UserCodeError
+    from ..run.factories import UserCodeError
 
     try:
         corpus = corpus_columns(args.corpus) if args.corpus else None
@@ -300,8 +300,8 @@ def run_merge(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
     from ..errors import Problem
+    from ..formats.labels import merge
     from ..formats.worksheet import read_worksheet
-    from ..labels import merge
 
     if missing_input(args, ("golden set", args.path), ("worksheet", args.worksheet)):
         return EXIT_USAGE

@@ -27,10 +27,10 @@ import subprocess
 import sys
 import tempfile
 
-from ..commitinfo import RECORDED_BRANCH
 from ..errors import InputError, Problem
 from ..files import same_file
-from ..runledger import DEFAULT_LEDGER
+from ..regression.commitinfo import RECORDED_BRANCH
+from ..regression.ledger_baseline import DEFAULT_LEDGER
 from .args import positive_int
 from .output import echo
 
@@ -123,7 +123,7 @@ def _ledger_path(args: argparse.Namespace) -> str:
 
 
 def _commit(cwd: str, rev: str) -> str:
-    from ..commitinfo import GitError, resolve
+    from ..regression.commitinfo import GitError, resolve
 
     found = resolve(cwd, rev)
     if found is None:
@@ -157,7 +157,7 @@ def recorded_branch(cwd: str, rev: str, commit: str) -> str | None:
     else the first of the target branch (``retrieval_target_branch``'s default: the CI's
     base-ref variable, else ``main``) and the checked-out branch whose first-parent history
     holds the commit; None when neither does (a commit of a merged-in branch)."""
-    from ..commitinfo import branch_holding, branch_named, current_branch, target_branch
+    from ..regression.commitinfo import branch_holding, branch_named, current_branch, target_branch
 
     named = branch_named(cwd, rev)
     if named is not None:
@@ -167,8 +167,8 @@ def recorded_branch(cwd: str, rev: str, commit: str) -> str | None:
 
 def record_at(args: argparse.Namespace) -> int:
     """Record REV's run (see the module docstring)."""
-    from ..commitinfo import git, require_repository
-    from ..ledger import Ledger
+    from ..regression.commitinfo import git, require_repository
+    from ..regression.ledger import Ledger
 
     cwd = os.getcwd()
     top = require_repository(cwd, needed_by="pytest-retrieval ledger record")
@@ -252,7 +252,7 @@ def plural(count: int, one: str, many: str) -> str:
 
 def merge_ledgers(args: argparse.Namespace) -> int:
     """Copy OTHER's entries and labels into the ledger."""
-    from ..ledger import Ledger
+    from ..regression.ledger import Ledger
 
     path = _ledger_path(args)
     other_path = os.path.abspath(args.other)
@@ -277,8 +277,8 @@ def merge_ledgers(args: argparse.Namespace) -> int:
 
 def label_commit(args: argparse.Namespace) -> int:
     """Name REV's commit NAME in the ledger."""
-    from ..commitinfo import require_repository
-    from ..ledger import Ledger
+    from ..regression.commitinfo import require_repository
+    from ..regression.ledger import Ledger
 
     cwd = os.getcwd()
     require_repository(cwd, needed_by="pytest-retrieval ledger label")
@@ -313,8 +313,8 @@ def show_entries(args: argparse.Namespace) -> int:
     """Print the last entries, oldest first."""
     from tabulate import tabulate
 
-    from ..history import default_metrics, show_rows
-    from ..ledger import Ledger
+    from ..regression.history import default_metrics, show_rows
+    from ..regression.ledger import Ledger
 
     with Ledger(_existing(args), create=False) as ledger:
         entries = ledger.entries(branch=args.branch, last=args.last)
@@ -333,8 +333,8 @@ def show_entries(args: argparse.Namespace) -> int:
 def trend_entries(args: argparse.Namespace) -> int:
     """Print (or write) the history of each metric and column."""
     from ..files import atomic_write_text
-    from ..history import columns_of, default_metrics, render, series
-    from ..ledger import Ledger
+    from ..regression.history import columns_of, default_metrics, render, series
+    from ..regression.ledger import Ledger
 
     with Ledger(_existing(args), create=False) as ledger:
         entries = [e for e in ledger.entries(usable=True, branch=args.branch, last=args.last)]
@@ -355,8 +355,8 @@ def trend_entries(args: argparse.Namespace) -> int:
 
 def prune_entries(args: argparse.Namespace) -> int:
     """Delete all but the newest entries; labelled and tagged commits keep their entry."""
-    from ..commitinfo import git, toplevel
-    from ..ledger import Ledger
+    from ..regression.commitinfo import git, toplevel
+    from ..regression.ledger import Ledger
 
     protect: list[str] = []
     cwd = os.getcwd()

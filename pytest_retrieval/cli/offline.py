@@ -20,10 +20,10 @@ from .args import probability, tampered
 from .output import echo
 
 if TYPE_CHECKING:
-    from ..baseline import Snapshot
-    from ..declared import Budget, Threshold
-    from ..dedup import DuplicateGroups
-    from ..evaluate import Conventions
+    from ..gates.declared import Budget, Threshold
+    from ..regression.snapshot import Snapshot
+    from ..scoring.dedup import DuplicateGroups
+    from ..scoring.evaluate import Conventions
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -133,7 +133,8 @@ def _read_artifact(path: str) -> dict[str, Any]:
 
 
 def _snapshot(document: dict[str, Any], source: str) -> Snapshot:
-    from ..baseline import Snapshot, snapshot_problems
+    from ..regression.baseline import snapshot_problems
+    from ..regression.snapshot import Snapshot
 
     problems = snapshot_problems(
         document["snapshot"],
@@ -153,7 +154,7 @@ def _snapshot(document: dict[str, Any], source: str) -> Snapshot:
 def _gates_file(
     path: str | None,
 ) -> tuple[list[tuple[str, int | None]], list[tuple[str, int | None]]]:
-    from ..declared import gates_file_entries
+    from ..gates.declared import gates_file_entries
 
     if path is None:
         return [], []
@@ -174,7 +175,7 @@ def _scorable_slices(snapshot: Snapshot) -> list[str]:
 def _budgets(
     args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
 ) -> list[Budget]:
-    from ..declared import default_budgets, expand_slices, parse_budget
+    from ..gates.declared import default_budgets, expand_slices, parse_budget
 
     lines: list[tuple[str, str | None, int | None]] = [
         (line, "--budget", None) for line in args.budgets or ()
@@ -203,7 +204,7 @@ def _conventions(
     snapshot recorded, and the duplicate groups it was scored with (``--duplicates``, else
     the run's own groups read again from where it read them). None when the recorded settings
     cannot make conventions: the comparison then says so."""
-    from ..evaluate import Conventions
+    from ..scoring.evaluate import Conventions
 
     duplicates = _duplicate_groups(args, document) if "dedup" in snapshot.settings else None
     try:
@@ -216,12 +217,12 @@ def _duplicate_groups(args: argparse.Namespace, document: dict[str, Any]) -> Dup
     """``--duplicates FILE``, else the groups the run recorded where they came from, when that
     file (or corpus) is still there; None otherwise (the rescore mode then names the fix). The
     groups' fingerprint decides whether they are the run's (:func:`.rescore.why_not_rescorable`)."""
-    from ..dedup import load_duplicates
+    from ..scoring.dedup import load_duplicates
 
     if args.duplicates is not None:
         return load_duplicates(args.duplicates, setting="--duplicates")
-    from ..configure import load_duplicate_groups
-    from ..settings import Settings
+    from ..phases.start import load_duplicate_groups
+    from ..settings.resolve import Settings
 
     recorded = document.get("settings", {})
     groups, dedup, corpus = (recorded.get(k) for k in ("duplicates", "dedup", "corpus"))
@@ -237,7 +238,7 @@ def _duplicate_groups(args: argparse.Namespace, document: dict[str, Any]) -> Dup
 
 
 def _options(args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot) -> Any:
-    from ..regression import CompareOptions
+    from ..regression.pairs import CompareOptions
 
     # Artifacts written before family-wise control (or any other setting) default to it too:
     # the same rule as the plugin applies today.
@@ -257,8 +258,8 @@ def _options(args: argparse.Namespace, document: dict[str, Any], snapshot: Snaps
 def _check_regressions(
     baseline_path: str, args: argparse.Namespace, document: dict[str, Any], snapshot: Snapshot
 ) -> bool:
-    from ..baseline import load_baseline
-    from ..regression import compare_all
+    from ..regression.baseline import load_baseline
+    from ..regression.rule import compare_all
 
     try:
         baseline: Snapshot | None = load_baseline(baseline_path)
@@ -296,7 +297,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _thresholds(args: argparse.Namespace, document: dict[str, Any]) -> list[Threshold]:
-    from ..declared import parse_threshold
+    from ..gates.declared import parse_threshold
 
     lines: list[tuple[str, str | None, int | None]] = [
         (line, "--threshold", None) for line in args.thresholds or ()
@@ -317,9 +318,9 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 def _run_gate(args: argparse.Namespace) -> int:
-    from ..baseline import snapshot_mean
-    from ..declared import expand_slices
-    from ..gates import OPS, Selection
+    from ..gates.declared import expand_slices
+    from ..gates.gate import OPS, Selection
+    from ..regression.snapshot import snapshot_mean
 
     if args.budgets and not args.baseline:
         raise InputError(

@@ -19,7 +19,7 @@ from .args import positive_int, tampered
 from .output import echo
 
 if TYPE_CHECKING:
-    from ..baseline import Snapshot
+    from ..regression.snapshot import Snapshot
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _read_baseline(path: str) -> Snapshot:
-    from ..baseline import load_baseline
+    from ..regression.baseline import load_baseline
 
     try:
         return load_baseline(path)

@@ -4,7 +4,7 @@
 RUN.jsonl [--executor local|ray] [--ray-address ADDRESS] [--batch-size N] [--concurrency N]
 [--context-filter module:function]`` calls the retriever on every query of the golden set
 (held-out ones too: a sealed run ignores them, an unsealed one gates them), each with its
-context as in pytest (:mod:`pytest_retrieval.retriever.context`), and writes a JSONL run file,
+context as in pytest (:mod:`pytest_retrieval.run.retriever.context`), and writes a JSONL run file,
 with each query's latency, error and context digest (``context_sha256``), that ``pytest
 --retrieval-run RUN.jsonl`` gates inside pytest. With a reranker, the file
 holds the final (reranked) rankings and ``--retriever-output`` can keep the candidates too
@@ -130,13 +130,13 @@ def _output(path: str, what: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run every query, write the run file(s); return the exit status."""
-    from ..executors import RunOptions, run_local, run_ray
     from ..formats.golden_io import load_golden
     from ..formats.runs import write_run_jsonl
-    from ..golden import DEFAULT_HELDOUT_SPLIT
-    from ..querycontext import context_digest
-    from ..retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryRequest
-    from ..stages import stage_or_final
+    from ..golden.context import context_digest
+    from ..golden.model import DEFAULT_HELDOUT_SPLIT
+    from ..run.executors import RunOptions, run_local, run_ray
+    from ..run.retriever import RERANKER_STAGE, RETRIEVER_STAGE, QueryRequest
+    from ..run.stages import stage_or_final
 
     _output(args.output, "--output")
     if args.retriever_output:
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     if args.ray_address:
-        from ..executors import ray_address_problem
+        from ..run.executors import ray_address_problem
 
         problem = ray_address_problem(args.ray_address)
         if problem is not None:  # before Ray sees it

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import GoldenSetError, Problem
-from ..golden import CorpusSpec, GoldenSet, Query
+from ..golden.model import CorpusSpec, GoldenSet, Query
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,16 +19,10 @@ import os
 from typing import Any
 
 from ..errors import InputError
-from ..golden import (
-    DEFAULT_SPLIT,
-    SURROGATE_FIX,
-    Query,
-    is_plain_name,
-    surrogate_problem,
-)
-from ..querycontext import CONTEXT_FIX, context_problems
+from ..golden.context import CONTEXT_FIX, context_problems
+from ..golden.model import DEFAULT_SPLIT, Query, is_plain_name
 from ..reading import load_json, split_lines
-from ..text import parse_int
+from ..text import SURROGATE_FIX, parse_int, surrogate_problem
 from .golden_parsed import Parsed, read_text
 from .golden_values import as_id, grade_problem, id_problem
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..golden import DEFAULT_SPLIT, SCHEMA_VERSION, GoldenSet, Query
-from ..querycontext import thaw_context
+from ..golden.context import thaw_context
+from ..golden.model import DEFAULT_SPLIT, SCHEMA_VERSION, GoldenSet, Query
 from ..reading import (
     construct_scalar,
     load_json,

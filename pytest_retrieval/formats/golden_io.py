@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import GoldenSetError, InputError, Problem
-from ..golden import (
+from ..golden.leakage import set_problems
+from ..golden.model import (
     _PLAIN_NAME_FIX,
     DEFAULT_HELDOUT_SPLIT,
     CorpusSpec,
@@ -23,7 +24,6 @@ from ..golden import (
     is_plain_name,
     join_golden_sets,
 )
-from ..leakage import set_problems
 from ..reading import exists
 from .corpus import corpus_problems, read_corpus_ids
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
-from ..golden import Query
+from ..golden.model import Query
 
 #: ``(line, column)``, 1-based, either unknown (None).
 Loc = tuple[int | None, int | None]

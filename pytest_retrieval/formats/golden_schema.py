@@ -2,7 +2,7 @@
 
 A reader decodes its file into plain Python values (mappings, lists, strings, ints) and records
 where each came from in a :class:`~.golden_parsed.Marks`; :class:`SchemaReader` then checks those
-values against the schema and turns them into :class:`~pytest_retrieval.golden.Query` records,
+values against the schema and turns them into :class:`~pytest_retrieval.golden.model.Query` records,
 collecting every problem (located by file, line, column, query id and field) in a
 :class:`~.golden_parsed.Parsed` instead of stopping at the first. A single value (an id, a
 grade) is checked by :mod:`~.golden_values`.
@@ -15,18 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..golden import (
-    DEFAULT_SPLIT,
-    MAX_GRADE,
-    SCHEMA_VERSION,
-    SURROGATE_FIX,
-    Label,
-    Query,
-    is_plain_name,
-    surrogate_problem,
-)
-from ..querycontext import CONTEXT_FIX, context_problems
-from ..text import has_surrogate
+from ..golden.context import CONTEXT_FIX, context_problems
+from ..golden.model import DEFAULT_SPLIT, MAX_GRADE, SCHEMA_VERSION, Label, Query, is_plain_name
+from ..text import SURROGATE_FIX, has_surrogate, surrogate_problem
 from .golden_parsed import Loc, Locate, Parsed
 from .golden_values import SourceInt, as_id, describe, grade_problem, id_problem, suggest_field
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..errors import RunFileError
-from ..golden import DEFAULT_SPLIT, Query
+from ..golden.model import DEFAULT_SPLIT, Query
 from ..reading import split_lines
 from .golden_parsed import Parsed, read_text
 from .trec import read_qrels_records

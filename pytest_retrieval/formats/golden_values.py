@@ -12,8 +12,8 @@ import datetime
 import difflib
 from collections.abc import Mapping
 
-from ..golden import MAX_GRADE, MAX_GRADE_FIX, SURROGATE_FIX, describe_grade, surrogate_problem
-from ..text import MAX_INT_DIGITS
+from ..golden.model import MAX_GRADE, MAX_GRADE_FIX, describe_grade
+from ..text import MAX_INT_DIGITS, SURROGATE_FIX, surrogate_problem
 
 # Names people reach for that difflib would not match to ours.
 _ALIASES = {

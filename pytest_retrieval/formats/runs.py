@@ -14,9 +14,9 @@ Two optional keys carry what the in-process runner records (``pytest-retrieval r
 them): ``"latency_ms"``, the query's latency in milliseconds, and ``"error"``, ``{"stage": ...,
 "type": ..., "message": ...}`` when the retriever failed on it (its ranking is then empty). A
 third, ``"context_sha256"``, identifies the context the ranking was made for (the sha256 of the
-query's canonical context, :func:`~pytest_retrieval.golden.context_digest`; the context itself
-is never written): a query's context is part of the run-file key, so a ranking made for another
-tenant or history than the golden set now gives the query is refused
+query's canonical context, :func:`~pytest_retrieval.golden.context.context_digest`; the context
+itself is never written): a query's context is part of the run-file key, so a ranking made for
+another tenant or history than the golden set now gives the query is refused
 (:func:`context_mismatches`), never gated as its own. A TREC run, or a JSONL line without the
 key, cannot say which context it was made for: it is gated as given.
 
@@ -40,8 +40,8 @@ from typing import Any, Literal, TextIO
 
 from ..errors import InputError, Problem, RunFileError
 from ..files import atomic_write
-from ..golden import SURROGATE_FIX, surrogate_problem
 from ..reading import load_json
+from ..text import SURROGATE_FIX, surrogate_problem
 from .trec import numbered_lines
 
 RunFormat = Literal["trec", "jsonl"]
@@ -383,10 +383,11 @@ def match_run_to_golden(
 
 def context_mismatches(run: RunFile, digests: Mapping[str, str | None]) -> list[str]:
     """The query ids whose ranking in ``run`` was made for another context than the golden set
-    gives them now: ``digests`` is each query's :func:`~pytest_retrieval.golden.context_digest`
-    (None: no context), in the order to report. A run that records contexts (``pytest-retrieval
-    run`` writes one for every query that has one) and none for a query made that ranking
-    without one; a run that records no context at all cannot tell (:func:`unrecorded_contexts`).
+    gives them now: ``digests`` is each query's
+    :func:`~pytest_retrieval.golden.context.context_digest` (None: no context), in the order to
+    report. A run that records contexts (``pytest-retrieval run`` writes one for every query that
+    has one) and none for a query made that ranking without one; a run that records no context at
+    all cannot tell (:func:`unrecorded_contexts`).
     """
     recorded = run.contexts
     return [

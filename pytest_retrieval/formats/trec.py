@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterable, Iterator
 from typing import TextIO
 
 from ..errors import InputError, Problem, RunFileError
-from ..golden import MAX_GRADE, MAX_GRADE_FIX
+from ..golden.model import MAX_GRADE, MAX_GRADE_FIX
 from ..text import parse_int
 
 _QRELS_FIELDS = "qid iter docid grade"

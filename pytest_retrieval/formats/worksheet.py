@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, Problem
-from ..golden import MAX_GRADE
+from ..golden.model import MAX_GRADE
 from ..text import parse_int
 
 #: Every column, in the order the worksheet writes them.

@@ -12,28 +12,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .. import findings
 from ..errors import InputError, Problem
 from ..files import LazyList
-from ..metrics import MetricSpec
-from ..querycontext import thaw_context
+from ..golden.context import thaw_context
 from ..reading import load_json, read_text_file
-from ..retriever import RETRIEVER_STAGE
-from ..runchecks import coverage_warnings
-from ..session import RetrievalSession
-from ..specs import hint_for
-from ..summary import (
-    columns,
-    depth_facts,
-    depth_is_news,
-    latency_percentiles,
-    refused,
-    shown_means,
-)
+from ..run.checks import coverage_warnings
+from ..run.factories import hint_for
+from ..run.retriever import RETRIEVER_STAGE
+from ..scoring.metrics import MetricSpec
+from ..session import findings
+from ..session.session import RetrievalSession
+from .summary import columns, depth_facts, depth_is_news, latency_percentiles, refused, shown_means
 
 if TYPE_CHECKING:
-    from ..golden import Query
-    from ..retriever import QueryOutcome
+    from ..golden.model import Query
+    from ..run.retriever import QueryOutcome
 
 ARTIFACT_SCHEMA = "pytest-retrieval/artifact"
 ARTIFACT_SCHEMA_VERSION = 1
@@ -225,7 +218,7 @@ def dedup_block(session: RetrievalSession) -> dict[str, Any] | None:
 
 def _family(session: RetrievalSession) -> dict[str, Any] | None:
     """The family of regression checks, from the checks' own records (xdist-safe)."""
-    from ..regression import describe
+    from ..regression.family import describe
 
     for outcome in session.regression_outcomes:
         if outcome.multiplicity is not None and outcome.family_size:
@@ -393,8 +386,8 @@ _LISTS_OF_OBJECTS = ("results", "gates", "errors", "regressions", "queries")
 def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
     """How an artifact breaks its schema (the types the renderers and the offline commands
     read; the per-query snapshot in full, see
-    :func:`~pytest_retrieval.baseline.snapshot_problems`); empty if it is whole."""
-    from ..baseline import snapshot_problems
+    :func:`~pytest_retrieval.regression.baseline.snapshot_problems`); empty if it is whole."""
+    from ..regression.baseline import snapshot_problems
 
     problems: list[Problem] = []
     for key, kind in _FIELDS.items():
@@ -511,8 +504,8 @@ _RECORDED_NUMBERS = (
 
 def _recorded_number_problems(settings: Mapping[str, Any], source: str) -> list[Problem]:
     """The recorded numeric settings outside the range the option table accepts."""
-    from ..optionvalues import InvalidValue
-    from ..settings import option
+    from ..settings.resolve import option
+    from ..settings.values import InvalidValue
 
     problems = []
     for key in _RECORDED_NUMBERS:

@@ -3,8 +3,8 @@
 Builtins only, read from the JSON artifact: one :class:`GateRow` per threshold, assert or
 regression check (status, target, change with its bound and interval, significance, note), the
 family and determinism lines said once above the table, and the
-:class:`~pytest_retrieval.verdict.Verdict`. The view (:mod:`.view`) re-exports what the
-renderers read.
+:class:`~pytest_retrieval.verdict.Verdict`. The renderers import it beside the view
+(:mod:`.view`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..determinism import stale_warning
-from ..gates import gate_source
-from ..regression_outcome import BaselineRef, describe_left_out, left_out_of
+from ..gates.gate import gate_source
+from ..regression.outcome import BaselineRef, describe_left_out, left_out_of
+from ..run.determinism import stale_warning
 from ..verdict import Shown, Status, Stop, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
@@ -219,7 +219,7 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
 
 def against_text(outcome: Mapping[str, Any]) -> str | None:
     """The ledger entry a check was judged against, as the reports name it
-    (:meth:`~pytest_retrieval.regression_outcome.BaselineRef.describe`); None for the baseline
+    (:meth:`~pytest_retrieval.regression.outcome.BaselineRef.describe`); None for the baseline
     file, or when the artifact does not say."""
     ref = BaselineRef.from_dict(outcome.get("baseline"))
     return None if ref is None or ref.source == "file" else ref.describe()
@@ -302,7 +302,7 @@ def alpha(artifact: Mapping[str, Any]) -> float:
     value = (artifact.get("settings") or {}).get("alpha")
     if isinstance(value, (int, float)):
         return float(value)
-    from ..options import DEFAULT_ALPHA  # only for an artifact that records none
+    from ..settings.options import DEFAULT_ALPHA  # only for an artifact that records none
 
     return DEFAULT_ALPHA
 

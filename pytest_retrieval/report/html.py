@@ -27,8 +27,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..gates import Scope
-from . import view
+from ..golden.scope import Scope
+from . import gaterows, phrases, view
 from .html_tables import gates_section, queries_section, regressions_section
 from .markup import Markup, el
 from .svg import abstention_section, curves_section, slices_section
@@ -192,7 +192,7 @@ CSP = (
 
 
 def _header(artifact: Mapping[str, Any]) -> Markup:
-    verdict = view.verdict(artifact)
+    verdict = gaterows.verdict(artifact)
     golden = artifact.get("golden") or {}
     name = golden.get("name") or golden.get("path") or "golden set"
     scope = Scope.from_dict(artifact.get("heldout") or {})
@@ -224,7 +224,7 @@ def _header(artifact: Mapping[str, Any]) -> Markup:
 def _stop_section(artifact: Mapping[str, Any]) -> Markup:
     """A refused or errored run: the reason, the fix, that nothing is scored, and the first
     failed queries (an empty string for a run with numbers)."""
-    stop = view.verdict(artifact).stop
+    stop = gaterows.verdict(artifact).stop
     if stop is None:
         return Markup("")
     errors = list(artifact.get("errors") or ())
@@ -245,7 +245,7 @@ def _stop_section(artifact: Mapping[str, Any]) -> Markup:
         el("h2", None, f"Why the run was {stop.status}"),
         el("pre", {"class": "mono", "id": "reason"}, stop.reason),
         el("p", None, el("strong", None, "Fix: "), stop.fix) if stop.fix else None,
-        el("p", {"class": "facts"}, view.STOPPED_NOTE[stop.status]),
+        el("p", {"class": "facts"}, phrases.STOPPED_NOTE[stop.status]),
         el("h3", None, f"Failed queries ({len(errors)})") if errors else None,
         el("ul", None, *shown) if errors else None,
     )
@@ -288,7 +288,7 @@ def render_html(
     run lost.
     """
     document = view.baseline_document(baseline)
-    verdict = view.verdict(artifact)
+    verdict = gaterows.verdict(artifact)
     golden = artifact.get("golden") or {}
     name = golden.get("name") or golden.get("path") or ""
     head = el(

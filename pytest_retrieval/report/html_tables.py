@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..gates import DETAILS_HINT
+from ..golden.scope import DETAILS_HINT
 from ..verdict import Shown, Status
-from . import view
+from . import gaterows, phrases, view
 from .markup import Markup, el, escape
 
 #: Query diffs listed per regression check (the artifact holds them all).
@@ -33,7 +33,7 @@ def _td(text: object, *, num: bool = False, sort: object = None, cls: str = "") 
 
 
 def gates_section(artifact: Mapping[str, Any]) -> Markup:
-    rows = view.gate_rows(artifact)
+    rows = gaterows.gate_rows(artifact)
     if not rows:
         return el(
             "section",
@@ -41,7 +41,7 @@ def gates_section(artifact: Mapping[str, Any]) -> Markup:
             el("h2", None, "Gates"),
             el("p", {"class": "note"}, "No gates were checked in this run."),
         )
-    compared = view.has_regressions(rows)  # a baseline's columns only when one was compared
+    compared = gaterows.has_regressions(rows)  # a baseline's columns only when one was compared
     head = el(
         "tr",
         None,
@@ -89,7 +89,7 @@ def gates_section(artifact: Mapping[str, Any]) -> Markup:
                     _td(row.source),
                     _td(row.stage_shown or "—"),
                     _td(row.scope),
-                    _td(view.fmt(row.value), num=True),
+                    _td(phrases.fmt(row.value), num=True),
                     _td(row.target),
                     *([_td(change, num=True), _td(row.significance or "—")] if compared else []),
                     _td(str(row.n), num=True),
@@ -97,13 +97,13 @@ def gates_section(artifact: Mapping[str, Any]) -> Markup:
                 ],
             )
         )
-    family = view.family_line(artifact)
+    family = gaterows.family_line(artifact)
     return el(
         "section",
         {"id": "gates"},
         el("h2", None, "Gates"),
         el("p", {"class": "note"}, family) if family else "",
-        *(el("p", {"class": "note"}, line) for line in view.noise_lines(artifact)),
+        *(el("p", {"class": "note"}, line) for line in gaterows.noise_lines(artifact)),
         el("table", {"class": "gates"}, el("thead", None, head), el("tbody", None, body)),
     )
 
@@ -131,9 +131,9 @@ def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
         status = str(outcome.get("status"))
         metric = str(outcome.get("metric"))
         stage = outcome.get("stage")
-        shown = view.stage_shown(stage, outcome.get("baseline_stage"))
+        shown = phrases.stage_shown(stage, outcome.get("baseline_stage"))
         where = (f"stage {shown or '—'}" if shown == stage else str(shown)) + ", "
-        where += view.scope_label(outcome.get("split"), outcome.get("slice"))
+        where += phrases.scope_label(outcome.get("split"), outcome.get("slice"))
         worse = list(outcome.get("worse") or ())
         better = list(outcome.get("better") or ())
         rows = []
@@ -148,10 +148,10 @@ def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
                         {"class": "fail" if label == "worse" else None},
                         [
                             _td(el("code", None, qid)),
-                            _td(view.shorten(view.row_text(texts.get(qid, {})), 100)),
-                            _td(view.fmt(before), num=True),
-                            _td(view.fmt(after), num=True),
-                            _td(view.fmt_signed(delta), num=True),
+                            _td(phrases.shorten(view.row_text(texts.get(qid, {})), 100)),
+                            _td(phrases.fmt(before), num=True),
+                            _td(phrases.fmt(after), num=True),
+                            _td(phrases.fmt_signed(delta), num=True),
                             _td(_moves(diff)),
                         ],
                     )
@@ -188,7 +188,7 @@ def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
                     _badge(Shown.FAIL if status == Status.REGRESSION else Shown.PASS),
                     " ",
                     el("code", None, metric),
-                    f" {view.against_text(outcome)}" if view.against_text(outcome) else "",
+                    f" {gaterows.against_text(outcome)}" if gaterows.against_text(outcome) else "",
                     f" ({where}): {status}; {len(worse)} worse, {len(better)} better",
                 ),
                 table,
@@ -268,7 +268,7 @@ def queries_section(artifact: Mapping[str, Any], baseline: Mapping[str, Any] | N
         values = (row.get("metrics") or {}).get(final) or {}
         for metric in metrics:
             value = values.get(metric)
-            cells.append(_td(view.fmt(value), num=True, sort="" if value is None else value))
+            cells.append(_td(phrases.fmt(value), num=True, sort="" if value is None else value))
         missed = view.missed_relevant(artifact, qid, final, baseline) if final else []
         missed_cell: list[Markup] = []
         for doc in missed:

@@ -19,11 +19,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..gates import Scope
+from ..golden.scope import Scope
 from ..text import for_terminal
 from ..verdict import Shown, Status, Stop
-from . import view
-from .view import BaselineLike, Column, GateRow
+from . import gaterows, phrases, view
+from .gaterows import GateRow
+from .view import BaselineLike, Column
 
 #: Per-query rows shown per regression check (and failed queries, notes) before "... and N more".
 DEFAULT_MAX_ROWS = 10
@@ -116,7 +117,7 @@ def _more(count: int, one: str, many: str | None = None, detail: str = "") -> st
 
 def _where(stage: str | None, split: str | None, slice_: str | None) -> str:
     parts = [md_text(stage)] if stage else []
-    parts.append(md_text(view.scope_label(split, slice_)))
+    parts.append(md_text(phrases.scope_label(split, slice_)))
     return " · ".join(parts)
 
 
@@ -132,7 +133,7 @@ def _gate_cells(row: GateRow) -> list[str]:
         gate = md_code(row.metric)
         change = "—"
         significance = "—"
-    value = "n/a" if row.status is Shown.SKIP and row.value is None else view.fmt(row.value)
+    value = "n/a" if row.status is Shown.SKIP and row.value is None else phrases.fmt(row.value)
     return [
         _STATUS.get(row.status, "❔"),
         gate,
@@ -146,7 +147,7 @@ def _gate_cells(row: GateRow) -> list[str]:
 
 
 def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -> list[str]:
-    rows = view.gate_rows(artifact)
+    rows = gaterows.gate_rows(artifact)
     if not rows:
         return [
             "No gates: add thresholds or regression budgets (retrieval-gates.yaml) to fail "
@@ -155,7 +156,7 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
     if any(r.ci_level is not None for r in rows):
         change_header = "Δ vs baseline (bound; interval)"
     else:  # an artifact from before the intervals matched the test: its bootstrap CI
-        from ..options import DEFAULT_CONFIDENCE
+        from ..settings.options import DEFAULT_CONFIDENCE
 
         confidence = (artifact.get("settings") or {}).get("confidence", DEFAULT_CONFIDENCE)
         if not isinstance(confidence, (int, float)):
@@ -175,10 +176,10 @@ def _gates_section(artifact: Mapping[str, Any], max_gates: int, max_rows: int) -
     shown = rows[:max_gates]
     cells = [_gate_cells(r) for r in shown]
     align = "clllrlll"
-    if not view.has_regressions(rows):  # no baseline compared: no columns of its own
+    if not gaterows.has_regressions(rows):  # no baseline compared: no columns of its own
         headers, cells, align = headers[:-2], [c[:-2] for c in cells], align[:-2]
     lines = []
-    family = view.family_line(artifact)
+    family = gaterows.family_line(artifact)
     if family:
         lines += [f"_{md_text(family)}_", ""]
     lines += _table(headers, cells, align)
@@ -214,12 +215,12 @@ def _metric_cell(
     column: Column, metric: str, stage: str, baseline: Mapping[str, Any] | None
 ) -> str:
     value = column.metrics.get(metric)
-    cell = view.fmt(value)
+    cell = phrases.fmt(value)
     key = column.baseline_key
     if baseline is not None and key is not None and value is not None:
         before = view.baseline_mean(baseline, stage, key, metric)
         if before is not None:
-            cell += f" ({view.fmt_signed(value - before)})"
+            cell += f" ({phrases.fmt_signed(value - before)})"
     return cell
 
 
@@ -316,9 +317,9 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
     for outcome in failing:
         worse = sorted(outcome.get("worse") or (), key=_drop_order)
         metric = str(outcome.get("metric"))
-        stage = view.stage_shown(outcome.get("stage"), outcome.get("baseline_stage"))
+        stage = phrases.stage_shown(outcome.get("stage"), outcome.get("baseline_stage"))
         lines.append("")
-        against = view.against_text(outcome)
+        against = gaterows.against_text(outcome)
         lines.append(
             f"**{md_code(metric, table=False)}** "
             + (f"{md_text(against)} " if against else "")
@@ -331,16 +332,16 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
         table = []
         for diff in worse[:max_rows]:
             qid = str(diff.get("query_id"))
-            text = view.shorten(view.row_text(rows.get(qid, {})), TEXT_LIMIT)
+            text = phrases.shorten(view.row_text(rows.get(qid, {})), TEXT_LIMIT)
             before, after = diff.get("before"), diff.get("after")
             delta = after - before if before is not None and after is not None else None
             returned = view.top_returned(rows.get(qid, {}), outcome.get("stage"))
             table.append(
                 [
                     md_code(qid) + (f" {md_text(text)}" if text else ""),
-                    view.fmt(before),
-                    view.fmt(after),
-                    view.fmt_signed(delta),
+                    phrases.fmt(before),
+                    phrases.fmt(after),
+                    phrases.fmt_signed(delta),
                     _moves(diff),
                     ", ".join(md_code(d) for d in returned) or "—",
                 ]
@@ -383,7 +384,7 @@ def _stop_section(stop: Stop) -> list[str]:
             f"> **Fix:** {md_text(line)}" if i == 0 else f"> {md_text(line)}"
             for i, line in enumerate(stop.fix.splitlines())
         )
-    lines.extend(["", f"_{md_text(view.STOPPED_NOTE[stop.status])}_"])
+    lines.extend(["", f"_{md_text(phrases.STOPPED_NOTE[stop.status])}_"])
     return lines
 
 
@@ -396,7 +397,7 @@ def _errors_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
         [
             md_code(e.get("query_id")),
             md_text(e.get("stage") or "—"),
-            md_text(view.shorten(f"{e.get('type') or 'Error'}: {e.get('message') or ''}", 120)),
+            md_text(phrases.shorten(f"{e.get('type') or 'Error'}: {e.get('message') or ''}", 120)),
         ]
         for e in errors[:max_rows]
     ]
@@ -421,9 +422,9 @@ def _abstention_section(artifact: Mapping[str, Any], *, full: bool = True) -> li
         lines.append("")
         rows = [
             [
-                md_code(view.fmt_floor(row.floor)) + (" (set)" if row.chosen else ""),
-                view.fmt(row.abstain_rate),
-                view.fmt(row.answer_rate),
+                md_code(phrases.fmt_floor(row.floor)) + (" (set)" if row.chosen else ""),
+                phrases.fmt(row.abstain_rate),
+                phrases.fmt(row.answer_rate),
             ]
             for row in sweep.rows
         ]
@@ -530,7 +531,7 @@ def _render(
     *,
     full: bool,
 ) -> str:
-    verdict = view.verdict(artifact)
+    verdict = gaterows.verdict(artifact)
     lines = [f"### {verdict.icon} {md_text(title)}: {verdict.headline}", ""]
     if verdict.stop is not None:  # no number to show: the reason, the fix, the failed queries
         lines.extend(_stop_section(verdict.stop))
@@ -540,7 +541,7 @@ def _render(
     for warning in view.warnings(artifact):
         lines.extend([f"> ⚠️ {md_text(warning)}", ""])
     lines.extend(_gates_section(artifact, max_gates, max_rows))
-    noise = view.noise_lines(artifact)
+    noise = gaterows.noise_lines(artifact)
     if noise:
         lines.append("")
         lines.extend(f"> {md_text(line)}" for line in noise)

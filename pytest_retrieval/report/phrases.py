@@ -1,14 +1,14 @@
 """The phrases every report shares: numbers at fixed rounding, scope labels, one-line texts.
 
-Builtins only. The view (:mod:`.view`) re-exports these, so a renderer reads them as
-``view.fmt`` and so on; the gate rows (:mod:`.gaterows`) word their changes with them.
+Builtins only. Every renderer reads them as ``phrases.fmt`` and so on; the gate rows
+(:mod:`.gaterows`) word their changes with them.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..stages import stage_change
+from ..run.stages import stage_change
 
 # --- numbers ---------------------------------------------------------------------------------
 
@@ -58,7 +58,7 @@ def stage_shown(stage: object, baseline_stage: object = None) -> str | None:
     """The stage a gate or check shows (values read from an artifact; anything but text is
     none): ``reranker``; for a check that compared two stages (the final stages, after a stage
     was added or removed), ``final stage: reranker in the baseline, retriever now``
-    (:func:`pytest_retrieval.stages.stage_change`); for a check on a stage this run lacks (a
+    (:func:`pytest_retrieval.run.stages.stage_change`); for a check on a stage this run lacks (a
     budget's ``stage=reranker`` after the reranker was removed: incomparable), ``reranker (not
     in this run)``."""
     now = stage if isinstance(stage, str) else None

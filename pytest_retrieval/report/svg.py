@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..verdict import Shown
-from . import view
+from . import phrases, view
 from .markup import Markup, el
 from .markup import num as _num
 from .view import Column
@@ -126,7 +126,7 @@ def _curve_chart(stage: str, series: Sequence[_Series]) -> Markup:
             )
         )
         for k, v in s.points:
-            label = ("baseline " if s.baseline else "") + f"{s.family}@{k} = {view.fmt(v)}"
+            label = ("baseline " if s.baseline else "") + f"{s.family}@{k} = {phrases.fmt(v)}"
             parts.append(
                 el(
                     "circle",
@@ -138,7 +138,7 @@ def _curve_chart(stage: str, series: Sequence[_Series]) -> Markup:
                         "fill": None if s.baseline else s.color,
                         "stroke": s.color,
                         "data-k": str(k),
-                        "data-value": view.fmt(v),
+                        "data-value": phrases.fmt(v),
                     },
                     el("title", None, f"{label} (stage {stage})"),
                 )
@@ -257,9 +257,9 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
                         "width": "36",
                         "height": _num(max(0.0, top + plot_h - y(value))),
                         "data-column": column.label,
-                        "data-value": view.fmt(value),
+                        "data-value": phrases.fmt(value),
                     },
-                    el("title", None, f"{column.label}: {metric} = {view.fmt(value)}"),
+                    el("title", None, f"{column.label}: {metric} = {phrases.fmt(value)}"),
                 )
             )
             parts.append(
@@ -271,7 +271,7 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
                         "y": _num(y(value) - 4),
                         "text-anchor": "middle",
                     },
-                    view.fmt(value, 2),
+                    phrases.fmt(value, 2),
                 )
             )
         else:
@@ -309,7 +309,7 @@ def _bar_chart(artifact: Mapping[str, Any], stage: str, metric: str) -> Markup:
                 "text",
                 {"x": _num(center), "y": _num(top + plot_h + 15), "text-anchor": "middle"},
                 el("title", None, column.label),
-                view.shorten(column.label, 11),
+                phrases.shorten(column.label, 11),
             )
         )
         parts.append(
@@ -398,7 +398,7 @@ def _sweep_chart(sweep: view.SweepView) -> Markup:
             el(
                 "text",
                 {"x": _num(x(value)), "y": _num(top + plot_h + 15), "text-anchor": "middle"},
-                view.fmt_floor(value),
+                phrases.fmt_floor(value),
             )
         )
     parts.append(
@@ -419,7 +419,7 @@ def _sweep_chart(sweep: view.SweepView) -> Markup:
                     "y1": _num(top),
                     "y2": axis_y,
                 },
-                el("title", None, f"retrieval_score_floor = {view.fmt_floor(sweep.floor)}"),
+                el("title", None, f"retrieval_score_floor = {phrases.fmt_floor(sweep.floor)}"),
             )
         )
     for name, color in _SWEEP_SERIES:
@@ -443,10 +443,10 @@ def _sweep_chart(sweep: view.SweepView) -> Markup:
                         "r": "3.5",
                         "fill": color,
                         "stroke": color,
-                        "data-floor": view.fmt_floor(f),
-                        "data-value": view.fmt(v),
+                        "data-floor": phrases.fmt_floor(f),
+                        "data-value": phrases.fmt(v),
                     },
-                    el("title", None, f"{name} = {view.fmt(v)} at floor {view.fmt_floor(f)}"),
+                    el("title", None, f"{name} = {phrases.fmt(v)} at floor {phrases.fmt_floor(f)}"),
                 )
             )
     svg = el(

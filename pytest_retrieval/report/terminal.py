@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..gates import DETAILS_HINT
-from ..golden import Query
-from ..options import DEFAULT_ALPHA
-from ..regression_outcome import describe_left_out
-from ..session import RetrievalSession
+from ..golden.model import Query
+from ..golden.scope import DETAILS_HINT
+from ..regression.outcome import describe_left_out
+from ..session.session import RetrievalSession
+from ..settings.options import DEFAULT_ALPHA
 from ..text import for_terminal
 from ..verdict import Status
 from .phrases import unscored_reason
@@ -122,7 +122,7 @@ def _stage_full(session: RetrievalSession, stage: str) -> list[str]:
     """Every metric at every K, by overall, slice and held-out (``-v``)."""
     from tabulate import tabulate
 
-    from ..summary import refused, table
+    from .summary import refused, table
 
     specs = session.settings.metric_specs
     no_number = refused(session.ranked_run(), stage, specs)
@@ -169,8 +169,8 @@ def _fitted_table(
 def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[str]:
     """The overall scores as families x K, then the slices on the headline and gated metrics
     (slices with no query to score are left out; :func:`_run_facts` names them)."""
-    from ..metrics import MetricSpec
-    from ..summary import refused, shown_means
+    from ..scoring.metrics import MetricSpec
+    from .summary import refused, shown_means
 
     specs = session.settings.metric_specs
     evaluation = session.evaluation(stage, specs)
@@ -231,7 +231,7 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
 
 def _scored_columns(session: RetrievalSession) -> list[tuple[str, list[Query]]]:
     """The summary's columns (overall, each slice, held-out when unsealed) and their queries."""
-    from ..summary import columns
+    from .summary import columns
 
     return [(label, session.select(s)) for label, s in columns(session.golden, session.scope)]
 
@@ -256,7 +256,7 @@ def summary_metrics(session: RetrievalSession, stage: str) -> list[str]:
     largest K, the candidate recall a reranker depends on; NDCG at 10 or the nearest K below;
     MRR) and every metric a gate, declared or asserted, or a regression budget checks at that
     stage; in table order."""
-    from ..metrics import MetricSpec
+    from ..scoring.metrics import MetricSpec
 
     families = {s.name for s in session.settings.metric_specs}
     ks = sorted({s.k for s in session.settings.metric_specs if s.k is not None})
@@ -299,7 +299,7 @@ def _run_facts(session: RetrievalSession, *, full: bool, width: int) -> list[str
         + (f"; not shown, no query to score: slice {', '.join(empty)}" if empty else "")
     )
     lines = [queries] if full else _fit(queries, width)
-    from ..summary import depth_facts, depth_line, latency_percentiles
+    from .summary import depth_facts, depth_line, latency_percentiles
 
     facts = depth_facts(session.depth_plan, session.outcomes)
     depth = depth_line(facts, session.effective_depth, full=full)
@@ -369,7 +369,7 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
     """Findings that make numbers meaningless where they apply; shown in every mode (the cache
     warnings are part of the run facts unless ``quiet`` hides those)."""
     lines: list[str] = []
-    from .. import findings
+    from ..session import findings
 
     found = findings.short_rankings(session) if session.has_run else []
     for finding in found:
@@ -384,7 +384,7 @@ def _warnings(session: RetrievalSession, *, quiet: bool, width: int) -> list[str
     if not quiet and session.has_run:
         # Low judgment coverage where the gates look: a warning, not a failure (-q, only what
         # failed, leaves it to the full summary).
-        from ..runchecks import coverage_warnings
+        from ..run.checks import coverage_warnings
 
         # Coverage facts one line each; the warning is fitted to the width like the others.
         coverage = findings.coverage(session)
@@ -421,7 +421,7 @@ def noise_lines(session: RetrievalSession) -> list[str]:
 
 def family_line(outcomes: Iterable[Any]) -> str | None:
     """``7 regression checks, family-wise alpha 0.05, maxT (...)`` from the checks' records."""
-    from ..regression import describe
+    from ..regression.family import describe
 
     for outcome in outcomes:
         if outcome.multiplicity is not None and outcome.family_size:
@@ -460,7 +460,7 @@ def abstention_lines(session: RetrievalSession, *, verbose: bool = False) -> lis
             lines.append(f"abstain_rate, answer_rate [{stage}]: cannot be measured: {reason}")
     if not verbose:
         return lines
-    from .. import abstention
+    from ..scoring import abstention
 
     for stage in session.stages:
         found = session.abstention_sweep(stage)

@@ -8,11 +8,12 @@ order and fixed rounding; the renderers only lay them out and escape them.
 
 The renderers read everything through this module: the shared phrases (numbers, scope labels,
 one-line texts) live in :mod:`.phrases` and the gate rows and the verdict in :mod:`.gaterows`,
-and both are re-exported here.
+which the renderers import beside this one.
 
-A *baseline document* (the baseline JSON, or a :class:`~pytest_retrieval.baseline.Snapshot`)
-is optional: with it the reports add the baseline's means (the dashed curve, the deltas of the
-metric table) and mark relevant documents the baseline had found and this run lost.
+A *baseline document* (the baseline JSON, or a
+:class:`~pytest_retrieval.regression.baseline.Snapshot`) is optional: with it the reports add the
+baseline's means (the dashed curve, the deltas of the metric table) and mark relevant documents the
+baseline had found and this run lost.
 """
 
 from __future__ import annotations
@@ -21,27 +22,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from ..stages import final_stage
+from ..run.stages import final_stage
 from ..text import parse_int
-from .gaterows import GateRow as GateRow  # re-exported: the renderers read the view
-from .gaterows import against_text as against_text
-from .gaterows import family_line as family_line
-from .gaterows import gate_rows as gate_rows
-from .gaterows import has_regressions as has_regressions
-from .gaterows import noise_lines as noise_lines
-from .gaterows import stale_cache
-from .gaterows import verdict as verdict
-from .phrases import STOPPED_NOTE as STOPPED_NOTE
-from .phrases import fmt as fmt  # re-exported: the renderers read the view
-from .phrases import fmt_floor as fmt_floor
-from .phrases import fmt_p as fmt_p
-from .phrases import fmt_signed as fmt_signed
-from .phrases import scope_label as scope_label
-from .phrases import shorten as shorten
-from .phrases import stage_shown as stage_shown
+from .gaterows import (
+    stale_cache,
+)
 
 if TYPE_CHECKING:
-    from ..baseline import Snapshot
+    from ..regression.snapshot import Snapshot
 
 
 #: The baseline the reports compare with: the baseline JSON as a dict, or a loaded Snapshot.
@@ -61,7 +49,7 @@ def split_metric(name: str) -> tuple[str, int | None]:
 
 
 def default_stage(artifact: Mapping[str, Any]) -> str | None:
-    """The final stage (:func:`~pytest_retrieval.stages.final_stage`), whose ranking the user
+    """The final stage (:func:`~pytest_retrieval.run.stages.final_stage`), whose ranking the user
     sees."""
     return final_stage(str(s) for s in artifact.get("stages") or ())
 

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ..files import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..settings.resolve import Settings
     from .view import BaselineLike
 
 
@@ -45,7 +45,7 @@ HTML_REPORT = ReportFile("html", "HTML report")
 
 #: Every report file, in the order they are written. A new report format is a row here, a field
 #: of :class:`ReportTargets`, its renderer in :meth:`ReportTargets.write` and its setting in
-#: :data:`~pytest_retrieval.options.OPTIONS`.
+#: :data:`~pytest_retrieval.settings.options.OPTIONS`.
 REPORT_FILES = (JSON_ARTIFACT, MARKDOWN_REPORT, HTML_REPORT)
 
 

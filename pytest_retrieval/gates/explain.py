@@ -1,0 +1,218 @@
+"""Why a score is low: the worst queries of a selection, with what they missed.
+
+Pure functions over a golden set's queries and an evaluation; the session passes its rankings
+and its held-out redaction rule in, so that nothing here decides what may be shown.
+:func:`explain_score` is the explanation under a failed gate: what was scored, the queries that
+failed in the retriever, the worst queries (or, for ``abstain_rate`` / ``answer_rate``, the
+queries on the wrong side of the score floor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..golden.model import Query
+from ..golden.scope import DETAILS_HINT
+from ..scoring.evaluate import Evaluation
+from ..scoring.metrics import MetricSpec
+from ..text import for_terminal
+
+if TYPE_CHECKING:
+    from ..run.retriever import QueryOutcome
+
+#: How many returned ids a worst-query line shows.
+RETURNED_SHOWN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class WorstQuery:
+    """One of the lowest-scoring queries, for failure messages."""
+
+    query_id: str
+    text: str | None
+    value: float
+    missed: tuple[str, ...]
+    first_relevant_rank: int | None
+    #: The top of what the retriever returned (what it found instead).
+    returned: tuple[str, ...] = ()
+
+    def describe(self, spec: MetricSpec) -> str:
+        """One line: id, text, value, missed relevant ids and where the first relevant sat."""
+        text = "" if self.text is None else f" {_clip(self.text, 60)!r}"
+        first = (
+            f"first relevant at rank {self.first_relevant_rank}"
+            if self.first_relevant_rank is not None
+            else "no relevant document retrieved"
+        )
+        # User ids are escaped (for_terminal): one with a newline cannot start a log line.
+        missed = f"; missed {', '.join(map(for_terminal, self.missed[:5]))}" if self.missed else ""
+        if len(self.missed) > 5:
+            missed += f" (+{len(self.missed) - 5} more)"
+        returned = (
+            f"; returned {', '.join(map(for_terminal, self.returned))}"
+            if self.returned
+            else "; returned nothing"
+        )
+        return (
+            f"{for_terminal(self.query_id)}{text}: {spec} = {self.value:.4f}{missed}; {first}"
+            f"{returned}"
+        )
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def worst_queries(
+    spec: MetricSpec,
+    queries: Sequence[Query],
+    evaluation: Evaluation,
+    ranking: Callable[[str], tuple[str, ...]],
+    *,
+    redacted: Callable[[Query], bool],
+    min_grade: int,
+    limit: int,
+) -> list[WorstQuery]:
+    """The ``limit`` lowest-scoring queries (never a perfect one, never a redacted one)."""
+    column = evaluation.columns[str(spec)]
+    by_id = {q.id: q for q in queries}
+    scored = [
+        (value, qid)
+        for qid, value in zip(evaluation.query_ids, column)
+        # A perfect query is never among the "worst", however few queries there are.
+        if value is not None and value < 1.0 and not redacted(by_id[qid])
+    ]
+    scored.sort()
+    worst = []
+    for value, qid in scored[:limit]:
+        query = by_id[qid]
+        ranked = ranking(qid)
+        relevant = [d for d, g in query.judgments.items() if g >= min_grade]
+        # What the metric looked at: the top K, the top R for R-precision, else everything.
+        depth = len(relevant) if spec.name == "r_precision" else spec.k
+        top = ranked if depth is None else ranked[:depth]
+        shown = set(top)
+        missed = tuple(d for d in relevant if d not in shown)
+        relevant_set = set(relevant)
+        first = next((i for i, d in enumerate(ranked, 1) if d in relevant_set), None)
+        worst.append(WorstQuery(qid, query.text, value, missed, first, ranked[:RETURNED_SHOWN]))
+    return worst
+
+
+def explain_score(
+    spec: MetricSpec,
+    stage: str,
+    queries: Sequence[Query],
+    evaluation: Evaluation,
+    outcomes: Mapping[str, QueryOutcome],
+    *,
+    redacted: Callable[[Query], bool],
+    limit: int,
+) -> list[str]:
+    """The lines under a score: how many queries were scored, the failed and worst ones.
+
+    ``outcomes`` is the run (query id → outcome), ``redacted`` the session's held-out rule,
+    ``limit`` how many queries a list shows (``retrieval_worst``). What was relevant, the
+    duplicate groups and the stage's score floor are the evaluation's own conventions
+    (:attr:`.Evaluation.conventions`), so the explanation can never speak of other ones.
+    """
+    conventions = evaluation.conventions
+    duplicates = conventions.duplicates
+    n = evaluation.counts[str(spec)]
+    if spec.name == "abstain_rate":
+        lines = [f"no-answer queries scored: {n} (abstain_rate is defined on them only)"]
+    elif spec.name == "answer_rate":
+        lines = [f"answerable queries scored: {n} (answer_rate is defined on them only)"]
+    else:
+        lines = [
+            f"queries scored: {n}, skipped (no relevant document): "
+            f"{len(evaluation.skipped_no_relevant)}"
+        ]
+    if duplicates is not None:
+        lines.append(f"scored per duplicate group: {duplicates.describe()}")
+    by_id = {q.id: q for q in queries}
+    failed = [o for o in outcomes.values() if o.error is not None and o.query_id in by_id]
+    if failed:
+        # A held-out query's id is a per-query detail too: counted, never named.
+        named = [o.query_id for o in failed if not redacted(by_id[o.query_id])]
+        hidden = len(failed) - len(named)
+        lines.append(
+            f"{len(failed)} queries failed in the retriever and scored 0"
+            + (": " + ", ".join(named[:10]) if named else "")
+            + (f" ({hidden} held-out, not named)" if hidden else "")
+        )
+
+    def ranking(qid: str) -> tuple[str, ...]:
+        outcome = outcomes.get(qid)
+        return outcome.rankings.get(stage, ()) if outcome else ()
+
+    worst = (
+        []
+        if spec.metric.source != "judgments"
+        else worst_queries(
+            spec,
+            queries,
+            evaluation,
+            ranking,
+            redacted=redacted,
+            min_grade=conventions.min_grade,
+            limit=limit,
+        )
+    )
+    if spec.metric.source == "scores":
+        lines.extend(
+            _explain_abstention(
+                spec,
+                stage,
+                queries,
+                evaluation,
+                outcomes,
+                redacted=redacted,
+                limit=limit,
+                floor=conventions.floor_for(stage),
+            )
+        )
+    if worst:
+        lines.append(f"worst {len(worst)} quer{'y' if len(worst) == 1 else 'ies'}:")
+        lines.extend(f"  {w.describe(spec)}" for w in worst)
+    if any(redacted(q) for q in queries):
+        lines.append(f"held-out per-query details are hidden ({DETAILS_HINT})")
+    return lines
+
+
+def _explain_abstention(
+    spec: MetricSpec,
+    stage: str,
+    queries: Sequence[Query],
+    evaluation: Evaluation,
+    outcomes: Mapping[str, QueryOutcome],
+    *,
+    redacted: Callable[[Query], bool],
+    limit: int,
+    floor: float | None,
+) -> list[str]:
+    """The queries that scored 0: no-answer queries answered, answerable ones abstained."""
+    from ..scoring.abstention import describe_floor, top_score
+
+    column = evaluation.columns[str(spec)]
+    by_id = {q.id: q for q in queries}
+    zero = [
+        qid
+        for qid, value in zip(evaluation.query_ids, column)
+        if value == 0.0 and not redacted(by_id[qid])
+    ]
+    shown_floor = describe_floor(floor)
+    what = "answered anyway" if spec.name == "abstain_rate" else "abstained"
+    lines = [
+        f"score floor {shown_floor}: {len(zero)} quer{'y' if len(zero) == 1 else 'ies'} {what}"
+    ]
+    for qid in zero[:limit]:
+        outcome = outcomes.get(qid)
+        ranking = outcome.rankings.get(stage, ()) if outcome else ()
+        top = top_score(outcome.scores.get(stage)) if outcome else None
+        shown = f"top score {top:.4g}" if top is not None else "no score"
+        first = f", top result {for_terminal(ranking[0])}" if ranking else ", nothing returned"
+        lines.append(f"  {for_terminal(qid)}: {shown}{first}")
+    return lines

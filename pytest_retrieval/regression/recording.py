@@ -1,0 +1,67 @@
+"""A run and its baseline: what a run's snapshot holds and records.
+
+The session owns its snapshot (one per metric list), the baseline it writes and its regression
+family (:meth:`~pytest_retrieval.session.session.RetrievalSession.snapshot`, ``baseline_snapshot``,
+``regression_family``); what goes into them is decided here, from facts:
+
+* :func:`snapshot_specs`: the metrics a snapshot holds;
+* :func:`snapshot_settings`: the settings a baseline must share to be comparable (the depth,
+  which duplicate groups);
+* :func:`ranking_of`, :func:`returned_of`: a query's ranking and its ids as returned, from a
+  run's outcomes; :func:`failed_in_extra_runs`.
+
+The comparison options of every regression check of a session are
+``CompareOptions.from_settings`` (:mod:`.regression_pairs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..scoring.metrics import MetricSpec
+
+if TYPE_CHECKING:
+    from ..gates.declared import Budget
+    from ..run.retriever import QueryOutcome
+    from ..scoring.dedup import DuplicateGroups
+    from ..settings.resolve import Settings
+
+
+def snapshot_specs(
+    settings: Settings, budgets: Sequence[Budget], extra: Sequence[MetricSpec] = ()
+) -> tuple[MetricSpec, ...]:
+    """The metrics a snapshot holds: the configured ones, every budget's, then ``extra``."""
+    budgeted = [b.spec for b in budgets]
+    return tuple(dict.fromkeys([*settings.metric_specs, *budgeted, *extra]))
+
+
+def returned_of(
+    outcomes: Mapping[str, QueryOutcome], qid: str, stage: str
+) -> tuple[str, ...] | None:
+    """The ids of one query's stage as returned, where they differ from its ranking."""
+    outcome = outcomes.get(qid)
+    return outcome.returned.get(stage) if outcome is not None else None
+
+
+def ranking_of(outcomes: Mapping[str, QueryOutcome], qid: str, stage: str) -> tuple[str, ...]:
+    """One query's ranking at one stage of a run (empty where it has none)."""
+    outcome = outcomes.get(qid)
+    return outcome.rankings.get(stage, ()) if outcome else ()
+
+
+def snapshot_settings(
+    settings: Settings, *, depth: int, duplicates: DuplicateGroups | None = None
+) -> dict[str, Any]:
+    """The settings a baseline must share to be comparable: those that change a number, the
+    retrieval ``depth`` (each ranking's documents); with ``duplicates``, which groups (their
+    fingerprint), since other groups give other numbers."""
+    recorded = {**settings.affecting_numbers(), "depth": depth}
+    if duplicates is not None:
+        recorded["dedup"] = f"{recorded.get('dedup', 'file')}:{duplicates.fingerprint}"
+    return recorded
+
+
+def failed_in_extra_runs(extra_runs: Sequence[Mapping[str, QueryOutcome]]) -> list[str]:
+    """Ids of queries that failed in an extra baseline run."""
+    return sorted({o.query_id for run in extra_runs for o in run.values() if o.error is not None})

@@ -1,0 +1,673 @@
+"""Calling the retriever: threads, async, batches, timeouts, per-query errors, two stages."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..stages import RERANKER_STAGE, RETRIEVER_STAGE
+from .context import NO_CONTEXT, ContextUse, reranker_route
+from .items import (
+    DocIdOption,
+    DocMap,
+    QueryOutcome,
+    QueryRequest,
+    RetrieverCall,
+    RetrieverOutputError,
+    RetrieverShape,
+    RetrieverShapeError,
+    _check_ranking,
+    _check_separator,
+    _describe,
+    _looks_like_one_item,
+    adapt_fast,
+    deeper,
+)
+from .shapes import _is_async, _Plan, _plan
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+async def _collect_async(iterable: Any) -> list[Any]:
+    return [item async for item in iterable]
+
+
+def _listed_if_lazy(value: Any) -> Any:
+    """An iterator (generator, map) or another one-pass iterable as a list; others unchanged."""
+    if isinstance(value, Iterator):
+        return list(value)
+    if (
+        isinstance(value, (str, bytes, Sequence, Mapping, set, frozenset))
+        or inspect.isclass(value)
+        or _looks_like_one_item(value)
+        or not isinstance(value, Iterable)
+    ):
+        return value
+    return list(value)  # numpy arrays too: their items are numpy ids, read later
+
+
+def _materialise(value: Any) -> Any:
+    """Await and iterate a result to the end, in the calling (timed) thread."""
+    if inspect.isawaitable(value):
+        # A coroutine from a sync-looking callable (a partial of an async def): this worker
+        # thread has no running loop, so it gets its own.
+        value = asyncio.run(_awaited(value))
+    if hasattr(value, "__aiter__"):
+        value = asyncio.run(_collect_async(value))
+    return _listed_if_lazy(value)
+
+
+async def _materialise_async(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        value = await value
+    if hasattr(value, "__aiter__"):
+        value = await _collect_async(value)
+    return _listed_if_lazy(value)
+
+
+def _error_text(exc: BaseException) -> tuple[str, str]:
+    message = str(exc) or type(exc).__name__
+    return type(exc).__name__, message if len(message) <= 500 else message[:497] + "..."
+
+
+Done = Callable[[int, Any, BaseException | None, float], None]
+
+
+def _run_threads(
+    fn: Callable[[int], Any],
+    count: int,
+    *,
+    concurrency: int,
+    timeout: float | None,
+    on_done: Done,
+) -> None:
+    """Call ``fn(i)`` for i in range(count) on daemon threads; report each result via on_done.
+
+    A call that runs past ``timeout`` seconds is reported as a TimeoutError and abandoned: its
+    thread is a daemon, replaced by a fresh worker, so a hanging retriever cannot hang pytest.
+    """
+    jobs: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+    results: queue.SimpleQueue[tuple[int, Any, BaseException | None, float]] = queue.SimpleQueue()
+    lock = threading.Lock()
+    running: dict[int, tuple[int, float]] = {}  # worker id -> (job, start)
+    next_worker = [0]
+    # Set when the run ends early (Ctrl-C reaches the waiting main thread): no worker starts
+    # another query, so an interrupted run stops calling (and billing) the retriever at once.
+    stop = threading.Event()
+
+    def work(wid: int) -> None:
+        while True:
+            job = jobs.get()
+            if job is None or stop.is_set():
+                return
+            start = time.perf_counter()
+            with lock:
+                running[wid] = (job, start)
+            value: Any = None
+            error: BaseException | None = None
+            try:
+                value = fn(job)
+            except BaseException as exc:
+                error = exc
+            elapsed = time.perf_counter() - start
+            with lock:
+                mine = running.pop(wid, None)
+            if mine is None:
+                return  # timed out and replaced: drop the late result
+            results.put((job, value, error, elapsed))
+
+    def spawn() -> None:
+        wid = next_worker[0]
+        next_worker[0] += 1
+        threading.Thread(target=work, args=(wid,), name=f"retrieval-{wid}", daemon=True).start()
+
+    for job in range(count):
+        jobs.put(job)
+    for _ in range(min(concurrency, count)):
+        spawn()
+    try:
+        _collect(count, timeout, results, running, lock, on_done, spawn)
+    finally:
+        stop.set()
+        for _ in range(next_worker[0]):
+            jobs.put(None)
+
+
+def _collect(
+    count: int,
+    timeout: float | None,
+    results: queue.SimpleQueue[tuple[int, Any, BaseException | None, float]],
+    running: dict[int, tuple[int, float]],
+    lock: threading.Lock,
+    on_done: Done,
+    spawn: Callable[[], None],
+) -> None:
+    """Wait for every job's result (or its timeout) and report it; the main loop of
+    :func:`_run_threads`."""
+    done = 0
+    while done < count:
+        wait: float | None = None
+        if timeout is not None:
+            with lock:
+                starts = [start for _job, start in running.values()]
+            now = time.perf_counter()
+            wait = max(0.0, min((s + timeout - now for s in starts), default=timeout)) + 0.005
+        try:
+            job, value, error, elapsed = results.get(timeout=wait)
+        except queue.Empty:
+            now = time.perf_counter()
+            expired = []
+            with lock:
+                for wid, (job, start) in list(running.items()):
+                    if timeout is not None and now - start >= timeout:
+                        del running[wid]
+                        expired.append((job, now - start))
+            for job, elapsed in expired:
+                on_done(job, None, TimeoutError(f"no answer within {timeout:g} s"), elapsed)
+                done += 1
+                spawn()
+            continue
+        on_done(job, value, error, elapsed)
+        done += 1
+
+
+#: How long the event loop may stay silent (its heartbeat ticks every _HEARTBEAT s) before the run
+#: counts it as blocked by a coroutine running blocking code.
+_LOOP_GRACE = 0.25
+_HEARTBEAT = 0.05
+
+
+def _running_query(thread: threading.Thread, code: Any) -> int | None:
+    """The query whose ``call`` coroutine is executing on ``thread`` right now, if any."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None:
+        if frame.f_code is code:
+            value = frame.f_locals.get("i")
+            return value if isinstance(value, int) else None
+        frame = frame.f_back
+    return None
+
+
+def _run_async(
+    fn: Callable[[Any], Any],
+    payloads: Sequence[Any],
+    *,
+    concurrency: int,
+    timeout: float | None,
+    on_done: Done,
+) -> None:
+    """Await ``fn(payload)`` for every payload on one private event loop, ``concurrency`` at once.
+
+    One loop for the whole run, so that async clients bound to a loop keep working. The loop
+    times its queries out itself (``wait_for``). A coroutine that blocks the loop cannot be timed
+    out from inside it, so this thread watches the deadlines and the loop's heartbeat: when a
+    query is past its deadline and the loop is silent, the query blocking it (found from the
+    loop thread's stack) is timed out from here, the loop is abandoned (a daemon thread), and the
+    other queries it held, started or not, are run again on a fresh loop.
+    """
+    count = len(payloads)
+    lock = threading.Lock()
+    pending = collections.deque(range(count))
+    running: dict[int, tuple[float, int]] = {}  # query -> (start, loop generation)
+    finished: set[int] = set()
+    beats: dict[int, float] = {}
+    generation = [0]
+    results: queue.SimpleQueue[tuple[int, Any, BaseException | None, float]] = queue.SimpleQueue()
+    threads: dict[int, threading.Thread] = {}
+    abandoned: set[int] = set()  # generations whose loop was blocked
+
+    def claim(gen: int) -> tuple[int, float] | None:
+        with lock:
+            if gen != generation[0] or not pending:
+                return None
+            i = pending.popleft()
+            start = time.perf_counter()
+            running[i] = (start, gen)
+            return i, start
+
+    async def call(i: int, gen: int, start: float) -> None:
+        with lock:
+            if running.get(i, (0.0, -1))[1] != gen:
+                return  # moved to a fresh loop while this one was blocked
+        # What the call raised is reported, not raised: asyncio lets a SystemExit escape the
+        # event loop (failing every query), and it must fail this query only, as in a thread.
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = await _materialise_async(fn(payloads[i]))
+        except asyncio.CancelledError:  # the timeout cancelling the call
+            raise
+        except BaseException as exc:
+            error = exc
+        # Reported the moment it is known: the worker's own resumption may be held up behind
+        # another query that blocks the loop.
+        results.put((i, value, error, time.perf_counter() - start))
+
+    async def worker(gen: int) -> None:
+        while (claimed := claim(gen)) is not None:
+            i, start = claimed
+            try:
+                await asyncio.wait_for(call(i, gen, start), timeout)
+            except asyncio.TimeoutError:
+                error = TimeoutError(f"no answer within {timeout:g} s")
+                results.put((i, None, error, time.perf_counter() - start))
+
+    async def ticker(gen: int) -> None:
+        while True:
+            beats[gen] = time.perf_counter()
+            await asyncio.sleep(_HEARTBEAT)
+
+    async def main(gen: int) -> None:
+        beat = asyncio.ensure_future(ticker(gen))
+        try:
+            await asyncio.gather(*(worker(gen) for _ in range(min(concurrency, count))))
+        finally:
+            beat.cancel()
+
+    def start_loop(gen: int) -> None:
+        beats[gen] = time.perf_counter()
+
+        def runner() -> None:
+            try:
+                asyncio.run(main(gen))
+            except BaseException as exc:  # our own failure: surface it, do not hang
+                results.put((-1, None, exc, 0.0))
+
+        thread = threading.Thread(target=runner, name=f"retrieval-async-{gen}", daemon=True)
+        threads[gen] = thread
+        thread.start()
+
+    blocked_message = (
+        f"no answer within {timeout:g} s (the event loop was blocked: an async def ran blocking "
+        "code, such as time.sleep or a synchronous client, without await)"
+    )
+    start_loop(0)
+    done = 0
+    while done < count:
+        wait: float | None = None
+        if timeout is not None:
+            with lock:
+                starts = [start for start, _g in running.values()]
+            now = time.perf_counter()
+            deadline = min((s + timeout + _LOOP_GRACE - now for s in starts), default=_LOOP_GRACE)
+            wait = max(0.0, min(deadline, _LOOP_GRACE)) + 0.005
+        try:
+            i, value, error, elapsed = results.get(timeout=wait)
+        except queue.Empty:
+            pass
+        else:
+            if i < 0:
+                assert error is not None
+                raise error
+            with lock:
+                running.pop(i, None)
+                late = i in finished
+                finished.add(i)
+            if not late:  # not already reported as timed out from here
+                on_done(i, value, error, elapsed)
+                done += 1
+            continue
+        assert timeout is not None  # without a timeout the wait above has none either
+        now = time.perf_counter()
+        timed_out: list[tuple[int, float, str]] = []
+        with lock:
+            current = generation[0]
+            blocked = now - beats.get(current, now) > _LOOP_GRACE
+            mine = {i: start for i, (start, g) in running.items() if g == current}
+            if blocked and any(now - start >= timeout for start in mine.values()):
+                culprit = _running_query(threads[current], call.__code__)
+                for i, start in mine.items():
+                    if i == culprit or (culprit is None and now - start >= timeout):
+                        if now - start >= timeout:
+                            timed_out.append((i, now - start, blocked_message))
+                        continue  # a culprit not yet due stays, timed out when it is
+                    del running[i]
+                    pending.appendleft(i)  # held up by the culprit: run again on a fresh loop
+                abandoned.add(current)
+                generation[0] += 1
+            reported = {t for t, _e, _m in timed_out}
+            for i, (start, g) in running.items():  # past the deadline and not timed out inside:
+                if now - start >= timeout + _LOOP_GRACE and i not in reported:
+                    # A culprit on a loop it blocked, or a call that ignores its cancellation.
+                    message = (
+                        blocked_message if g in abandoned else f"no answer within {timeout:g} s"
+                    )
+                    timed_out.append((i, now - start, message))
+            for i, _elapsed, _message in timed_out:
+                finished.add(i)
+                del running[i]
+        for i, elapsed, message in timed_out:
+            on_done(i, None, TimeoutError(message), elapsed)
+            done += 1
+        if generation[0] != current:
+            start_loop(generation[0])
+    threads[generation[0]].join(_LOOP_GRACE)  # a healthy loop is closing; a blocked one is left
+
+
+Progress = Callable[[int, int], None]
+
+
+def _batch_results(
+    value: Any, texts: list[str], requests: Sequence[QueryRequest], shown: str
+) -> list[tuple[Any, BaseException | None]]:
+    """A batch call's return value as one (result, error) per query, materialised."""
+    ids = ", ".join(r.id for r in requests)
+    if isinstance(value, (Mapping, str, bytes, set, frozenset)) or not isinstance(value, Iterable):
+        raise RetrieverOutputError(
+            f"the batch method {shown} returned {_describe(value)} ({type(value).__name__}) for "
+            f"the queries {ids}; return a list with one ranking per query text, in order"
+        )
+    values = list(value)
+    if len(values) != len(texts):
+        raise RetrieverOutputError(
+            f"the batch method returned {len(values)} results for {len(texts)} queries ({ids}); "
+            "return a list with one ranking per query text, in order"
+        )
+    out: list[tuple[Any, BaseException | None]] = []
+    for item in values:
+        if isinstance(item, BaseException):  # LangChain's return_exceptions=True
+            out.append((None, item))
+            continue
+        try:
+            out.append((_materialise(item), None))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a lazy result raising while consumed: that query only
+            out.append((None, exc))
+    return out
+
+
+def _stage_call(
+    plan: _Plan,
+    requests: Sequence[QueryRequest],
+    inputs: Sequence[Any],
+    *,
+    concurrency: int,
+    timeout: float | None,
+    batch_size: int,
+    on_result: Done,
+) -> None:
+    """Call one stage over ``inputs``: ``(text, context)`` per query, ``(text, candidates,
+    context)`` for the reranker (the plan's callables take them in that order)."""
+    count = len(requests)
+    if plan.batch is not None:
+        batch = plan.batch
+        chunks = [list(range(i, min(i + batch_size, count))) for i in range(0, count, batch_size)]
+
+        def call_chunk(c: int) -> list[tuple[Any, BaseException | None]]:
+            texts = [inputs[i][0] for i in chunks[c]]
+            result = batch(texts, [inputs[i][-1] for i in chunks[c]])
+            if inspect.isawaitable(result):
+                # An async batch method: each worker thread runs it on its own event loop.
+                result = asyncio.run(_awaited(result))
+            return _batch_results(result, texts, [requests[i] for i in chunks[c]], plan.shape.call)
+
+        def chunk_done(c: int, value: Any, error: BaseException | None, elapsed: float) -> None:
+            members = chunks[c]
+            for position, i in enumerate(members):
+                item, item_error = (None, error) if error is not None else value[position]
+                on_result(i, item, item_error, elapsed / len(members))
+
+        _run_threads(
+            call_chunk, len(chunks), concurrency=concurrency, timeout=timeout, on_done=chunk_done
+        )
+        return
+    single = plan.single
+    assert single is not None
+    if plan.is_async:
+        _run_async(
+            lambda payload: single(*payload),
+            [tuple(inputs[i]) for i in range(count)],
+            concurrency=concurrency,
+            timeout=timeout,
+            on_done=on_result,
+        )
+        return
+
+    def one(i: int) -> Any:
+        return _materialise(single(*inputs[i]))
+
+    _run_threads(one, count, concurrency=concurrency, timeout=timeout, on_done=on_result)
+
+
+def _reranker_call(fn: Callable[..., Any], use: ContextUse) -> tuple[Callable[..., Any], str]:
+    """``call(text, candidates, context)`` of a reranker (``context=`` when it declares it)."""
+    route = reranker_route(fn, use)
+    if route is None:
+        return (lambda text, candidates, _context: fn(text, candidates)), ""
+    extra = route.kwargs
+    return (
+        lambda text, candidates, context: fn(text, candidates, **extra(context))
+    ), f", {route.shown}"
+
+
+def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> _Plan:
+    if inspect.isclass(reranker):
+        name = reranker.__qualname__
+        raise RetrieverShapeError(
+            f"the reranker under test is the class {name}, not an instance of it: return "
+            f"{name}(...) from the reranker_under_test fixture, not {name}"
+        )
+    if callable(reranker):
+        call, shown = _reranker_call(reranker, use)
+        return _Plan(
+            RetrieverShape(
+                "function", f"fn(text, candidates{shown})", True, context=shown[2:] or None
+            ),
+            single=call,
+            is_async=_is_async(reranker),
+        )
+    for name in ("invoke", "retrieve", "search", "get_relevant_documents", "rerank"):
+        method = getattr(reranker, name, None)
+        if callable(method):
+            call, shown = _reranker_call(method, use)
+            return _Plan(
+                RetrieverShape(
+                    f"object.{name}",
+                    f"{name}(text, candidates{shown})",
+                    True,
+                    context=shown[2:] or None,
+                ),
+                single=call,
+                is_async=_is_async(method),
+            )
+    raise RetrieverShapeError(
+        f"the reranker under test is a {type(reranker).__name__}, which is neither callable nor "
+        "has an invoke/rerank/retrieve/search method; return a function "
+        "`rerank(query_text, candidates) -> ranked ids` from the reranker_under_test fixture"
+    )
+
+
+def run_pipeline(
+    requests: Sequence[QueryRequest],
+    retriever: Any,
+    reranker: Any = None,
+    *,
+    depth: int | None = None,
+    concurrency: int = 8,
+    timeout: float | None = 60.0,
+    batch_size: int = 32,
+    doc_id: DocIdOption = None,
+    doc_map: DocMap = None,
+    doc_id_separator: str | None = None,
+    progress: Progress | None = None,
+    fill: int | None = None,
+    max_depth: int | None = None,
+    on_call: Callable[[RetrieverCall], None] | None = None,
+    context: ContextUse | None = None,
+) -> list[QueryOutcome]:
+    """Run every query through the retriever (and the reranker, if any); one outcome per query.
+
+    Stage ``retriever`` is the candidate list, asked for ``depth`` results where the shape
+    allows (:func:`describe_retriever`), or for a request's own ``depth`` when it has one;
+    stage ``reranker`` (when a reranker is given) is ``reranker(query_text, candidates)`` on
+    the retriever's raw (materialised) candidates of its last call. A query whose retriever
+    call failed is not sent to the reranker. ``doc_id``, ``doc_map`` and ``doc_id_separator``
+    turn returned items into document ids (the module's chunk → document rule).
+
+    ``fill`` (with ``max_depth``): when the depth reaches the retriever, a query whose results
+    collapsed into fewer than ``fill`` documents while its call came back full is asked again
+    deeper, as :func:`.items.deeper` says, until it holds ``fill`` documents, returns fewer
+    results than asked or reaches ``max_depth``; only those queries are asked again.
+    ``on_call`` receives every successful retriever call (each depth is its own cache entry).
+
+    Each request's ``context`` reaches both stages as :mod:`.context` says, planned for
+    ``context`` (the run's :class:`~.context.ContextUse`: every key of the whole run and the
+    ``retrieval_context_filter`` function; by default the keys of these requests and no
+    filter function). Raises :class:`RetrieverShapeError` (a TypeError) for a retriever it
+    cannot call or hand the context to.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    _check_separator(doc_id_separator)
+    use = context if context is not None else ContextUse.of(r.context for r in requests)
+    plans: dict[int | None, _Plan] = {depth: _plan(retriever, depth, use)}
+
+    def plan_at(asked: int | None) -> _Plan:
+        if asked not in plans:
+            plans[asked] = _plan(retriever, asked, use)
+        return plans[asked]
+
+    deepens = fill is not None and max_depth is not None and plans[depth].shape.depth_passed
+    rerank_plan = _reranker_plan(reranker, use) if reranker is not None else None
+    outcomes = [QueryOutcome(r.id) for r in requests]
+    raw: list[Any] = [None] * len(requests)
+    total = len(requests) * (2 if reranker is not None else 1)
+    finished = [0]
+    lock = threading.Lock()
+
+    def tick() -> None:
+        if progress is not None:
+            with lock:
+                finished[0] += 1
+                progress(finished[0], total)
+
+    def adapt(
+        value: Any,
+    ) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...] | None]:
+        return adapt_fast(value, doc_id=doc_id, doc_map=doc_map, doc_id_separator=doc_id_separator)
+
+    def fail(outcome: QueryOutcome, stage: str, error: BaseException) -> None:
+        outcome.error_type, outcome.error = _error_text(error)
+        outcome.error_stage = stage
+
+    again: dict[int, int] = {}  # request position -> the depth to ask next
+
+    def first_stage(asked: int | None, members: Sequence[int]) -> Done:
+        def on_result(j: int, value: Any, error: BaseException | None, elapsed: float) -> None:
+            i = members[j]
+            outcome = outcomes[i]
+            deeper_call = RETRIEVER_STAGE in outcome.rankings  # a query asked again
+            outcome.latency_ms[RETRIEVER_STAGE] = (
+                outcome.latency_ms.get(RETRIEVER_STAGE, 0.0) + elapsed * 1000.0
+            )
+            adapted = None
+            if error is None:
+                try:
+                    adapted = adapt(value)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # a user doc_id / doc_map callable, SystemExit too
+                    error = exc
+            if adapted is None:
+                assert error is not None
+                if deeper_call:  # the answer of the last successful call stands
+                    kind, message = _error_text(error)
+                    outcome.deeper_error = f"asking {asked} failed: {kind}: {message}"
+                else:
+                    fail(outcome, RETRIEVER_STAGE, error)
+                tick()
+                return
+            ranking, scores, returned = adapted
+            outcome.rankings[RETRIEVER_STAGE] = ranking
+            outcome.scores.pop(RETRIEVER_STAGE, None)
+            outcome.returned.pop(RETRIEVER_STAGE, None)
+            if scores is not None:
+                outcome.scores[RETRIEVER_STAGE] = scores
+            if returned is not None:
+                outcome.returned[RETRIEVER_STAGE] = returned
+            outcome.asked = asked if asked != depth else None
+            if rerank_plan is not None:  # the reranker is handed the retriever's own items
+                raw[i] = _check_ranking(value)
+            if on_call is not None:
+                on_call(RetrieverCall(i, asked, ranking, returned, scores, elapsed * 1000.0))
+            size = len(returned) if returned is not None else len(ranking)
+            if deepens and asked is not None:
+                assert fill is not None
+                assert max_depth is not None
+                more = deeper(asked, size, len(ranking), fill=fill, max_depth=max_depth)
+                if more is not None:
+                    again[i] = more
+                    return
+            tick()
+
+        return on_result
+
+    texts = [r.text for r in requests]
+    contexts = [r.context for r in requests]
+    pending: dict[int, int | None] = {
+        i: r.depth if r.depth is not None else depth for i, r in enumerate(requests)
+    }
+    while pending:
+        by_depth: dict[int | None, list[int]] = {}
+        for i, asked in pending.items():
+            by_depth.setdefault(asked, []).append(i)
+        for asked, members in by_depth.items():
+            _stage_call(
+                plan_at(asked),
+                [requests[i] for i in members],
+                [(texts[i], contexts[i]) for i in members],
+                concurrency=concurrency,
+                timeout=timeout,
+                batch_size=batch_size,
+                on_result=first_stage(asked, members),
+            )
+        pending = dict(sorted(again.items()))
+        again.clear()
+    if rerank_plan is None:
+        return outcomes
+    ok = [i for i, o in enumerate(outcomes) if o.error is None]
+    for _ in range(len(requests) - len(ok)):
+        tick()
+    rerank_requests = [requests[i] for i in ok]
+    rerank_inputs = [(texts[i], raw[i], contexts[i]) for i in ok]
+
+    def second_stage(j: int, value: Any, error: BaseException | None, elapsed: float) -> None:
+        outcome = outcomes[ok[j]]
+        outcome.latency_ms[RERANKER_STAGE] = elapsed * 1000.0
+        if error is None:
+            try:
+                ranking, scores, returned = adapt(value)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
+                error = exc
+            else:
+                outcome.rankings[RERANKER_STAGE] = ranking
+                if scores is not None:
+                    outcome.scores[RERANKER_STAGE] = scores
+                if returned is not None:
+                    outcome.returned[RERANKER_STAGE] = returned
+        if error is not None:
+            fail(outcome, RERANKER_STAGE, error)
+        tick()
+
+    _stage_call(
+        rerank_plan,
+        rerank_requests,
+        rerank_inputs,
+        concurrency=concurrency,
+        timeout=timeout,
+        batch_size=batch_size,
+        on_result=second_stage,
+    )
+    return outcomes
