@@ -167,13 +167,13 @@ def timing(queries: int, resamples: int, repeats: int) -> None:
         # The Monte Carlo sign-flip test alone (private: paired_comparison adds the bootstrap).
         (
             f"sign-flip test, {dense.size:,} non-zero deltas",
-            lambda: stats._monte_carlo_sign_flip_p_value(
+            lambda: stats.monte_carlo_sign_flip_p_value(
                 dense, "less", resamples, np.random.default_rng(0)
             ),
         ),
         (
             f"sign-flip test, {sparse.size:,} non-zero deltas (model)",
-            lambda: stats._monte_carlo_sign_flip_p_value(
+            lambda: stats.monte_carlo_sign_flip_p_value(
                 sparse, "less", resamples, np.random.default_rng(0)
             ),
         ),

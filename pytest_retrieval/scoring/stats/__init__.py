@@ -43,9 +43,9 @@ from .signflip import EXACT_CUTOFF as EXACT_CUTOFF
 from .signflip import MAX_EXACT_CUTOFF as MAX_EXACT_CUTOFF
 from .signflip import DeltaInterval as DeltaInterval
 from .signflip import PairedComparison as PairedComparison
-
-# benchmarks/bench_gate_calibration.py times the Monte Carlo test on its own.
-from .signflip import _monte_carlo_sign_flip_p_value as _monte_carlo_sign_flip_p_value
 from .signflip import budget_test as budget_test
 from .signflip import delta_interval as delta_interval
+
+# benchmarks/bench_gate_calibration.py times the Monte Carlo test on its own.
+from .signflip import monte_carlo_sign_flip_p_value as monte_carlo_sign_flip_p_value
 from .signflip import paired_comparison as paired_comparison
