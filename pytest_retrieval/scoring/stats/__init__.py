@@ -28,6 +28,16 @@ is importable from ``pytest_retrieval.scoring.stats`` as before.
 
 Each of those modules imports numpy at its top, and this package imports them all; nothing else
 in the package imports it at import time.
+
+Modules:
+
+* ``bootstrap``: percentile bootstrap intervals of a mean.
+* ``signflip``: the paired sign-flip test, its inversion into bounds on the mean delta, the
+  budget test.
+* ``power``: the detectable drop.
+* ``multiplicity``: family-wise control: ``adjust_family`` turns the checks' p-values into
+  adjusted ones (maxT, minP, Holm, none).
+* ``conventions``: the input and option checks they share.
 """
 
 from .bootstrap import ConfidenceInterval as ConfidenceInterval
