@@ -2,7 +2,7 @@
 
 Plain script, no assertions: ``python benchmarks/bench_gate_calibration.py [--trials N]
 [--quick]``. It simulates golden sets of 30, 100, 300 and 1,000 queries and judges each
-simulated run against its baseline with the plugin's own rule, ``pytest_retrieval.regression.baseline.compare``
+simulated run against its baseline with the plugin's own rule, ``pytest_retrieval.regression.rule.compare``
 (budget 0.01, alpha 0.05), beside the naive rule "fail when the mean drops by more than the
 budget". It prints:
 
@@ -167,13 +167,13 @@ def timing(queries: int, resamples: int, repeats: int) -> None:
         # The Monte Carlo sign-flip test alone (private: paired_comparison adds the bootstrap).
         (
             f"sign-flip test, {dense.size:,} non-zero deltas",
-            lambda: stats._monte_carlo_sign_flip_p_value(
+            lambda: stats.monte_carlo_sign_flip_p_value(
                 dense, "less", resamples, np.random.default_rng(0)
             ),
         ),
         (
             f"sign-flip test, {sparse.size:,} non-zero deltas (model)",
-            lambda: stats._monte_carlo_sign_flip_p_value(
+            lambda: stats.monte_carlo_sign_flip_p_value(
                 sparse, "less", resamples, np.random.default_rng(0)
             ),
         ),

@@ -10,6 +10,28 @@ file, into one line ``pytest-retrieval COMMAND: error: ...`` and exit status 2, 
 escaped (:func:`~pytest_retrieval.text.for_terminal`). Every line any command prints goes through
 :func:`~pytest_retrieval.cli.output.echo` (the one terminal/CI escaping). Every file is written
 atomically, so Ctrl-C leaves none half-written.
+
+Modules:
+
+* ``args``: the argument types the commands share (``positive_int``, ``tampered``).
+* ``output``: ``echo``, the one way a command prints, and the error line.
+* ``evaluate``: ``evaluate``: score a TREC run against TREC qrels.
+* ``golden``: ``golden validate``, ``stats``, ``convert``.
+* ``golden_input``: a golden subcommand's inputs, missing or invalid, and its exit statuses.
+* ``labelling``: ``golden pool`` and ``golden merge`` (the labelling worksheet out and back).
+* ``offline``: ``compare`` and ``gate``: gating a stored run (artifact), offline.
+* ``report``: ``report``: the Markdown and HTML reports of a stored run.
+* ``run``: ``run``: the retrieval phase outside pytest (local or on Ray), written as a run file.
+* ``cache``: ``cache show`` and ``cache clear``.
+* ``ledger``: ``ledger record``, ``merge``, ``show``, ``trend``, ``label``, ``prune``.
+* ``comment``: ``comment``: the report as one pull-request comment (where to post, from the CI
+  environment, and the one warning when it cannot).
+* ``forges``: the GitHub and GitLab API subset it speaks over urllib (timeouts, retries,
+  paging, which comment is its own, the token kept to the API's address).
+
+Decisions that live here: the escaping of every line the console script prints
+(``output.echo``, through ``text.terminal_text``); which comment is the command's own (its
+author: ``forges.ours``).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from ..errors import GoldenSetError, InputError, Problem
 from ..golden.leakage import set_problems
 from ..golden.model import (
-    _PLAIN_NAME_FIX,
     DEFAULT_HELDOUT_SPLIT,
+    PLAIN_NAME_FIX,
     CorpusSpec,
     GoldenSet,
     is_plain_name,
@@ -141,7 +141,7 @@ def load_golden(
         usage.append(
             Problem(
                 f"held-out split name {heldout_split!r} is not a plain identifier",
-                _PLAIN_NAME_FIX,
+                PLAIN_NAME_FIX,
                 field="heldout_split",
             )
         )

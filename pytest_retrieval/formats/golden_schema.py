@@ -32,7 +32,7 @@ HEADER_FIELDS = ("version", "name", "corpus_version", "defaults")
 #: Keys of ``defaults``.
 DEFAULTS_FIELDS = ("split", "slices")
 
-_PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter or digit"
+PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter or digit"
 
 
 def _nowhere(container: object, key: object = None) -> Loc:
@@ -478,7 +478,7 @@ class SchemaReader:
             return split
         self.problem(
             f"split name {describe(split)} is not a plain identifier",
-            _PLAIN_NAME_FIX,
+            PLAIN_NAME_FIX,
             block,
             "split",
             field=field,
@@ -519,7 +519,7 @@ class SchemaReader:
             if not is_plain_name(name):
                 self.problem(
                     f"slice name {describe(name)} is not a plain identifier",
-                    _PLAIN_NAME_FIX,
+                    PLAIN_NAME_FIX,
                     slices,
                     index,
                     field=field,

@@ -32,7 +32,7 @@ from ..errors import InputError, Problem
 from ..run.retriever import RERANKER_STAGE, RETRIEVER_STAGE
 from ..scoring.abstention import is_answerable
 from ..scoring.metrics import MetricSpec
-from .gate import GateUsageError, Selection, _threshold_fix, check_threshold
+from .gate import GateUsageError, Selection, check_threshold, threshold_fix
 
 Declared = TypeVar("Declared", bound=Any)
 Entry = tuple[str, "str | None", "int | None"]
@@ -191,7 +191,7 @@ def parse_threshold(
         # Said once, with the number as written (check_threshold's text would add its own fix
         # and show the parsed float: "got 90.0").
         raise problem(
-            f"threshold {match['value']} is not between 0 and 1", _threshold_fix(value)
+            f"threshold {match['value']} is not between 0 and 1", threshold_fix(value)
         ) from None
     return Threshold(spec, match["op"], value, _selection(match["rest"], problem))
 

@@ -96,12 +96,14 @@ def check_threshold(value: object, *, where: str = "threshold") -> float:
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
         raise GateUsageError(
-            f"{where} must be a number between 0 and 1, got {value!r} ({_threshold_fix(number)})"
+            f"{where} must be a number between 0 and 1, got {value!r} ({threshold_fix(number)})"
         )
     return number
 
 
-def _threshold_fix(number: float) -> str:
+def threshold_fix(number: float) -> str:
+    """The fix a message gives for a threshold outside [0, 1] (the helpers' and the gates
+    file's)."""
     # "write 0.9, not 90" only helps a percentage; NaN and negatives need another word.
     if number > 1.0:
         return "metrics are fractions: write 0.9, not 90"

@@ -4,6 +4,26 @@
 ``pytest_retrieval.golden.load_golden`` is a documented old path: it resolves on first use
 (PEP 562) from :mod:`pytest_retrieval.formats.golden_io`, where the loader lives with the file
 formats (which sit above this package and import it).
+
+Modules:
+
+* ``model``: ``Query``, ``GoldenSet``, the query rules, the fingerprint, joining sets; imports
+  no format.
+* ``context``: a query's context as data: the plain-data check (``context_problems``), the
+  frozen form and a fresh copy per call (``freeze_context``, ``thaw_context``), the canonical
+  text and its digest (``context_json``, ``context_digest``) that the fingerprint, the cache
+  key, the run-file key and the baseline's label hash are computed from.
+* ``scope``: the held-out policy (``Scope``: which queries are scorable, visible, redacted,
+  which split is sealed) and its one wording (``SEALED_REASON``, the state phrase every report
+  says, the hint that shows details).
+* ``leakage``: the leakage guard, the checks across a set's queries: duplicate ids, one text
+  (``normalise_text``) in two splits.
+
+Decisions that live here:
+
+* the held-out policy and wording: ``scope.Scope`` (a session's: ``RetrievalSession.scope``;
+  an artifact's: ``Scope.from_dict``);
+* the canonical form of a context: ``context.context_json``.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ SCHEMA_VERSION = 1
 CorpusSpec = str | os.PathLike[str] | Iterable[str]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-_PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter or digit"
+PLAIN_NAME_FIX = "use letters, digits, '-', '_' or '.', starting with a letter or digit"
 
 
 def is_plain_name(name: object) -> bool:
@@ -189,7 +189,7 @@ def _query_problems(
                 problems.append(
                     Problem(
                         f"slice name {name!r} is not a plain identifier",
-                        _PLAIN_NAME_FIX,
+                        PLAIN_NAME_FIX,
                         query_id=qid,
                         field="slices",
                     )
@@ -198,7 +198,7 @@ def _query_problems(
         problems.append(
             Problem(
                 f"split name {split!r} is not a plain identifier",
-                _PLAIN_NAME_FIX,
+                PLAIN_NAME_FIX,
                 query_id=qid,
                 field="split",
             )
@@ -446,7 +446,7 @@ class GoldenSet:
             problems.append(
                 Problem(
                     f"held-out split name {self.heldout_split!r} is not a plain identifier",
-                    _PLAIN_NAME_FIX,
+                    PLAIN_NAME_FIX,
                     field="heldout_split",
                 )
             )

@@ -8,7 +8,7 @@ refuses. Latencies are the p50 and p95 of one stage over the queries that were c
 queries have none). :func:`depth_facts` says how deep the retriever was asked and why.
 
 Each function takes the facts it reads (an evaluation, the golden set and its held-out
-:class:`~pytest_retrieval.gates.gate.Scope`, the run's outcomes and depth plan), never a session.
+:class:`~pytest_retrieval.golden.scope.Scope`, the run's outcomes and depth plan), never a session.
 """
 
 from __future__ import annotations

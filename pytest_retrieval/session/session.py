@@ -3,7 +3,7 @@
 :class:`RetrievalSession` is the pure core behind the plugin's fixtures and gates. It scores the
 run per stage (``retriever``, ``reranker``), split and slice, explains failed gates with the worst
 queries, and enforces the held-out guard of its :attr:`~RetrievalSession.scope`
-(:class:`~pytest_retrieval.gates.gate.Scope`, the one home of the policy and its wording):
+(:class:`~pytest_retrieval.golden.scope.Scope`, the one home of the policy and its wording):
 
 * The held-out split is sealed unless ``settings.heldout`` is set: it is never scored, and a gate
   naming it is skipped with the reason.

@@ -81,6 +81,19 @@ Conventions (the one chunk → document rule)
   is started again: on the blocked loop it could never answer in time).
 * A malformed return value (``None``, a string, a number, a set, an item without an id) is
   recorded as an error naming what was returned and what to return instead.
+
+Modules:
+
+* ``shapes``: what a retriever object is, and whether the depth reaches it (``CallPlan``,
+  ``plan_call``, ``describe_retriever``).
+* ``context``: how a query's context reaches each shape (``context=``, keys by name,
+  ``contexts=``, LangChain ``filter=``, Haystack ``filters=``) and the refusals; ``ContextUse``.
+* ``items``: what the retriever returns -> ids and scores, the chunk -> document rule;
+  ``QueryOutcome``.
+* ``calling``: sync, async and batch calls, concurrency, timeouts, per-query errors, two stages.
+
+Decisions that live here: the chunk -> document rule and id extraction (``items``); how a
+query's context reaches the retriever and when it cannot (``context``).
 """
 
 from __future__ import annotations

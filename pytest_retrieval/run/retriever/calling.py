@@ -23,14 +23,14 @@ from .items import (
     RetrieverOutputError,
     RetrieverShape,
     RetrieverShapeError,
-    _check_ranking,
-    _check_separator,
-    _describe,
-    _looks_like_one_item,
     adapt_fast,
+    check_ranking,
+    check_separator,
     deeper,
+    describe,
+    looks_like_one_item,
 )
-from .shapes import _is_async, _Plan, _plan
+from .shapes import CallPlan, is_async_callable, plan_call
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -48,7 +48,7 @@ def _listed_if_lazy(value: Any) -> Any:
     if (
         isinstance(value, (str, bytes, Sequence, Mapping, set, frozenset))
         or inspect.isclass(value)
-        or _looks_like_one_item(value)
+        or looks_like_one_item(value)
         or not isinstance(value, Iterable)
     ):
         return value
@@ -363,7 +363,7 @@ def _batch_results(
     ids = ", ".join(r.id for r in requests)
     if isinstance(value, (Mapping, str, bytes, set, frozenset)) or not isinstance(value, Iterable):
         raise RetrieverOutputError(
-            f"the batch method {shown} returned {_describe(value)} ({type(value).__name__}) for "
+            f"the batch method {shown} returned {describe(value)} ({type(value).__name__}) for "
             f"the queries {ids}; return a list with one ranking per query text, in order"
         )
     values = list(value)
@@ -387,7 +387,7 @@ def _batch_results(
 
 
 def _stage_call(
-    plan: _Plan,
+    plan: CallPlan,
     requests: Sequence[QueryRequest],
     inputs: Sequence[Any],
     *,
@@ -450,7 +450,7 @@ def _reranker_call(fn: Callable[..., Any], use: ContextUse) -> tuple[Callable[..
     ), f", {route.shown}"
 
 
-def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> _Plan:
+def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> CallPlan:
     if inspect.isclass(reranker):
         name = reranker.__qualname__
         raise RetrieverShapeError(
@@ -459,18 +459,18 @@ def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> _Plan:
         )
     if callable(reranker):
         call, shown = _reranker_call(reranker, use)
-        return _Plan(
+        return CallPlan(
             RetrieverShape(
                 "function", f"fn(text, candidates{shown})", True, context=shown[2:] or None
             ),
             single=call,
-            is_async=_is_async(reranker),
+            is_async=is_async_callable(reranker),
         )
     for name in ("invoke", "retrieve", "search", "get_relevant_documents", "rerank"):
         method = getattr(reranker, name, None)
         if callable(method):
             call, shown = _reranker_call(method, use)
-            return _Plan(
+            return CallPlan(
                 RetrieverShape(
                     f"object.{name}",
                     f"{name}(text, candidates{shown})",
@@ -478,7 +478,7 @@ def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> _Plan:
                     context=shown[2:] or None,
                 ),
                 single=call,
-                is_async=_is_async(method),
+                is_async=is_async_callable(method),
             )
     raise RetrieverShapeError(
         f"the reranker under test is a {type(reranker).__name__}, which is neither callable nor "
@@ -528,13 +528,13 @@ def run_pipeline(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    _check_separator(doc_id_separator)
+    check_separator(doc_id_separator)
     use = context if context is not None else ContextUse.of(r.context for r in requests)
-    plans: dict[int | None, _Plan] = {depth: _plan(retriever, depth, use)}
+    plans: dict[int | None, CallPlan] = {depth: plan_call(retriever, depth, use)}
 
-    def plan_at(asked: int | None) -> _Plan:
+    def plan_at(asked: int | None) -> CallPlan:
         if asked not in plans:
-            plans[asked] = _plan(retriever, asked, use)
+            plans[asked] = plan_call(retriever, asked, use)
         return plans[asked]
 
     deepens = fill is not None and max_depth is not None and plans[depth].shape.depth_passed
@@ -597,7 +597,7 @@ def run_pipeline(
                 outcome.returned[RETRIEVER_STAGE] = returned
             outcome.asked = asked if asked != depth else None
             if rerank_plan is not None:  # the reranker is handed the retriever's own items
-                raw[i] = _check_ranking(value)
+                raw[i] = check_ranking(value)
             if on_call is not None:
                 on_call(RetrieverCall(i, asked, ranking, returned, scores, elapsed * 1000.0))
             size = len(returned) if returned is not None else len(ranking)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...golden.context import thaw_context
-from .items import RetrieverShapeError, _describe
+from .items import RetrieverShapeError, describe
 
 #: What a ``retrieval_context_filter`` function is: ``function(context) -> filter or None``.
 FilterBuilder = Callable[[dict[str, Any]], Any]
@@ -346,7 +346,7 @@ def langchain_context(retriever: Any, passed: bool, use: ContextUse) -> tuple[Ro
     ):
         raise RetrieverShapeError(
             f"{name} was built with a filter (search_kwargs={{'filter': "
-            f"{_describe(search_kwargs['filter'])}}}), and {FILTER_SETTING} = {use.filter_spec} "
+            f"{describe(search_kwargs['filter'])}}}), and {FILTER_SETTING} = {use.filter_spec} "
             "would replace it with each query's filter: build the retriever without it and "
             f"apply both in {use.filter_spec.rpartition(':')[2] if use.filter_spec else 'it'}"
             "(context), or drop the setting"
@@ -376,7 +376,7 @@ def refuse_replaced(component: Any, label: str, use: ContextUse) -> None:
     if not built or str(policy).lower() != "replace":
         return
     raise RetrieverShapeError(
-        f"the Haystack component {label} was built with filters={_describe(built)} and "
+        f"the Haystack component {label} was built with filters={describe(built)} and "
         f"filter_policy=REPLACE, so each query's filters (from {haystack_shown(use)}) would "
         "replace them: build it with filter_policy=FilterPolicy.MERGE to apply both (from "
         "haystack.document_stores.types import FilterPolicy), or move its filters into the "

@@ -319,7 +319,8 @@ class HaystackPipeline:
         )
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """``value`` as a message quotes it: its repr, cut to 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -338,7 +339,7 @@ def _lookup_path(item: Any, path: str) -> Any:
     return value
 
 
-def _is_integer(value: object) -> TypeGuard[Integral]:
+def is_integral(value: object) -> TypeGuard[Integral]:
     """An int or an integer-like id (numpy, FAISS), but never a bool."""
     # bool is an Integral to Python; typing's view of the numbers ABCs does not know it.
     return not isinstance(value, bool) and isinstance(value, Integral)
@@ -354,7 +355,7 @@ def _scored_payload(item: Any) -> Any:
         isinstance(item, tuple)
         and len(item) == 2
         and not isinstance(item[0], str)
-        and not _is_integer(item[0])
+        and not is_integral(item[0])
         and _is_number(item[1])
     ):
         return item[0]
@@ -377,21 +378,21 @@ def extract_doc_id(item: Any, doc_id: DocIdOption = None) -> str:
             value = _lookup_path(payload, doc_id)
         if value is None:
             raise DocIdPathError(
-                f"item {_describe(item)} has no {doc_id!r} (set by the doc id option)"
+                f"item {describe(item)} has no {doc_id!r} (set by the doc id option)"
             )
     else:
         value = _default_id(item)
-    if _is_integer(value):
+    if is_integral(value):
         return str(int(value))  # numpy / FAISS integer ids too: "3", never "np.int64(3)"
     if not isinstance(value, str):
         raise RetrieverOutputError(
-            f"item {_describe(item)} gave the id {_describe(value)}, expected a str or int"
+            f"item {describe(item)} gave the id {describe(value)}, expected a str or int"
         )
     return value
 
 
 def _default_id(item: Any) -> Any:
-    if isinstance(item, str) or _is_integer(item):
+    if isinstance(item, str) or is_integral(item):
         return item
     payload = _scored_payload(item)
     if payload is not None:  # (Document, score)
@@ -406,7 +407,7 @@ def _default_id(item: Any) -> Any:
         if found is not None:
             return found
         raise RetrieverOutputError(
-            f"dict item {_describe(item)} has none of the keys {', '.join(_DEFAULT_ID_KEYS)}; "
+            f"dict item {describe(item)} has none of the keys {', '.join(_DEFAULT_ID_KEYS)}; "
             "set retrieval_doc_id to the key that holds the document id"
         )
     node = getattr(item, "node", None)  # LlamaIndex NodeWithScore
@@ -420,7 +421,7 @@ def _default_id(item: Any) -> Any:
     if found is not None:
         return found
     raise RetrieverOutputError(
-        f"cannot find a document id in {_describe(item)} ({type(item).__name__}); set "
+        f"cannot find a document id in {describe(item)} ({type(item).__name__}); set "
         "retrieval_doc_id to an attribute or key path (e.g. metadata.source) or a callable"
     )
 
@@ -452,7 +453,7 @@ def _score_of(item: Any) -> float | None:
 _EXPECTED = "expected a list of ids, (id, score) pairs, dicts with an id, or Document/Node objects"
 
 
-def _check_ranking(result: Any) -> Any:
+def check_ranking(result: Any) -> Any:
     """``result`` if it can be read as a ranking (a Haystack result: its documents)."""
     if isinstance(result, Mapping) and "documents" in result:
         documents = result["documents"]
@@ -460,18 +461,18 @@ def _check_ranking(result: Any) -> Any:
             return documents
     if isinstance(result, (set, frozenset)):
         raise RetrieverOutputError(
-            f"returned {_describe(result)} ({type(result).__name__}): a ranking must be ordered: "
+            f"returned {describe(result)} ({type(result).__name__}): a ranking must be ordered: "
             "return a list, best first (e.g. sorted by score), not a set"
         )
     if isinstance(result, Mapping):
         raise RetrieverOutputError(
-            f"returned {_describe(result)} ({type(result).__name__}), which is not a ranking: "
+            f"returned {describe(result)} ({type(result).__name__}), which is not a ranking: "
             "return a list of ids best first (for a dict of id -> score: "
             "sorted(scores, key=scores.get, reverse=True))"
         )
-    if _looks_like_one_item(result) and not isinstance(result, Iterator):
+    if looks_like_one_item(result) and not isinstance(result, Iterator):
         raise RetrieverOutputError(
-            f"returned one {type(result).__name__} ({_describe(result)}), not a ranking: "
+            f"returned one {type(result).__name__} ({describe(result)}), not a ranking: "
             "return a list of them, best first"
         )
     if inspect.isclass(result):
@@ -480,17 +481,18 @@ def _check_ranking(result: Any) -> Any:
         )
     if result is None or isinstance(result, (str, bytes, int, float)):
         raise RetrieverOutputError(
-            f"returned {_describe(result)} ({type(result).__name__}); {_EXPECTED}"
+            f"returned {describe(result)} ({type(result).__name__}); {_EXPECTED}"
         )
     if not isinstance(result, Iterable):
         raise RetrieverOutputError(
-            f"returned {_describe(result)} ({type(result).__name__}), which is not a list; "
+            f"returned {describe(result)} ({type(result).__name__}), which is not a list; "
             f"{_EXPECTED}"
         )
     return result
 
 
-def _check_separator(separator: str | None) -> None:
+def check_separator(separator: str | None) -> None:
+    """Refuse a ``doc_id_separator`` that is not a non-empty string (a ``ValueError``)."""
     if separator is not None and (not isinstance(separator, str) or not separator):
         raise ValueError(f"doc_id_separator must be a non-empty string, got {separator!r}")
 
@@ -533,8 +535,8 @@ def adapt_fast(
     # score (what the general loop gives them, without a lookup per item).
     if plain and type(result) in (list, tuple) and set(map(type, result)) == _ONLY_STR:
         return _plain_ids(result)
-    _check_separator(doc_id_separator)
-    items = list(_check_ranking(result))
+    check_separator(doc_id_separator)
+    items = list(check_ranking(result))
     if plain and set(map(type, items)) == _ONLY_STR:
         return _plain_ids(items)
     mapper: Callable[[str], Any] | None = doc_map.get if isinstance(doc_map, Mapping) else doc_map
@@ -545,7 +547,7 @@ def adapt_fast(
         if mapper is not None:
             mapped = mapper(document)
             if mapped is not None:  # not in the map: the id already names a document
-                document = str(int(mapped)) if _is_integer(mapped) else str(mapped)
+                document = str(int(mapped)) if is_integral(mapped) else str(mapped)
         if doc_id_separator is not None:
             head, found, _chunk = document.rpartition(doc_id_separator)
             if found and head:
@@ -575,7 +577,7 @@ def adapt_ranking(
     return ranking
 
 
-def _looks_like_one_item(value: Any) -> bool:
+def looks_like_one_item(value: Any) -> bool:
     """A single Document/Node rather than a list of them.
 
     LangChain's and LlamaIndex's are pydantic models, which iterate over their fields: read as a

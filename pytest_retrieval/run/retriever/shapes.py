@@ -33,8 +33,8 @@ from .items import (
     RetrieverOutputError,
     RetrieverShape,
     RetrieverShapeError,
-    _describe,
-    _is_integer,
+    describe,
+    is_integral,
 )
 
 
@@ -102,7 +102,8 @@ def _depth_parameter(
     return None, None
 
 
-def _is_async(fn: Callable[..., Any]) -> bool:
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns a coroutine (an async function or async ``__call__``)."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
     )
@@ -114,13 +115,13 @@ def _int_attribute(obj: Any, *names: str) -> int | None:
             value = getattr(obj, name, None)
         except Exception:  # a property that fails: the depth is just unknown
             continue
-        if _is_integer(value):
+        if is_integral(value):
             return int(value)
     return None
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
+class CallPlan:
     """How to call a retriever: one query at a time (``single(text, context)``; a reranker's
     ``single(text, candidates, context)``) or in batches (``batch(texts, contexts)``); the
     context is the query's (None: it has none), used as the shape's :class:`.context.Route`
@@ -179,16 +180,16 @@ def _with_context(shown: str, route: Route | None) -> str:
 
 def _callable_plan(
     fn: Callable[..., Any], depth: int | None, kind: str, name: str, use: ContextUse
-) -> _Plan:
+) -> CallPlan:
     how, parameter = _depth_parameter(fn, context_names(use))
-    is_async = _is_async(fn)
+    is_async = is_async_callable(fn)
     kind = f"async {kind}" if is_async else kind
     route = keyword_route(fn, use, depth=parameter)
     hint = function_hint(name, use) if use.active and route is None else None
     refuse_filter_setting(use, kind, route, hint or "")
     context = route.shown if route is not None else None
     if how is None:
-        return _Plan(
+        return CallPlan(
             RetrieverShape(
                 kind,
                 _with_context(f"{name}(text)", route),
@@ -202,7 +203,7 @@ def _callable_plan(
             is_async=is_async,
         )
     shown = _with_context(f"{name}(text, {_depth_argument(how, depth)})", route)
-    return _Plan(
+    return CallPlan(
         RetrieverShape(kind, shown, True, context=context, context_hint=hint),
         single=_caller(fn, how, depth, route),
         is_async=is_async,
@@ -240,12 +241,12 @@ def _langchain_built_depth(retriever: Any, fixed: int | None) -> int | None:
     """The k a LangChain retriever was built with: ``search_kwargs["k"]`` of a vector-store
     retriever, else its own ``k`` (``BM25Retriever``)."""
     search_kwargs = getattr(retriever, "search_kwargs", None)
-    if isinstance(search_kwargs, Mapping) and _is_integer(search_kwargs.get("k")):
+    if isinstance(search_kwargs, Mapping) and is_integral(search_kwargs.get("k")):
         return int(search_kwargs["k"])
     return fixed
 
 
-def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> _Plan:
+def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> CallPlan:
     passed, hint, fixed = _langchain_depth(retriever, depth)
     kwargs: dict[str, Any] = {"k": depth} if passed and depth is not None else {}
     built = _langchain_built_depth(retriever, fixed)
@@ -256,7 +257,7 @@ def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> _Plan
         invoke = retriever.invoke
         extra = route.kwargs
         shown = f"invoke(text, k={_n(depth)}, {route.shown})" if passed else "invoke(text)"
-        return _Plan(
+        return CallPlan(
             RetrieverShape(
                 "LangChain retriever",
                 shown,
@@ -276,7 +277,7 @@ def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> _Plan
         return batch(texts, return_exceptions=True, **kwargs)
 
     shown = f"batch(texts, k={_n(depth)})" if passed else "batch(texts)"
-    return _Plan(
+    return CallPlan(
         RetrieverShape(
             "LangChain retriever",
             shown,
@@ -291,18 +292,18 @@ def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> _Plan
     )
 
 
-def _langchain_method_plan(method: Any, depth: int | None, use: ContextUse) -> _Plan:
+def _langchain_method_plan(method: Any, depth: int | None, use: ContextUse) -> CallPlan:
     owner = method.__self__
     passed, hint, fixed = _langchain_depth(owner, depth)
     name = method.__name__
-    is_async = _is_async(method)
+    is_async = is_async_callable(method)
     route, context_hint = langchain_context(owner, passed, use)
     kwargs: dict[str, Any] = {"k": depth} if passed and depth is not None else {}
     extra = route.kwargs if route is not None else (lambda _context: {})
     single = lambda text, context: method(text, **kwargs, **extra(context))  # noqa: E731
     shown = f"{name}(text, k={_n(depth)})" if passed else f"{name}(text)"
     built = _langchain_built_depth(owner, fixed)
-    return _Plan(
+    return CallPlan(
         RetrieverShape(
             "LangChain retriever",
             _with_context(shown, route),
@@ -319,12 +320,12 @@ def _langchain_method_plan(method: Any, depth: int | None, use: ContextUse) -> _
     )
 
 
-def _llamaindex_plan(retriever: Any, method: Any, depth: int | None, use: ContextUse) -> _Plan:
+def _llamaindex_plan(retriever: Any, method: Any, depth: int | None, use: ContextUse) -> CallPlan:
     if use.active:
         raise RetrieverShapeError(llamaindex_refusal(f"LlamaIndex {type(retriever).__name__}"))
     fixed = _int_attribute(retriever, "similarity_top_k", "_similarity_top_k", "top_k")
     name = getattr(method, "__name__", "retrieve")
-    return _Plan(
+    return CallPlan(
         RetrieverShape(
             "LlamaIndex retriever",
             f"{name}(text)",
@@ -336,11 +337,11 @@ def _llamaindex_plan(retriever: Any, method: Any, depth: int | None, use: Contex
             True,
         ),
         single=lambda text, _context: method(text),
-        is_async=_is_async(method),
+        is_async=is_async_callable(method),
     )
 
 
-def _haystack_component_plan(component: Any, depth: int | None, use: ContextUse) -> _Plan:
+def _haystack_component_plan(component: Any, depth: int | None, use: ContextUse) -> CallPlan:
     name = type(component).__name__
     try:
         parameters = inspect.signature(component.run).parameters
@@ -378,7 +379,7 @@ def _haystack_component_plan(component: Any, depth: int | None, use: ContextUse)
     with_filters = f", filters={haystack_shown(use)}" if filtered else ""
     if "top_k" in parameters:
         kwargs: dict[str, Any] = {"top_k": depth} if depth is not None else {}
-        return _Plan(
+        return CallPlan(
             RetrieverShape(
                 "Haystack component",
                 f"run(query=text, top_k={_n(depth)}{with_filters})",
@@ -389,7 +390,7 @@ def _haystack_component_plan(component: Any, depth: int | None, use: ContextUse)
             ),
             single=lambda text, context_: call(text, context_, **kwargs),
         )
-    return _Plan(
+    return CallPlan(
         RetrieverShape(
             "Haystack component",
             f"run(query=text{with_filters})",
@@ -466,7 +467,9 @@ def _quoted(names: list[str]) -> str:
     return "[" + ", ".join(f'"{name}"' for name in names) + "]"
 
 
-def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None, use: ContextUse) -> _Plan:
+def _haystack_pipeline_plan(
+    wrapper: HaystackPipeline, depth: int | None, use: ContextUse
+) -> CallPlan:
     pipeline = wrapper.pipeline
     described = pipeline.inputs() if callable(getattr(pipeline, "inputs", None)) else {}
     open_inputs = _sockets(described)
@@ -532,7 +535,7 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None, use: C
         value = result.get(out_component, {}) if isinstance(result, Mapping) else None
         if not isinstance(value, Mapping) or out_socket not in value:
             raise RetrieverOutputError(
-                f"the pipeline's result {_describe(result)} has no {output}; name the socket "
+                f"the pipeline's result {describe(result)} has no {output}; name the socket "
                 "holding the documents with HaystackPipeline(..., output=...)"
             )
         return value[out_socket]
@@ -558,7 +561,7 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None, use: C
             context=context,
             context_hint=context_hint,
         )
-        return _Plan(passed, single=run)
+        return CallPlan(passed, single=run)
     hint = (
         f"HaystackPipeline(top_k={wrapper.top_k!r}) gives the depth to no socket: build its "
         f"retrievers with top_k={_n(depth)}"
@@ -566,7 +569,7 @@ def _haystack_pipeline_plan(wrapper: HaystackPipeline, depth: int | None, use: C
         else f"the pipeline has no open top_k input: build its retriever with "
         f'top_k={_n(depth)}, or name the socket: HaystackPipeline(..., top_k="retriever.top_k")'
     )
-    return _Plan(
+    return CallPlan(
         RetrieverShape(
             "Haystack pipeline",
             shown,
@@ -611,7 +614,7 @@ def _batch_method(retriever: Any) -> tuple[str, Callable[..., Any]] | None:
 
 def _batch_plan(
     retriever: Any, method_name: str, method: Callable[..., Any], depth: int | None, use: ContextUse
-) -> _Plan:
+) -> CallPlan:
     how, _parameter = _depth_parameter(method, context_names(use))
     chain = _is_langchain_runnable(retriever)
     if chain:  # a chain: k= would not reach its retriever
@@ -634,7 +637,7 @@ def _batch_plan(
     refuse_filter_setting(use, "batch method", route, context_hint or "")
     context = route.shown if route is not None else None
     if how is None:
-        return _Plan(
+        return CallPlan(
             RetrieverShape(
                 "batch method",
                 _with_context(f"{method_name}(texts)", route),
@@ -646,7 +649,7 @@ def _batch_plan(
             ),
             batch=_batch_caller(method, None, depth, route),
         )
-    return _Plan(
+    return CallPlan(
         RetrieverShape(
             "batch method",
             _with_context(f"{method_name}(texts, {_depth_argument(how, depth)})", route),
@@ -658,7 +661,7 @@ def _batch_plan(
     )
 
 
-def _plan(retriever: Any, depth: int | None, use: ContextUse = NO_CONTEXT) -> _Plan:
+def plan_call(retriever: Any, depth: int | None, use: ContextUse = NO_CONTEXT) -> CallPlan:
     """How to call the retriever stage in a run whose contexts ``use`` describes;
     RetrieverShapeError for what cannot be called (or handed the context)."""
     if inspect.isclass(retriever):
@@ -741,10 +744,10 @@ def describe_retriever(
     """
     use = context_use(context)
     if use is not None:
-        return _plan(retriever, depth, use).shape
-    shape = _plan(retriever, depth).shape
+        return plan_call(retriever, depth, use).shape
+    shape = plan_call(retriever, depth).shape
     try:
-        generic = _plan(retriever, depth, ContextUse(any_key=True)).shape
+        generic = plan_call(retriever, depth, ContextUse(any_key=True)).shape
     except RetrieverShapeError:  # it could take no context (LlamaIndex): said when one is given
         return shape
     return replace(shape, context=generic.context)
@@ -757,7 +760,7 @@ def context_warning(retriever: Any, depth: int | None, use: ContextUse, queries:
     if not use.keys:
         return None
     try:
-        shape = _plan(retriever, depth, use).shape
+        shape = plan_call(retriever, depth, use).shape
     except RetrieverShapeError:
         return None
     if shape.context is not None:

@@ -28,6 +28,16 @@ is importable from ``pytest_retrieval.scoring.stats`` as before.
 
 Each of those modules imports numpy at its top, and this package imports them all; nothing else
 in the package imports it at import time.
+
+Modules:
+
+* ``bootstrap``: percentile bootstrap intervals of a mean.
+* ``signflip``: the paired sign-flip test, its inversion into bounds on the mean delta, the
+  budget test.
+* ``power``: the detectable drop.
+* ``multiplicity``: family-wise control: ``adjust_family`` turns the checks' p-values into
+  adjusted ones (maxT, minP, Holm, none).
+* ``conventions``: the input and option checks they share.
 """
 
 from .bootstrap import ConfidenceInterval as ConfidenceInterval
@@ -43,9 +53,9 @@ from .signflip import EXACT_CUTOFF as EXACT_CUTOFF
 from .signflip import MAX_EXACT_CUTOFF as MAX_EXACT_CUTOFF
 from .signflip import DeltaInterval as DeltaInterval
 from .signflip import PairedComparison as PairedComparison
-
-# benchmarks/bench_gate_calibration.py times the Monte Carlo test on its own.
-from .signflip import _monte_carlo_sign_flip_p_value as _monte_carlo_sign_flip_p_value
 from .signflip import budget_test as budget_test
 from .signflip import delta_interval as delta_interval
+
+# benchmarks/bench_gate_calibration.py times the Monte Carlo test on its own.
+from .signflip import monte_carlo_sign_flip_p_value as monte_carlo_sign_flip_p_value
 from .signflip import paired_comparison as paired_comparison

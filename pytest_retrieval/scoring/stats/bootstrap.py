@@ -68,15 +68,17 @@ def bootstrap_ci(
     check_confidence(confidence)
     check_resamples(resamples)
     check_seed(seed)
-    return _bootstrap_ci(data, confidence=confidence, resamples=resamples, seed=seed)
+    return resample_ci(data, confidence=confidence, resamples=resamples, seed=seed)
 
 
 # --- internals -----------------------------------------------------------------------------------
 
 
-def _bootstrap_ci(
+def resample_ci(
     data: FloatArray, *, confidence: float, resamples: int, seed: int
 ) -> ConfidenceInterval:
+    """:func:`bootstrap_ci` of values and options already checked (the paired delta interval
+    checks its own): the method and degenerate cases are that function's."""
     n = int(data.size)
     mean = float(np.mean(data))
     if np.all(data == data[0]):
