@@ -42,7 +42,6 @@ from typing import NoReturn
 
 from ..errors import InputError
 from ..run.factories import UserCodeError
-from .args import positive_int as positive_int  # re-exported: older imports
 from .output import echo, error_line
 
 EXIT_OK = 0
