@@ -22,12 +22,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import GOLDEN_FILES
 
 from pytest_retrieval.cli import main
 from pytest_retrieval.regression.baseline import dump_baseline
 from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 
-GOLDEN_DIR = Path(__file__).parent / "golden"
+GOLDEN_DIR = GOLDEN_FILES
 USAGE, FAILED, OK = 2, 1, 0
 
 GOLDEN = "version: 1\nqueries:\n  - {id: a, text: refund window, relevant: [x]}\n"

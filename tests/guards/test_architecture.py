@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pytest_retrieval"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 API_PAGE = ROOT / "docs" / "api.md"

@@ -3,7 +3,7 @@ again, the report cut at a line under the provider's limit, the line naming the 
 
 from __future__ import annotations
 
-from pathlib import Path
+from paths import GOLDEN_FILES
 
 from pytest_retrieval.report.comment import (
     carries,
@@ -16,7 +16,7 @@ from pytest_retrieval.report.comment import (
     same_body,
 )
 
-REPORT = (Path(__file__).parent / "golden" / "report-fail.md").read_text(encoding="utf-8")
+REPORT = (GOLDEN_FILES / "report-fail.md").read_text(encoding="utf-8")
 MARK = "<!-- pytest-retrieval: k -->"
 
 

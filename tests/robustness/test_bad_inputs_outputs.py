@@ -45,6 +45,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import GOLDEN_FILES, PACKAGE
 from plugin_helpers import RetrievalProject
 
 from pytest_retrieval.cli import main
@@ -329,7 +330,7 @@ CASES = [
             "pytest-retrieval report: error: --markdown run.json is the artifact run.json (the "
             "same file)",
         ),
-        files={"run.json": (Path(__file__).parent / "golden" / "report-pass.json").read_text()},
+        files={"run.json": (GOLDEN_FILES / "report-pass.json").read_text()},
     ),
     Case(
         "report-html-over-the-baseline",
@@ -337,7 +338,7 @@ CASES = [
         USAGE,
         ("--html base.json is the baseline base.json (the same file)",),
         files={
-            "run.json": (Path(__file__).parent / "golden" / "report-pass.json").read_text(),
+            "run.json": (GOLDEN_FILES / "report-pass.json").read_text(),
             "base.json": '{"schema": "pytest-retrieval/baseline"}',
         },
     ),
@@ -349,7 +350,7 @@ CASES = [
             "--html ./r.md is --markdown r.md (the same file): writing it would replace an "
             "output too",
         ),
-        files={"run.json": (Path(__file__).parent / "golden" / "report-pass.json").read_text()},
+        files={"run.json": (GOLDEN_FILES / "report-pass.json").read_text()},
         not_created=("r.md",),
     ),
     Case(
@@ -766,7 +767,7 @@ def _hostile_artifact(path: Path) -> None:
     """The reference failing artifact with the query id ``q09`` and the document ``doc-09``
     (both listed in its regression table's code spans) carrying ESC, BEL, a bidi override and
     a pipe."""
-    text = (Path(__file__).parent / "golden" / "report-fail.json").read_text(encoding="utf-8")
+    text = (GOLDEN_FILES / "report-fail.json").read_text(encoding="utf-8")
     text = text.replace('"q09"', json.dumps("q09\x1b[31m\u202e|\x07"))
     text = text.replace('"doc-09"', json.dumps("doc-09\x1b]8;;http://evil\x07"))
     path.write_text(text, encoding="utf-8")
@@ -898,7 +899,6 @@ def test_a_graded_worksheet_of_formula_like_ids_merges_them_byte_for_byte(
 
 # --- every printed line goes through the one escaping --------------------------------------------
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_retrieval"
 #: Calls that write to a terminal: print, the streams' write, the terminal reporter's writes.
 _WRITES = ("write", "write_line", "write_sep", "line")
 _STREAMS = ("sys.stdout", "sys.stderr", "stream", "writer")

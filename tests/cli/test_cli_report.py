@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from paths import GOLDEN_FILES
 
 from pytest_retrieval.cli import EXIT_OK, EXIT_USAGE, main
 from pytest_retrieval.regression.baseline import dump_baseline
@@ -15,7 +16,7 @@ from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 from pytest_retrieval.report.html import render_html
 from pytest_retrieval.report.markdown import render_markdown
 
-GOLDEN_DIR = Path(__file__).parent / "golden"
+GOLDEN_DIR = GOLDEN_FILES
 
 
 @pytest.fixture

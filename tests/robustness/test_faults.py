@@ -26,6 +26,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from paths import GOLDEN_FILES
 from plugin_helpers import GOLDEN, RetrievalProject, conftest_with
 
 from pytest_retrieval import files, reading
@@ -83,7 +84,7 @@ def test_a_full_disk_under_the_step_summary_is_a_warning_and_no_cut_report(
     summary.write_bytes(b"before\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     _short_writes(monkeypatch, fail=True)
-    document = json.loads((Path(__file__).parent / "golden" / "report-pass.json").read_text())
+    document = json.loads((GOLDEN_FILES / "report-pass.json").read_text())
     lines = ReportTargets(step_summary=True).write(document)
     assert lines == ["warning: could not append to $GITHUB_STEP_SUMMARY (No space left on device)"]
     assert summary.read_bytes() == b"before\n"

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from paths import GOLDEN_FILES
 
 from pytest_retrieval.errors import InputError
 from pytest_retrieval.phases.start import check_outputs
@@ -15,7 +16,7 @@ from pytest_retrieval.report.write import REPORT_FILES, ReportFile, ReportTarget
 from pytest_retrieval.settings.options import OPTIONS
 from pytest_retrieval.settings.resolve import Settings
 
-DOCUMENT = json.loads((Path(__file__).parent / "golden" / "report-pass.json").read_text())
+DOCUMENT = json.loads((GOLDEN_FILES / "report-pass.json").read_text())
 
 
 @pytest.mark.parametrize("kind", REPORT_FILES, ids=lambda k: k.key)
@@ -64,6 +65,6 @@ def test_the_markdown_stream_gets_the_markdown_report_and_no_file_is_written(
     monkeypatch.chdir(tmp_path)
     stream = io.StringIO()
     assert ReportTargets(markdown_stream=stream).write(DOCUMENT) == []
-    expected = (Path(__file__).parent / "golden" / "report-pass.md").read_text()
+    expected = (GOLDEN_FILES / "report-pass.md").read_text()
     assert stream.getvalue() == expected
     assert list(tmp_path.iterdir()) == []

@@ -22,7 +22,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
+
 #: Plugins the projects never use (each costs every pytest subprocess a second under load).
 PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
-GOLDEN_DIR = Path(__file__).parent / "golden"
+from paths import GOLDEN_FILES
+
+GOLDEN_DIR = GOLDEN_FILES
 
 SCRIPT_PAYLOAD = "<script>document.body.setAttribute('data-pwned', 'script')</script>"
 IMG_PAYLOAD = "\"><img src=x onerror=\"document.body.setAttribute('data-pwned', 'img')\">"

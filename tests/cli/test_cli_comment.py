@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from forge_server import Fault, ForgeServer
+from paths import GOLDEN_FILES
 
 from pytest_retrieval.cli import EXIT_OK, EXIT_USAGE, forges, main
 
-REPORT = Path(__file__).parent / "golden" / "report-fail.md"
+REPORT = GOLDEN_FILES / "report-fail.md"
 TOKEN = "ghs_TESTTOKEN0123456789abcdefABCDEF"
 HEAD_SHA = "0123456789abcdef0123456789abcdef01234567"
 THREAD = "github:o/r#12"

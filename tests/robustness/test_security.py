@@ -17,12 +17,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from paths import PACKAGE
 from plugin_helpers import RetrievalProject, conftest_with
 
 from pytest_retrieval.errors import GoldenSetError
 from pytest_retrieval.formats.golden_io import load_golden
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_retrieval"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 #: yaml names the package may use: the safe loaders and dumpers, node classes and errors.

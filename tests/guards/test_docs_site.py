@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
 
 
 def test_the_docs_build_in_strict_mode(tmp_path: Path) -> None:

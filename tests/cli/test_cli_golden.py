@@ -10,10 +10,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from paths import SHARED
 
 from pytest_retrieval.cli import main
-
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 
 GOLDEN = """\
 version: 1

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from pytest_retrieval.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
 QRELS = ROOT / "examples" / "qrels.txt"
 RUN = ROOT / "examples" / "run.txt"
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import GOLDEN_FILES
 
 from pytest_retrieval.regression.snapshot import QuerySnapshot, Snapshot
 from pytest_retrieval.report.markdown import (
@@ -28,7 +29,7 @@ from pytest_retrieval.report.markdown import (
     render_markdown,
 )
 
-GOLDEN_DIR = Path(__file__).parent / "golden"
+GOLDEN_DIR = GOLDEN_FILES
 UPDATE = os.environ.get("PYTEST_RETRIEVAL_UPDATE_GOLDEN") == "1"
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 
 

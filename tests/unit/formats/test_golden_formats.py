@@ -7,13 +7,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from paths import SHARED
 
 from pytest_retrieval.errors import GoldenSetError, InputError
 from pytest_retrieval.formats.corpus import check_corpus, read_corpus_ids
 from pytest_retrieval.formats.golden_io import infer_format, load_golden, write_golden
 from pytest_retrieval.golden.model import GoldenSet, Query
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 TREC = SHARED / "peer-suites" / "trec_eval"
 SCIFACT = SHARED / "datasets" / "scifact"
 

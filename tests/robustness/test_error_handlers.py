@@ -19,9 +19,9 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_retrieval"
+from paths import PACKAGE
+
 _BROAD = {"Exception", "BaseException"}
 
 #: The user-code loader: every broad handler in it is around the user's import or call.

@@ -43,6 +43,7 @@ from types import FrameType
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import PACKAGE
 from test_bad_inputs_cli import artifact, baseline
 
 from pytest_retrieval.cli import main
@@ -50,7 +51,6 @@ from pytest_retrieval.errors import InputError
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev/zero are POSIX")
 
-PACKAGE = Path(__file__).resolve().parent.parent / "pytest_retrieval"
 
 GOLDEN = (
     "version: 1\nqueries:\n  - {id: q1, text: refund window, relevant: [d1]}\n"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from chunked_corpus import CHUNKS, GOLDEN, QUERIES, cosine_ranking, embed
+from paths import HELPERS
 from plugin_helpers import RetrievalProject
 
 from pytest_retrieval.golden.model import GoldenSet, Query
@@ -446,7 +447,7 @@ def test_under_xdist_the_deeper_calls_and_the_depth_facts_are_those_of_n0(
 ) -> None:
     # The workers share the queries through the shard store: the ids as returned and the depth
     # asked travel in its codec, the depth plan in the payload.
-    source = Path(__file__).with_name("chunked_corpus.py").read_text(encoding="utf-8")
+    source = (HELPERS / "chunked_corpus.py").read_text(encoding="utf-8")
     (retrieval_project.path / "chunked_corpus.py").write_text(source, encoding="utf-8")
     retrieval_project.write(
         golden=GOLDEN,

@@ -5,13 +5,12 @@ environment step before it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from pytest_retrieval.settings.options import OPTIONS
 
-ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 USAGE = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
 SETTINGS_TABLE = USAGE.split("## Settings", 1)[1].split("\n## ", 1)[0]

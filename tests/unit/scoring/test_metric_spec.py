@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from paths import ROOT
 
 from pytest_retrieval.errors import InputError
 from pytest_retrieval.scoring.metrics import MetricSpec
@@ -104,7 +105,6 @@ def test_constructing_a_spec_directly_validates_it() -> None:
 
 # --- the metric table: every spelling, rule and message derives from it ---------------------
 
-from pathlib import Path  # noqa: E402
 
 from pytest_retrieval.gates import gate as gates  # noqa: E402
 from pytest_retrieval.gates.declared import parse_budget, parse_threshold  # noqa: E402
@@ -113,9 +113,7 @@ from pytest_retrieval.settings.options import DEFAULT_METRICS  # noqa: E402
 from pytest_retrieval.settings.resolve import Settings  # noqa: E402
 from pytest_retrieval.settings.values import InvalidValue, parse_metrics  # noqa: E402
 
-METRICS_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text(
-    encoding="utf-8"
-)
+METRICS_PAGE = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
 
 
 def _written(alias: str, metric: Metric) -> str:
