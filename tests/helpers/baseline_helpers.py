@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from plugin_helpers import QUIET_PLUGINS
+from plugin_helpers import RetrievalProject
 
 # numpy (through stats) must be imported before any in-process run: pytester restores
 # sys.modules after a run, and numpy's C core cannot be loaded twice in one process.
@@ -60,36 +60,31 @@ def retriever_under_test():
 """
 
 
-class Project:
+class Project(RetrievalProject):
+    """The 12-query project (module docstring), with its baseline and its artifact."""
+
     def __init__(self, pytester: pytest.Pytester) -> None:
-        self.pytester = pytester
-        self.path = pytester.path
+        super().__init__(pytester)
         self.baseline = self.path / BASELINE
 
-    def write(self, *, queries: str | None = None, conftest: str = CONFTEST) -> Project:
-        (self.path / "golden.yaml").write_text(queries or golden(), encoding="utf-8")
-        (self.path / "pytest.ini").write_text(
-            "[pytest]\n"
-            "retrieval_golden = golden.yaml\n"
-            "retrieval_ks = 1,3\n"
-            "retrieval_metrics = mrr,recall\n"
-            f"retrieval_baseline = {BASELINE}\n"
-            "retrieval_regression = mrr 0.02\n"
-            "retrieval_json = out.json\n",
-            encoding="utf-8",
+    def write(  # type: ignore[override]  # this project's own files, not the standard set
+        self, *, queries: str | None = None, conftest: str = CONFTEST
+    ) -> Project:
+        super().write(
+            golden=queries or golden(),
+            ini={
+                "retrieval_metrics": "mrr,recall",
+                "retrieval_baseline": BASELINE,
+                "retrieval_regression": "mrr 0.02",
+                "retrieval_json": "out.json",
+            },
+            conftest=conftest,
         )
-        (self.path / "conftest.py").write_text(conftest, encoding="utf-8")
         return self
 
     def rank(self, rankings: dict[str, list[str]]) -> None:
         """From now on the retriever answers these numbers with these rankings."""
         (self.path / "rankings.json").write_text(json.dumps(rankings), encoding="utf-8")
-
-    def run(self, *args: str) -> pytest.RunResult:
-        return self.pytester.runpytest(*QUIET_PLUGINS, *args)
-
-    def run_xdist(self, *args: str) -> pytest.RunResult:
-        return self.pytester.runpytest_subprocess(*QUIET_PLUGINS, "-n", "2", *args)
 
     def update(self) -> pytest.RunResult:
         result = self.run("--retrieval-update-baseline")

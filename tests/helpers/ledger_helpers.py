@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from paths import ROOT
+from plugin_helpers import ProjectFolder
 
 #: Plugins the projects never use (each costs every pytest subprocess a second under load).
 PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
@@ -106,11 +107,11 @@ def git_environment(home: Path, extra: dict[str, str] | None = None) -> dict[str
     return env
 
 
-class GitProject:
+class GitProject(ProjectFolder):
     """A project folder that is a git repository (see the module docstring)."""
 
     def __init__(self, path: Path, home: Path) -> None:
-        self.path = path
+        super().__init__(path)
         self.home = home
         self.env: dict[str, str] = {}
         self.rankings_file = path / "rankings.json"
@@ -157,16 +158,6 @@ class GitProject:
         project.git("add", "-A")
         project.git("commit", "-q", "-m", "A: the project")
         return project
-
-    def write_ini(self, settings: dict[str, str]) -> None:
-        lines = ["[pytest]", "retrieval_golden = golden.yaml", "retrieval_ks = 1,3"]
-        for key, value in settings.items():
-            if "\n" in value:
-                lines.append(f"{key} =")
-                lines.extend(f"    {line}" for line in value.strip().splitlines())
-            else:
-                lines.append(f"{key} = {value}")
-        (self.path / "pytest.ini").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     def set_rankings(self, rankings: dict[str, Any]) -> None:
         self.rankings_file.write_text(json.dumps(rankings), encoding="utf-8")

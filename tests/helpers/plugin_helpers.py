@@ -3,7 +3,9 @@
 Every pytester test builds the same shape of project a team would write (see "Using it in your
 repository" in the README): ``golden.yaml``, ``pytest.ini`` naming it, a ``conftest.py``
 defining ``retriever_under_test`` and test files using the gate helpers.
-:class:`RetrievalProject` writes those files and runs pytest over them.
+:class:`ProjectFolder` writes those files: it is the suite's one project builder, which
+:class:`RetrievalProject` runs under pytester, ``baseline_helpers.Project`` sets up for baselines
+and ``ledger_helpers.GitProject`` makes a git repository.
 
 The standard golden set below is small enough to score by hand. With :data:`RANKINGS` as the
 retriever's answers (by query text), the per-query numbers every test derives from are:
@@ -24,7 +26,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -109,39 +111,62 @@ def conftest_with(body: str) -> str:
     return head + "\n" + textwrap.dedent(body)
 
 
-class RetrievalProject:
-    """Writes a user project into a pytester folder and runs pytest over it."""
+def ini_text(settings: dict[str, str]) -> str:
+    """``pytest.ini`` holding ``settings`` in order; a value with newlines as an indented block."""
+    lines = ["[pytest]"]
+    for key, value in settings.items():
+        if "\n" in value:
+            lines.append(f"{key} =")
+            lines.extend(f"    {line}" for line in value.strip().splitlines())
+        else:
+            lines.append(f"{key} = {value}")
+    return "\n".join(lines) + "\n"
 
-    def __init__(self, pytester: pytest.Pytester) -> None:
-        self.pytester = pytester
-        self.path = pytester.path
+
+P = TypeVar("P", bound="ProjectFolder")
+
+
+class ProjectFolder:
+    """A user project in a folder: golden set, ``pytest.ini``, conftest and tests.
+
+    The one project builder of the suite: :class:`RetrievalProject` runs it under pytester,
+    ``baseline_helpers.Project`` is its baseline variant, ``ledger_helpers.GitProject`` makes it
+    a git repository run in subprocesses.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write_ini(
+        self,
+        settings: dict[str, str] | None = None,
+        *,
+        golden: str | None = "golden.yaml",
+        ks: str | None = "1,3",
+    ) -> None:
+        """Write pytest.ini: ``retrieval_golden`` and ``retrieval_ks`` (unless None) first, then
+        ``settings`` (a key given in both keeps its place and takes the new value)."""
+        merged: dict[str, str] = {}
+        if golden is not None:
+            merged["retrieval_golden"] = golden
+        if ks is not None:
+            merged["retrieval_ks"] = ks
+        merged.update(settings or {})
+        (self.path / "pytest.ini").write_text(ini_text(merged), encoding="utf-8")
 
     def write(
-        self,
+        self: P,
         *,
         golden: str | None = GOLDEN,
         ini: dict[str, str] | None = None,
         conftest: str | None = CONFTEST,
         tests: str | None = None,
         ks: str | None = "1,3",
-    ) -> RetrievalProject:
+    ) -> P:
         """Write golden.yaml, pytest.ini (golden + ks + ``ini``), conftest.py and tests."""
         if golden is not None:
             (self.path / "golden.yaml").write_text(golden, encoding="utf-8")
-        settings: dict[str, str] = {}
-        if golden is not None:
-            settings["retrieval_golden"] = "golden.yaml"
-        if ks is not None:
-            settings["retrieval_ks"] = ks
-        settings.update(ini or {})
-        lines = ["[pytest]"]
-        for key, value in settings.items():
-            if "\n" in value:
-                lines.append(f"{key} =")
-                lines.extend(f"    {line}" for line in value.strip().splitlines())
-            else:
-                lines.append(f"{key} = {value}")
-        (self.path / "pytest.ini").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self.write_ini(ini, golden=None if golden is None else "golden.yaml", ks=ks)
         if conftest is not None:
             (self.path / "conftest.py").write_text(conftest, encoding="utf-8")
         if tests is not None:
@@ -154,14 +179,6 @@ class RetrievalProject:
         path.write_text(textwrap.dedent(source), encoding="utf-8")
         return path
 
-    def run(self, *args: str) -> pytest.RunResult:
-        """pytest in this process (fast); no cache folder is written."""
-        return self.pytester.runpytest(*QUIET_PLUGINS, *args)
-
-    def run_subprocess(self, *args: str) -> pytest.RunResult:
-        """pytest in a fresh interpreter (xdist, import isolation)."""
-        return self.pytester.runpytest_subprocess(*QUIET_PLUGINS, *args)
-
     def calls(self) -> list[str]:
         """The query texts the retriever was called with, one per call."""
         log = self.path / "calls.log"
@@ -173,6 +190,26 @@ class RetrievalProject:
         """The JSON artifact written with ``--retrieval-json name``."""
         data: dict[str, Any] = json.loads((self.path / name).read_text(encoding="utf-8"))
         return data
+
+
+class RetrievalProject(ProjectFolder):
+    """The project in a pytester folder, run with pytest in this process or a fresh one."""
+
+    def __init__(self, pytester: pytest.Pytester) -> None:
+        super().__init__(pytester.path)
+        self.pytester = pytester
+
+    def run(self, *args: str) -> pytest.RunResult:
+        """pytest in this process (fast); no cache folder is written."""
+        return self.pytester.runpytest(*QUIET_PLUGINS, *args)
+
+    def run_subprocess(self, *args: str) -> pytest.RunResult:
+        """pytest in a fresh interpreter (xdist, import isolation)."""
+        return self.pytester.runpytest_subprocess(*QUIET_PLUGINS, *args)
+
+    def run_xdist(self, *args: str) -> pytest.RunResult:
+        """pytest under xdist with two workers, in a fresh interpreter."""
+        return self.run_subprocess("-n", "2", *args)
 
 
 def esc(patterns: list[str]) -> list[str]:

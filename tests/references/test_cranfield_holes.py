@@ -16,10 +16,10 @@ from __future__ import annotations
 import csv
 import json
 import random
-import textwrap
 from pathlib import Path
 
 import pytest
+from plugin_helpers import RetrievalProject
 
 from pytest_retrieval.cli import main
 
@@ -115,19 +115,17 @@ def test_pooling_and_merging_fills_the_holes_bm25_surfaces(
     removed = sum(len(g) for g in full.values()) - sum(len(g) for g in reduced.values())
     assert removed > 100  # a real share of the labels is gone
 
-    pytester.makeconftest(CONFTEST.format(corpus=str(cranfield / "corpus.jsonl")))
-    pytester.makepyfile(test_cranfield=TESTS)
-    pytester.makeini(
-        textwrap.dedent(
-            """\
-            [pytest]
-            retrieval_golden = golden.yaml
-            retrieval_ks = 10
-            retrieval_metrics = precision, judged
-            retrieval_json = out.json
-            """
-        )
+    project = RetrievalProject(pytester).write(
+        golden=None,
+        ini={
+            "retrieval_golden": "golden.yaml",
+            "retrieval_metrics": "precision, judged",
+            "retrieval_json": "out.json",
+        },
+        ks="10",
+        conftest=CONFTEST.format(corpus=str(cranfield / "corpus.jsonl")),
     )
+    project.tests(TESTS, "test_cranfield.py")
     (pytester.path / "full.yaml").write_text(_golden_yaml(full, texts), encoding="utf-8")
     (pytester.path / "golden.yaml").write_text(_golden_yaml(reduced, texts), encoding="utf-8")
 
