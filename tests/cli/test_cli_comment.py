@@ -1,6 +1,6 @@
 """``pytest-retrieval comment --github|--gitlab REPORT.md``: one pull-request comment per golden set
 and job, created once and updated on every push, against a loopback server that speaks the API
-subset (tests/forge_server.py); the failures a CI job meets as one warning and exit 0."""
+subset (tests/helpers/forge_server.py); the failures a CI job meets as one warning and exit 0."""
 
 from __future__ import annotations
 

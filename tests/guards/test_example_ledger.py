@@ -3,7 +3,7 @@
 As example_project/README.md writes it down: the target branch records its run, and a branch
 that switches the reranker off is judged against that run (its merge-base's), with no
 ``retrieval-baseline.json`` anywhere. The committed baseline and the Quickstart stay as they
-are (tests/test_example_project.py runs them).
+are (tests/guards/test_example_project.py runs them).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def test_the_default_summary_fits_a_120_column_terminal_and_v_shows_the_full_tab
     assert any(line.startswith("no-answer (n=11)") for line in summary)
     # The example's 50 chunks collapse into about 45 documents; its first stage takes k, so the
     # queries short of 50 documents are asked again deeper and @50 is scored on 50 documents:
-    # no warning (tests/test_plugin_frameworks.py has the warnings that must show), and the
+    # no warning (tests/plugin/test_plugin_frameworks.py has the warnings that must show), and the
     # summary says how deep it asked.
     assert not any(line.startswith("warning: short rankings") for line in summary)
     assert any(line.startswith("depth: 50 results asked per query") for line in summary)

@@ -304,8 +304,8 @@ def retriever_under_test():
 def test_a_hybrid_haystack_pipeline_is_scored_on_what_the_pipeline_returns(
     retrieval_project: RetrievalProject,
 ) -> None:
-    # The same file tests/test_frameworks_haystack.py imports: real Haystack components, and a
-    # deterministic bag-of-concepts embedder (no model download).
+    # The same file tests/unit/run/test_frameworks_haystack.py imports: real Haystack components,
+    # and a deterministic bag-of-concepts embedder (no model download).
     retrieval_project.pytester.makepyfile(hybrid=Path(haystack_hybrid.__file__).read_text())
     retrieval_project.write(
         golden=HYBRID_GOLDEN,

@@ -1,7 +1,8 @@
 """What users see of judgment holes in a pytest run: coverage in the summary and the artifact,
 a judged@K gate, ``retrieval_unjudged = skip``, and a baseline re-scored after new labels.
 
-Hand computation over the standard project (tests/plugin_helpers.py), top 3, visible queries:
+Hand computation over the standard project (tests/helpers/plugin_helpers.py), top 3, visible
+queries:
 
 =========  ==========================  ==============  ===========
 query      ranking                     judged          judged@3

@@ -2,8 +2,8 @@
 run with its own conventions (duplicate groups included), as its artifact does; ``slice=*``
 knows what ``min_grade`` leaves without a value.
 
-Hand computation over the standard project (tests/plugin_helpers.py) with the duplicate group
-{shipping, refund-policy} and the invoice query relabelled (faq relevant, pricing not):
+Hand computation over the standard project (tests/helpers/plugin_helpers.py) with the duplicate
+group {shipping, refund-policy} and the invoice query relabelled (faq relevant, pricing not):
 
 =========  ============================  ====================================  =====
 query      ranking                       per group                             RR

@@ -18,7 +18,7 @@ metrics are the same, so every path must agree exactly. ``distinct@K`` counts th
 returned, so paths 1 and 2 agree with each other on it, and paths 3 and 4 with ``evaluate()``
 of the document rankings. No expected value comes from a path under test alone: each path is
 checked against the others, and ``evaluate()`` against pytrec_eval and hand values elsewhere
-(tests/test_conventions.py, tests/test_evaluate.py).
+(tests/unit/scoring/test_conventions.py, tests/unit/scoring/test_evaluate.py).
 """
 
 from __future__ import annotations

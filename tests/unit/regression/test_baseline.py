@@ -455,8 +455,9 @@ def test_a_value_rounded_in_the_baseline_equals_the_unrounded_current_value() ->
 
 def test_a_budget_below_the_smallest_detectable_drop_is_warned_about() -> None:
     # Deltas five times -0.1 and five times +0.1 (n = 10, all changed): the detectable drop is
-    # the kernel's, for changes like these (tests/test_stats_family.py pins the kernel). With a
-    # spread of 0.105 over 10 queries no drop below a few points can be told from noise.
+    # the kernel's, for changes like these (tests/unit/scoring/test_stats_family.py pins the
+    # kernel). With a spread of 0.105 over 10 queries no drop below a few points can be told
+    # from noise.
     from pytest_retrieval.scoring.stats import detectable_drop
 
     before = [0.5] * 10

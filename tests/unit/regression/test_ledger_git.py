@@ -14,7 +14,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from ledger_helpers import BAD, GOOD, ROOT, GitProject, git_environment
+from ledger_helpers import BAD, GOOD, GitProject, git_environment
+from paths import ROOT
 
 from pytest_retrieval.regression.ledger import Ledger
 

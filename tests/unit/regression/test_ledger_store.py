@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_helpers import ROOT
+from paths import ROOT
 
 from pytest_retrieval.cli import main
 from pytest_retrieval.regression.commitinfo import CommitInfo

@@ -1,7 +1,7 @@
 """Which shapes get the depth, what describe_retriever reports, and that it matches the calls.
 
-Framework shapes are tested against the real libraries in tests/test_frameworks_*.py; here the
-plain Python shapes: functions, batch methods and objects, sync and async.
+Framework shapes are tested against the real libraries in tests/unit/run/test_frameworks_*.py;
+here the plain Python shapes: functions, batch methods and objects, sync and async.
 """
 
 from __future__ import annotations
