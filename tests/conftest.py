@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings as _hypothesis_settings
+from paths import SHARED
 from plugin_helpers import RetrievalProject
 
 # Speed is measured in benchmarks/, never asserted: no Hypothesis example has a deadline (its
@@ -13,9 +14,6 @@ from plugin_helpers import RetrievalProject
 
 _hypothesis_settings.register_profile("pytest-retrieval", deadline=None)
 _hypothesis_settings.load_profile("pytest-retrieval")
-
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(scope="session")

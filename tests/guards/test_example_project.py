@@ -1,0 +1,395 @@
+"""The example project, run as a user runs it: as shipped it passes; broken, it fails usefully.
+
+The example needs its own dependency (bm25s, in the test extra) and finds its package through
+PYTHONPATH, so these tests work whether or not ``pip install -e ./example_project`` was run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from paths import ROOT
+
+EXAMPLE = ROOT / "example_project"
+
+
+def run_example(
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    cache_dir: Path | None = None,
+    cwd: Path = EXAMPLE,
+) -> tuple[int, str, dict[str, Any]]:
+    """Run the example's gates in a subprocess; return (exit status, output, JSON artifact).
+
+    ``cwd``: a copy of the example's project files (its package and corpus stay where they are:
+    PYTHONPATH finds them)."""
+    artifact = tmp_path / "report.json"
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]),
+        **(env or {}),
+    }
+    for name in ("ACME_TOKENIZER", "ACME_RERANKER", "ACME_CHUNK_SIZE", "ACME_CHUNK_OVERLAP"):
+        if env is None or name not in env:
+            environment.pop(name, None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--retrieval-json",
+            str(artifact),
+            # The example keeps its cache on (retrieval_cache = use): each test gets its own, so
+            # no test depends on or is served by another's (or a developer's) cache.
+            f"--retrieval-cache-dir={cache_dir or tmp_path / 'cache'}",
+            *args,
+        ],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    document = json.loads(artifact.read_text()) if artifact.exists() else {}
+    return result.returncode, output, document
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, dict[str, Any]]:
+    return run_example(tmp_path_factory.mktemp("shipped"))
+
+
+def test_the_example_passes_as_shipped(shipped: tuple[int, str, dict[str, Any]]) -> None:
+    status, output, document = shipped
+    assert status == 0, output[-3000:]
+    assert "retrieval gates: all passed" in output
+    assert document["stages"] == ["retriever", "reranker"]
+    # 158 queries, 39 of them held out and sealed: 119 scored.
+    assert document["golden"]["queries"] == 158
+    assert document["heldout"]["scored"] is False
+    assert len(document["queries"]) == 119
+
+
+def test_the_example_broken_as_documented_fails_and_names_what_it_lost(tmp_path: Path) -> None:
+    status, output, _document = run_example(tmp_path, env={"ACME_TOKENIZER": "naive"})
+    assert status == 1, output[-3000:]
+    # The budgets are items of the gates file: retrieval-gates.yaml::ndcg_at_10-budget_0.02 ...
+    assert re.search(r"FAILED retrieval-gates\.yaml::\S+-budget_", output), output[-3000:]
+    # A lost relevant document with its rank before and after, e.g. "invoice-languages: rank 1 → —"
+    # (pushed out of the ranking) or "merge-duplicate-contacts: rank 1 → 17" (pushed down).
+    moves = re.findall(r"([\w-]+): rank (\d+) → (—|\d+)", output)
+    assert moves, output[-3000:]
+    assert any(after == "—" or int(after) > int(before) for _doc, before, after in moves)
+
+
+def section(output: str, title: str) -> list[str]:
+    """The lines of one ``= title =`` section of the terminal output (without its rule)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.fullmatch(rf"=+ {title} =+", line))
+    end = next(
+        (i for i in range(start + 1, len(lines)) if re.fullmatch(r"=+ .* =+", lines[i])),
+        len(lines),
+    )
+    return lines[start + 1 : end]
+
+
+def test_the_default_summary_fits_a_120_column_terminal_and_v_shows_the_full_table(
+    tmp_path: Path,
+) -> None:
+    status, output, _document = run_example(tmp_path / "compact", env={"COLUMNS": "120"})
+    assert status == 0, output[-3000:]
+    summary = section(output, "retrieval")
+    too_wide = [line for line in summary if len(line) > 120]
+    assert not too_wide, too_wide
+    # Two stages, each a pivot of 9 metric rows and a 6-line slice table, the run's facts (the
+    # depth asked among them) and one coverage warning per stage: about 40 lines in all.
+    assert len(summary) <= 47, "\n".join(summary)
+    # The cutoffs, then the metrics without one (abstain_rate, answer_rate).
+    assert "retriever (n=108)    @1      @3      @5      @10     @20     @50     (no K)" in summary
+    assert any(line.startswith("paraphrase (n=29)") for line in summary)
+    # The no-answer slice is a row of its own (its abstain_rate), never a column of dashes.
+    assert not any("no-answer (n=0)" in line for line in summary)
+    assert any(line.startswith("no-answer (n=11)") for line in summary)
+    # The example's 50 chunks collapse into about 45 documents; its first stage takes k, so the
+    # queries short of 50 documents are asked again deeper and @50 is scored on 50 documents:
+    # no warning (tests/plugin/test_plugin_frameworks.py has the warnings that must show), and the
+    # summary says how deep it asked.
+    assert not any(line.startswith("warning: short rankings") for line in summary)
+    assert any(line.startswith("depth: 50 results asked per query") for line in summary)
+
+    status, output, _document = run_example(tmp_path / "full", "-v", env={"COLUMNS": "120"})
+    assert status == 0, output[-3000:]
+    full = section(output, "retrieval")
+    assert "stage: retriever" in full
+    assert any(line.startswith("precision@20") for line in full)
+    assert any("no-answer (n=0)" in line for line in full)
+
+
+def test_turning_the_reranker_off_is_caught_by_the_baseline(tmp_path: Path) -> None:
+    status, output, document = run_example(tmp_path, env={"ACME_RERANKER": "off"})
+    assert status == 1, output[-3000:]
+    failed = [r for r in document["regressions"] if r["status"] == "regression"]
+    assert failed
+    worst = failed[0]["worse"][0]
+    assert worst["after"] < worst["before"]
+    assert any(m["before"] != m["after"] for m in worst["moves"])
+
+
+def test_removing_the_reranker_is_caught_by_the_two_stage_baseline(tmp_path: Path) -> None:
+    # The team deletes the reranker fixture: the pipeline has one stage now, the committed
+    # baseline two. The budgets without stage= compare what users got (the baseline's reranker)
+    # with what they get (this run's retriever), whatever the stages are called.
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "retrieval-gates.yaml", "retrieval-baseline.json"):
+        shutil.copy(EXAMPLE / name, project / name)
+    shutil.copy(EXAMPLE / "duplicates.tsv", project / "duplicates.tsv")
+    shutil.copytree(EXAMPLE / "golden", project / "golden")
+    shutil.copytree(EXAMPLE / "tests", project / "tests")
+    conftest = (EXAMPLE / "conftest.py").read_text(encoding="utf-8")
+    kept, cut, _reranker = conftest.partition(
+        '\n\n@pytest.fixture(scope="session")\ndef reranker_under_test'
+    )
+    assert cut, "the example's conftest no longer defines the reranker fixture this way"
+    (project / "conftest.py").write_text(kept + "\n", encoding="utf-8")
+    status, output, document = run_example(tmp_path, cwd=project)
+    assert status == 1, output[-3000:]
+    assert document["stages"] == ["retriever"]
+    means = json.loads((EXAMPLE / "retrieval-baseline.json").read_text(encoding="utf-8"))["means"]
+    checks = {r["name"]: r for r in document["regressions"]}
+    for metric in ("ndcg@10", "mrr"):
+        check = checks[f"{metric}[budget=0.02]"]
+        assert (check["status"], check["baseline_stage"], check["stage"]) == (
+            "regression",
+            "reranker",
+            "retriever",
+        ), check["message"]
+        # Before: the committed baseline's reranker mean. Now: its retriever mean (BM25 has not
+        # changed), so the delta is the reranker's whole gain, lost.
+        before = means["reranker"]["overall"][metric]
+        now = means["retriever"]["overall"][metric]
+        assert (check["baseline_mean"], check["current_mean"]) == (
+            pytest.approx(before, abs=1e-6),
+            pytest.approx(now, abs=1e-6),
+        )
+        assert check["delta"] == pytest.approx(now - before, abs=1e-6)
+        assert check["delta"] < -0.02
+        assert f"FAIL {metric} budget 0.0200 [final stage: reranker in the baseline, " in output
+    # The budget that names the retriever compares the retriever with itself: unchanged.
+    kept_check = checks["recall@50[budget=0.02,stage=retriever]"]
+    assert (kept_check["status"], kept_check["delta"]) == ("pass", 0.0)
+    assert kept_check["baseline_stage"] == kept_check["stage"] == "retriever"
+
+
+def test_two_workers_give_the_same_numbers(
+    tmp_path: Path, shipped: tuple[int, str, dict[str, Any]]
+) -> None:
+    status, output, document = run_example(tmp_path, "-n", "2")
+    assert status == 0, output[-3000:]
+    _status, _output, single = shipped
+    assert document["results"] == single["results"]
+    strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]  # noqa: E731
+    assert strip(document["queries"]) == strip(single["queries"])
+
+
+def test_a_cached_rerun_searches_nothing_and_gives_the_same_numbers(
+    tmp_path: Path, shipped: tuple[int, str, dict[str, Any]]
+) -> None:
+    cache = tmp_path / "cache"
+    status, output, first = run_example(tmp_path / "first", cache_dir=cache)
+    assert status == 0, output[-3000:]
+    assert first["run"]["cache"]["called"] == 119
+    status, output, again = run_example(tmp_path / "again", cache_dir=cache)
+    assert status == 0, output[-3000:]
+    assert again["run"]["cache"] == {
+        **first["run"]["cache"],
+        "cached": 119,
+        "called": 0,
+        "stored": 0,
+    }
+    # (the compact summary wraps its prose at the terminal's width)
+    flat = " ".join(output.split())
+    assert "cache use: 119 of 119 queries served from the cache, index version " in flat
+    assert again["results"] == shipped[2]["results"]
+    assert again["retriever"]["index_version"] == "acme-help-bm25-stem-200w-1"
+    # A changed index under a new version is a miss for every query, so the break is caught.
+    status, output, broken = run_example(
+        tmp_path / "broken",
+        "--retrieval-index-version",
+        "naive-tokenizer",
+        env={"ACME_TOKENIZER": "naive"},
+        cache_dir=cache,
+    )
+    assert status == 1, output[-3000:]
+    assert broken["run"]["cache"]["called"] == 119
+
+
+def _declared_groups() -> dict[str, str]:
+    """doc id → group id from the example's duplicates.tsv, read here without the plugin."""
+    groups = {}
+    for line in (EXAMPLE / "duplicates.tsv").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            doc, group = line.split("\t")
+            groups[doc] = group
+    return groups
+
+
+def _per_group(
+    retrieved: list[str], grades: dict[str, int], groups: dict[str, str]
+) -> tuple[list[str], dict[str, int]]:
+    """The convention, written out independently: every doc becomes its group; a group is as
+    relevant as its best-judged member; a later copy in the ranking is filler (a fresh id that
+    nothing judges), so it still takes up a rank."""
+    group_grades: dict[str, int] = {}
+    for doc, grade in grades.items():
+        key = groups.get(doc, doc)
+        group_grades[key] = max(grade, group_grades.get(key, grade))
+    seen: set[str] = set()
+    ranking = []
+    for rank, doc in enumerate(retrieved):
+        key = groups.get(doc, doc)
+        ranking.append(f"filler-{rank}" if key in seen else key)
+        seen.add(key)
+    return ranking, group_grades
+
+
+def _seed_recall(retrieved: list[str], relevant: set[str], k: int) -> float:
+    # The design seed's formula, written out here independently of pytest_retrieval.
+    return sum(1 for d in retrieved[:k] if d in relevant) / len(relevant)
+
+
+def _seed_precision(retrieved: list[str], relevant: set[str], k: int) -> float:
+    return sum(1 for d in retrieved[:k] if d in relevant) / k
+
+
+def _seed_ndcg(retrieved: list[str], grades: dict[str, int], k: int) -> float:
+    def dcg(values: list[int]) -> float:
+        return sum((2**g - 1) / math.log2(i + 1) for i, g in enumerate(values, 1))
+
+    seen: set[str] = set()
+    actual = []
+    for doc in retrieved[:k]:
+        actual.append(0 if doc in seen else grades.get(doc, 0))
+        seen.add(doc)
+    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
+    return dcg(actual) / dcg(ideal)
+
+
+def _labels() -> dict[str, dict[str, int]]:
+    golden = yaml.safe_load((EXAMPLE / "golden" / "acme-help.yaml").read_text())
+    labels: dict[str, dict[str, int]] = {}
+    for query in golden["queries"]:
+        relevant = query["relevant"]
+        labels[str(query["id"])] = (
+            {str(d): 1 for d in relevant}
+            if isinstance(relevant, list)
+            else {str(d): int(g) for d, g in relevant.items()}
+        )
+    return labels
+
+
+def test_the_numbers_are_real_recomputed_from_the_rankings(
+    shipped: tuple[int, str, dict[str, Any]],
+) -> None:
+    _status, _output, document = shipped
+    labels = _labels()
+    groups = _declared_groups()  # the example scores per duplicate group (duplicates.tsv)
+    recalls, ndcgs = [], []
+    for row in document["queries"]:
+        if not any(g >= 1 for g in labels[row["id"]].values()):
+            continue  # no-answer queries are skipped in the means (the default convention)
+        first, grades = _per_group(row["rankings"]["retriever"], labels[row["id"]], groups)
+        final, _grades = _per_group(row["rankings"]["reranker"], labels[row["id"]], groups)
+        relevant = {d for d, g in grades.items() if g >= 1}
+        recalls.append(_seed_recall(first, relevant, 50))
+        ndcgs.append(_seed_ndcg(final, grades, 5))
+    overall = {(r["stage"], r["column"]): r["metrics"] for r in document["results"]}
+    assert len(recalls) == 108
+    assert overall[("retriever", "overall")]["recall@50"] == pytest.approx(
+        sum(recalls) / len(recalls)
+    )
+    assert overall[("reranker", "overall")]["ndcg@5"] == pytest.approx(sum(ndcgs) / len(ndcgs))
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def test_the_declared_duplicates_inflate_precision_and_are_measured(
+    shipped: tuple[int, str, dict[str, Any]],
+) -> None:
+    _status, output, document = shipped
+    # From the corpus: the declared groups are exactly its near-identical pages (word 3-shingle
+    # Jaccard >= 0.8; the next most similar pair is below 0.4), computed here pair by pair,
+    # without MinHash or the plugin.
+    texts = {p.stem: _shingles(p.read_text()) for p in (EXAMPLE / "corpus").glob("*.md")}
+    ids = sorted(texts)
+    near = set()
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            union = len(texts[a] | texts[b])
+            if union and len(texts[a] & texts[b]) / union >= 0.8:
+                near.add(frozenset((a, b)))
+    groups = _declared_groups()
+    declared = {
+        frozenset((a, b)) for a in groups for b in groups if a < b and groups[a] == groups[b]
+    }
+    assert near == declared
+    assert len(declared) == 3
+    # From the artifact's rankings and the seed's formulas: precision@5 of the final stage,
+    # raw (every id its own document) and per duplicate group, and distinct@5.
+    labels = _labels()
+    raw, deduplicated, distinct = [], [], []
+    for row in document["queries"]:
+        ranking, grades = row["rankings"]["reranker"], labels[row["id"]]
+        # distinct@5 counts the top 5 results as returned: two chunks of one document repeat
+        # its id, a copy like a duplicate group's member.
+        returned = row.get("returned", {}).get("reranker", ranking)
+        keys = [groups.get(d, d) for d in returned[:5]]
+        if keys:
+            distinct.append(len(set(keys)) / len(keys))
+        if not any(g >= 1 for g in grades.values()):
+            continue
+        raw.append(_seed_precision(ranking, {d for d, g in grades.items() if g >= 1}, 5))
+        grouped, group_grades = _per_group(ranking, grades, groups)
+        relevant = {d for d, g in group_grades.items() if g >= 1}
+        deduplicated.append(_seed_precision(grouped, relevant, 5))
+    raw_p5 = sum(raw) / len(raw)
+    dedup_p5 = sum(deduplicated) / len(deduplicated)
+    distinct_5 = sum(distinct) / len(distinct)
+    assert dedup_p5 < raw_p5
+    assert distinct_5 < 1.0
+    overall = {(r["stage"], r["column"]): r["metrics"] for r in document["results"]}
+    assert overall[("reranker", "overall")]["precision@5"] == pytest.approx(dedup_p5)
+    assert overall[("reranker", "overall")]["distinct@5"] == pytest.approx(distinct_5)
+    assert document["dedup"]["groups"] == 3
+    assert "scores are deduplicated: 3 duplicate groups (6 documents)" in output
+
+
+def test_the_no_answer_column_is_filled(shipped: tuple[int, str, dict[str, Any]]) -> None:
+    _status, _output, document = shipped
+    results = {(r["stage"], r["column"]): r["metrics"] for r in document["results"]}
+    no_answer = results[("retriever", "no-answer")]
+    assert no_answer["abstain_rate"] is not None
+    assert no_answer["answer_rate"] is None  # answer_rate is defined on answerable queries only
+    assert results[("retriever", "overall")]["answer_rate"] is not None
+    sweeps = {s["stage"]: s for s in document["abstention"]["sweeps"]}
+    assert sweeps["retriever"]["floor"] == 4
+    rates = [p["abstain_rate"] for p in sweeps["retriever"]["points"]]
+    assert rates == sorted(rates)  # a higher floor abstains more, never less
