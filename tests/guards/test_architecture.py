@@ -16,8 +16,8 @@ on a small package planted in ``tmp_path`` with the violation it must find:
 * a soft size report, never failing: modules over :data:`MODULE_SOFT_LIMIT` lines and
   functions over :data:`FUNCTION_SOFT_LIMIT` lines that the "Large by design" table of
   docs/architecture.md does not list are named in a ``UserWarning`` (the suite's warnings
-  summary); ``PYTHONPATH=tests/helpers python tests/guards/test_architecture.py`` prints the whole report. The table's rows
-  must name modules and functions that exist;
+  summary); ``PYTHONPATH=tests/helpers python tests/guards/test_architecture.py`` prints the
+  whole report. The table's rows must name modules and functions that exist;
 * the public API is exactly the documented list, and each name resolves.
 """
 
