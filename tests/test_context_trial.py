@@ -63,3 +63,161 @@ queries:
         "or write true)",
     ]
     assert retrieval_project.calls() == []
+
+
+# --- 2 and 3: the context filter's refusals and a filter of the wrong type -------------------
+
+GOLDEN = """\
+version: 1
+queries:
+  - id: acme-q
+    text: how does the refund work
+    relevant: [acme/refund]
+    context: {tenant: acme}
+  - id: globex-q
+    text: how does the refund work
+    relevant: [globex/refund]
+    context: {tenant: globex}
+"""
+
+#: retrieval_context_filter functions: the right one for InMemoryVectorStore (a function of a
+#: Document), and two a new user wrote first (a string, a dict: what other stores take).
+SCOPE = """
+def by_document(context):
+    return lambda doc: doc.metadata["tenant"] == context["tenant"]
+
+
+def as_text(context):
+    return "tenant == " + context["tenant"]
+
+
+def as_dict(context):
+    return {"tenant": context["tenant"]}
+"""
+
+LANGCHAIN = """
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import InMemoryVectorStore
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents([
+        Document(id=f"{t}/{topic}", page_content=f"{topic} works", metadata={"tenant": t})
+        for t in ("acme", "globex") for topic in ("refund", "shipping")
+    ])
+    return store.as_retriever(SEARCH_KWARGS)
+"""
+
+
+def langchain(p: RetrievalProject, builder: str, search_kwargs: str = "") -> RetrievalProject:
+    p.write(
+        golden=GOLDEN,
+        conftest=LANGCHAIN.replace("SEARCH_KWARGS", search_kwargs),
+        tests=TESTS,
+        ks="1",
+        ini={"retrieval_context_filter": f"scope:{builder}"},
+    )
+    (p.path / "scope.py").write_text(SCOPE, encoding="utf-8")
+    p.pytester.syspathinsert()
+    return p
+
+
+def refusal(result: pytest.RunResult) -> list[str]:
+    """The refusal's two lines (reason, fix) as the terminal summary prints them."""
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    lines = result.stdout.lines
+    start = lines.index(
+        "==================== retrieval: run refused (exit status 4) ===================="
+    )
+    return lines[start + 1 : start + 3]
+
+
+GENERIC_FIX = "Fix: return an object the plugin can call"
+
+
+def test_a_context_filter_for_a_plain_function_is_refused_with_its_own_fix(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        golden=GOLDEN,
+        conftest=CONFTEST,
+        tests=TESTS,
+        ks="1",
+        ini={"retrieval_context_filter": "scope:as_dict"},
+    )
+    (retrieval_project.path / "scope.py").write_text(SCOPE, encoding="utf-8")
+    retrieval_project.pytester.syspathinsert()
+    result = retrieval_project.run()
+    assert refusal(result) == [
+        "pytest-retrieval refused the run: retrieval_context_filter = scope:as_dict builds the "
+        "filter= of a LangChain retriever and the filters= of a Haystack one, and the retriever "
+        "under test is a function: it is handed the context itself (tenant=context['tenant'])",
+        "Fix: drop retrieval_context_filter from the pytest configuration",
+    ]
+    assert GENERIC_FIX not in result.stdout.str()
+
+
+def test_a_langchain_retriever_built_with_its_own_filter_is_refused_with_its_own_fix(
+    retrieval_project: RetrievalProject,
+) -> None:
+    langchain(retrieval_project, "by_document", 'search_kwargs={"filter": lambda doc: True}')
+    result = retrieval_project.run()
+    reason, fix = refusal(result)
+    assert reason.startswith(
+        "pytest-retrieval refused the run: VectorStoreRetriever was built with a filter "
+        "(search_kwargs={'filter': <function "
+    )
+    assert reason.endswith(
+        "and retrieval_context_filter = scope:by_document would replace it with each query's filter"
+    )
+    assert fix == (
+        "Fix: build the retriever without a filter and apply both in by_document(context), or "
+        "drop retrieval_context_filter"
+    )
+    assert GENERIC_FIX not in result.stdout.str()
+
+
+HAYSTACK = """
+import os
+os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
+import pytest
+from haystack import Document
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    store = InMemoryDocumentStore()
+    store.write_documents([
+        Document(id=f"{t}/refund", content="how the refund works", meta={"tenant": t})
+        for t in ("acme", "globex")
+    ])
+    own = {"field": "meta.tenant", "operator": "!=", "value": "nobody"}
+    return InMemoryBM25Retriever(store, filters=own)
+"""
+
+
+def test_a_haystack_component_whose_filters_would_be_replaced_is_refused_with_its_own_fix(
+    retrieval_project: RetrievalProject,
+) -> None:
+    golden = GOLDEN.replace(
+        "context: {tenant: acme}",
+        "context: {filters: {field: meta.tenant, operator: '==', value: acme}}",
+    )
+    retrieval_project.write(golden=golden, conftest=HAYSTACK, tests=TESTS, ks="1")
+    result = retrieval_project.run()
+    assert refusal(result) == [
+        "pytest-retrieval refused the run: the Haystack component InMemoryBM25Retriever was "
+        "built with filters={'field': 'meta.tenant', 'operator': '!=', 'value': 'nobody'} and "
+        "filter_policy=REPLACE, so each query's filters (from context['filters']) would "
+        "replace them",
+        "Fix: build it with filter_policy=FilterPolicy.MERGE to apply both (from "
+        "haystack.document_stores.types import FilterPolicy), or move its filters into the "
+        "queries' contexts",
+    ]
+    assert GENERIC_FIX not in result.stdout.str()

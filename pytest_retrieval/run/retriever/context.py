@@ -310,8 +310,8 @@ def refuse_filter_setting(use: ContextUse, kind: str, route: Route | None, hint:
     takes = f"it is handed the context itself ({route.shown})" if route else hint
     raise RetrieverShapeError(
         f"{FILTER_SETTING} = {use.filter_spec} builds the filter= of a LangChain retriever and "
-        f"the filters= of a Haystack one, and the retriever under test is a {kind}: {takes}; "
-        f"drop {FILTER_SETTING}"
+        f"the filters= of a Haystack one, and the retriever under test is a {kind}: {takes}",
+        f"drop {FILTER_SETTING} from the pytest configuration",
     )
 
 
@@ -334,9 +334,9 @@ def langchain_context(retriever: Any, passed: bool, use: ContextUse) -> tuple[Ro
     if use.build_filter is not None and not passed:
         raise RetrieverShapeError(
             f"{FILTER_SETTING} = {use.filter_spec} builds a filter= for each query, and {name} "
-            "drops the keyword arguments it is given (it passes nothing on to a search): wrap "
-            "it in a function that filters by the context, search(text, k, tenant), or drop "
-            f"{FILTER_SETTING}"
+            "drops the keyword arguments it is given (it passes nothing on to a search)",
+            "wrap it in a function that filters by the context, search(text, k, tenant), and "
+            f"drop {FILTER_SETTING}",
         )
     search_kwargs = getattr(retriever, "search_kwargs", None)
     if (
@@ -347,9 +347,10 @@ def langchain_context(retriever: Any, passed: bool, use: ContextUse) -> tuple[Ro
         raise RetrieverShapeError(
             f"{name} was built with a filter (search_kwargs={{'filter': "
             f"{_describe(search_kwargs['filter'])}}}), and {FILTER_SETTING} = {use.filter_spec} "
-            "would replace it with each query's filter: build the retriever without it and "
-            f"apply both in {use.filter_spec.rpartition(':')[2] if use.filter_spec else 'it'}"
-            "(context), or drop the setting"
+            "would replace it with each query's filter",
+            "build the retriever without a filter and apply both in "
+            f"{use.filter_spec.rpartition(':')[2] if use.filter_spec else 'it'}(context), or "
+            f"drop {FILTER_SETTING}",
         )
     route = combined(own, langchain_filter_route(use) if passed else None)
     if route is not None:
@@ -378,9 +379,10 @@ def refuse_replaced(component: Any, label: str, use: ContextUse) -> None:
     raise RetrieverShapeError(
         f"the Haystack component {label} was built with filters={_describe(built)} and "
         f"filter_policy=REPLACE, so each query's filters (from {haystack_shown(use)}) would "
-        "replace them: build it with filter_policy=FilterPolicy.MERGE to apply both (from "
+        "replace them",
+        "build it with filter_policy=FilterPolicy.MERGE to apply both (from "
         "haystack.document_stores.types import FilterPolicy), or move its filters into the "
-        "queries' contexts"
+        "queries' contexts",
     )
 
 
@@ -400,8 +402,9 @@ def check_filter_sockets(pipeline: Any, sockets: Sequence[str], use: ContextUse)
     if use.build_filter is not None and use.active and not sockets:
         raise RetrieverShapeError(
             f"{FILTER_SETTING} = {use.filter_spec} builds each query's filters, and the "
-            "pipeline has no filters socket to give them to: drop the setting, or name one, "
-            'HaystackPipeline(..., filters="retriever.filters")'
+            "pipeline has no filters socket to give them to",
+            f'drop {FILTER_SETTING}, or name a socket, HaystackPipeline(..., filters="retriever.'
+            'filters")',
         )
     if not (use.active and use.gives_filters):
         return

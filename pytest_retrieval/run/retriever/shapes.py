@@ -360,7 +360,8 @@ def _haystack_component_plan(component: Any, depth: int | None, use: ContextUse)
     if use.build_filter is not None and use.active and not takes:
         raise RetrieverShapeError(
             f"{FILTER_SETTING} = {use.filter_spec} builds each query's filters, and the Haystack "
-            f"component {name}.run() takes no filters: drop {FILTER_SETTING}"
+            f"component {name}.run() takes no filters",
+            f"drop {FILTER_SETTING} from the pytest configuration",
         )
     filtered = use.active and takes and use.gives_filters
     if filtered:
