@@ -93,6 +93,10 @@ def as_text(context):
 
 def as_dict(context):
     return {"tenant": context["tenant"]}
+
+
+def of_nothing(context):
+    return lambda: True
 """
 
 LANGCHAIN = """
@@ -221,3 +225,51 @@ def test_a_haystack_component_whose_filters_would_be_replaced_is_refused_with_it
         "queries' contexts",
     ]
     assert GENERIC_FIX not in result.stdout.str()
+
+
+def failed_queries(result: pytest.RunResult) -> str:
+    """The first line of the every-query-failed message."""
+    [line] = [
+        line for line in result.stdout.lines if line.startswith("pytest-retrieval: the run errored")
+    ][:1]
+    return line
+
+
+@pytest.mark.parametrize(("builder", "returned"), [("as_text", "str"), ("as_dict", "dict")])
+def test_a_context_filter_of_the_wrong_type_for_in_memory_vector_store_names_setting_and_type(
+    retrieval_project: RetrievalProject, builder: str, returned: str
+) -> None:
+    langchain(retrieval_project, builder)
+    result = retrieval_project.run()
+    assert failed_queries(result) == (
+        "pytest-retrieval: the run errored, nothing was scored: every query failed in the "
+        "retriever (2 of 2); the first, query 'acme-q' [retriever]: ContextFilterError: "
+        f"retrieval_context_filter = scope:{builder} returned a {returned}, and "
+        "InMemoryVectorStore filters with a function of a Document: return one, e.g. "
+        "lambda doc: doc.metadata['tenant'] == context['tenant']"
+    )
+    assert "object is not callable" not in result.stdout.str()
+
+
+def test_a_context_filter_the_store_raises_a_type_error_on_is_named_with_what_it_takes(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # A function, but of no argument: InMemoryVectorStore calls it with each Document.
+    langchain(retrieval_project, "of_nothing")
+    result = retrieval_project.run()
+    assert failed_queries(result) == (
+        "pytest-retrieval: the run errored, nothing was scored: every query failed in the "
+        "retriever (2 of 2); the first, query 'acme-q' [retriever]: ContextFilterError: "
+        "InMemoryVectorStore raised TypeError: of_nothing.<locals>.<lambda>() takes 0 "
+        "positional arguments but 1 was given, given the filter= that retrieval_context_filter "
+        "= scope:of_nothing returned (a function): if the filter is the cause, return a "
+        "function of a Document, e.g. lambda doc: doc.metadata['tenant'] == tenant"
+    )
+
+
+def test_the_right_context_filter_for_in_memory_vector_store_scopes_each_query(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # Each tenant's refund page is filtered to its own tenant: recall@1 = 1 for both.
+    langchain(retrieval_project, "by_document")
+    retrieval_project.run().assert_outcomes(passed=1)

@@ -15,6 +15,7 @@ from .context import (
     Route,
     batch_kwargs,
     batch_route,
+    call_filtered,
     check_filter_sockets,
     context_names,
     function_hint,
@@ -255,6 +256,7 @@ def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> _Plan
         # arguments, and each query has its own filter (the run's threads give concurrency).
         invoke = retriever.invoke
         extra = route.kwargs
+        store = getattr(retriever, "vectorstore", None)
         shown = f"invoke(text, k={_n(depth)}, {route.shown})" if passed else "invoke(text)"
         return _Plan(
             RetrieverShape(
@@ -267,7 +269,9 @@ def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> _Plan
                 not passed,
                 context=route.shown,
             ),
-            single=lambda text, context: invoke(text, **kwargs, **extra(context)),
+            single=lambda text, context: call_filtered(
+                invoke, text, {**kwargs, **extra(context)}, store, use
+            ),
         )
     batch = retriever.batch
 
@@ -299,7 +303,13 @@ def _langchain_method_plan(method: Any, depth: int | None, use: ContextUse) -> _
     route, context_hint = langchain_context(owner, passed, use)
     kwargs: dict[str, Any] = {"k": depth} if passed and depth is not None else {}
     extra = route.kwargs if route is not None else (lambda _context: {})
-    single = lambda text, context: method(text, **kwargs, **extra(context))  # noqa: E731
+    store = getattr(owner, "vectorstore", None)
+    if is_async:
+        single = lambda text, context: method(text, **kwargs, **extra(context))  # noqa: E731
+    else:
+        single = lambda text, context: call_filtered(  # noqa: E731
+            method, text, {**kwargs, **extra(context)}, store, use
+        )
     shown = f"{name}(text, k={_n(depth)})" if passed else f"{name}(text)"
     built = _langchain_built_depth(owner, fixed)
     return _Plan(
