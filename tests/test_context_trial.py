@@ -273,3 +273,47 @@ def test_the_right_context_filter_for_in_memory_vector_store_scopes_each_query(
     # Each tenant's refund page is filtered to its own tenant: recall@1 = 1 for both.
     langchain(retrieval_project, "by_document")
     retrieval_project.run().assert_outcomes(passed=1)
+
+
+# --- 4. rescore names the context as a cause of a changed query ----------------------------
+
+
+def test_a_rescore_leaving_out_a_query_whose_context_changed_says_the_context_may_be_why() -> None:
+    import pytest_retrieval.scoring.stats  # noqa: F401  (numpy early; see baseline_helpers)
+    from pytest_retrieval.gates.declared import parse_budget
+    from pytest_retrieval.golden.model import GoldenSet, Query
+    from pytest_retrieval.regression.pairs import CompareOptions
+    from pytest_retrieval.regression.rule import compare
+    from pytest_retrieval.regression.snapshot import build_snapshot
+    from pytest_retrieval.scoring.evaluate import evaluate
+
+    def snapshot(tenant_of_q01: str) -> object:
+        gold = GoldenSet(
+            tuple(
+                Query(
+                    f"q{n:02d}",
+                    f"question {n:02d}",
+                    {f"doc-{n:02d}": 1},
+                    context={"tenant": tenant_of_q01 if n == 1 else "acme"},
+                )
+                for n in range(1, 13)
+            )
+        )
+        run = {q.id: [f"doc-{q.id[1:]}", "filler"] for q in gold}
+        return build_snapshot(
+            gold,
+            {"retriever": evaluate(run, gold.qrels(), ("mrr",))},
+            lambda qid, stage: tuple(run[qid]),
+            metric_names=("mrr",),
+            settings={"gain": "exponential", "min_grade": 1, "no_relevant": "skip", "depth": 2},
+        )
+
+    # q01: the same text, another tenant: not the same query any more.
+    outcome = compare(
+        snapshot("acme"),  # type: ignore[arg-type]
+        snapshot("globex"),  # type: ignore[arg-type]
+        parse_budget("mrr 0.01"),
+        options=CompareOptions(mode="rescore", resamples=2000),
+    )
+    assert outcome.n == 11
+    assert "leaving out 1 whose text, context, split or slices changed (q01)" in outcome.message
