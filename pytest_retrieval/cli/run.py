@@ -233,7 +233,8 @@ def run(args: argparse.Namespace) -> int:
         named = ", ".join(for_terminal(o.query_id) for o in failed[:10])
         more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
         echo(
-            f"pytest-retrieval run: {len(failed)} queries failed ({named}{more}); their errors "
+            f"pytest-retrieval run: {len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed "
+            f"({named}{more}); their errors "
             "are in the run file and fail a pytest --retrieval-run session too",
             err=True,
         )

@@ -89,7 +89,9 @@ class _YamlBuilder:
             self.built[id(node)] = items
             self.marks.at[id(items)] = self._loc(node)
             self.marks.items[id(items)] = [self._loc(child) for child in node.value]
-            items.extend(self.build(child) for child in node.value)
+            for index, child in enumerate(node.value):
+                items.append(self.build(child))
+                self._word(items, index, items[index], child)
             return items
         return self._scalar(node)
 
@@ -153,7 +155,14 @@ class _YamlBuilder:
                 own_keys.add(key)
             keys[key] = self._loc(key_node)
             mapping[key] = self.build(value_node)
+            self._word(mapping, key, mapping[key], value_node)
         return mapping
+
+    def _word(self, container: object, key: object, value: object, node: yaml.Node) -> None:
+        """Remember how a boolean was written (``no``, ``On``): a context refuses the YAML 1.1
+        words (:func:`pytest_retrieval.golden.context.context_problems`)."""
+        if isinstance(value, bool):
+            self.marks.words.setdefault(id(container), {})[key] = str(node.value)
 
 
 _EXPECTED = f"a golden set: 'version: {SCHEMA_VERSION}' and a 'queries:' list"
@@ -168,7 +177,7 @@ def read_yaml(path: str) -> Parsed:
     if text is None:
         return parsed
     marks = Marks()
-    reader = SchemaReader(parsed, marks.locate)
+    reader = SchemaReader(parsed, marks.locate, written=marks.written)
     try:
         with yaml_document(text, source=path, what="golden set", expected=_EXPECTED) as (
             loader,

@@ -18,22 +18,32 @@ from ..golden.model import Query
 Loc = tuple[int | None, int | None]
 #: ``locate(container, key)``: where ``container[key]`` (or the container itself, key None) is.
 Locate = Callable[[object, object], Loc]
+#: ``written(container, key)``: how the boolean ``container[key]`` was written, if known.
+Written = Callable[[object, object], "str | None"]
 
 
 class Marks:
     """Where decoded values came from, keyed by the identity of their containers.
 
     ``at[id(c)]`` is where container ``c`` starts; ``keys[id(d)][k]`` where key ``k`` of mapping
-    ``d`` is written; ``items[id(s)][i]`` where item ``i`` of list ``s`` is. The decoded tree must
-    stay alive while the marks are used, since ids of dead objects are reused.
+    ``d`` is written; ``items[id(s)][i]`` where item ``i`` of list ``s`` is; ``words[id(c)][k]``
+    the text a boolean ``c[k]`` was written as (``no``, ``On``: YAML 1.1 reads more words than
+    true/false as booleans, and a bool cannot remember its text the way
+    :class:`~.golden_values.SourceInt` does). The decoded tree must stay alive while the marks
+    are used, since ids of dead objects are reused.
     """
 
-    __slots__ = ("at", "items", "keys")
+    __slots__ = ("at", "items", "keys", "words")
 
     def __init__(self) -> None:
         self.at: dict[int, Loc] = {}
         self.keys: dict[int, dict[Any, Loc]] = {}
         self.items: dict[int, list[Loc]] = {}
+        self.words: dict[int, dict[Any, str]] = {}
+
+    def written(self, container: object, key: object) -> str | None:
+        """The text the boolean ``container[key]`` was written as; None if not recorded."""
+        return self.words.get(id(container), {}).get(key)
 
     def locate(self, container: object, key: object = None) -> Loc:
         """Where ``container[key]`` is, else where ``container`` starts, else unknown."""

@@ -18,7 +18,7 @@ from typing import Any
 from ..golden.context import CONTEXT_FIX, context_problems
 from ..golden.model import DEFAULT_SPLIT, MAX_GRADE, SCHEMA_VERSION, Label, Query, is_plain_name
 from ..text import SURROGATE_FIX, has_surrogate, surrogate_problem
-from .golden_parsed import Loc, Locate, Parsed
+from .golden_parsed import Loc, Locate, Parsed, Written
 from .golden_values import SourceInt, as_id, describe, grade_problem, id_problem, suggest_field
 
 #: Fields of one query, in the order the writers emit them.
@@ -50,14 +50,23 @@ class Defaults:
 class SchemaReader:
     """Checks decoded documents against the schema and collects queries and problems.
 
-    ``locate`` finds where a value was written (see :class:`~.golden_parsed.Marks`). With
+    ``locate`` finds where a value was written and ``written`` how a boolean was spelled (see
+    :class:`~.golden_parsed.Marks`). With
     ``paths=True`` (for formats without lines, i.e. JSON) a problem's field is prefixed with the
     path of its query, e.g. ``queries[3].relevant``.
     """
 
-    def __init__(self, parsed: Parsed, locate: Locate | None = None, *, paths: bool = False):
+    def __init__(
+        self,
+        parsed: Parsed,
+        locate: Locate | None = None,
+        *,
+        paths: bool = False,
+        written: Written | None = None,
+    ):
         self.parsed = parsed
         self.locate: Locate = locate or _nowhere
+        self.written = written
         self.paths = paths
 
     def problem(
@@ -283,7 +292,7 @@ class SchemaReader:
             )
             return None
         ok = True
-        for container, key, message, fix in context_problems(block):
+        for container, key, message, fix in context_problems(block, self.written):
             self.problem(message, fix, container, key, **where)
             ok = False
         return block if ok else None

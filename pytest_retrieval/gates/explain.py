@@ -139,7 +139,8 @@ def explain_score(
         named = [o.query_id for o in failed if not redacted(by_id[o.query_id])]
         hidden = len(failed) - len(named)
         lines.append(
-            f"{len(failed)} queries failed in the retriever and scored 0"
+            f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed in the retriever "
+            "and scored 0"
             + (": " + ", ".join(named[:10]) if named else "")
             + (f" ({hidden} held-out, not named)" if hidden else "")
         )

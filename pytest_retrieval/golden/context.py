@@ -17,7 +17,7 @@ import datetime
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -49,10 +49,20 @@ def _where(path: tuple[object, ...]) -> str:
     return shown
 
 
-def _plain_value_problem(value: object) -> tuple[str, str] | None:
+def _plain_value_problem(value: object, written: str | None = None) -> tuple[str, str] | None:
     """Why a scalar is not plain data, and the fix; None if it is (containers are walked by
-    the caller)."""
-    if value is None or isinstance(value, bool):
+    the caller). ``written`` is how a boolean was spelled in its file, when the reader knows."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        # YAML 1.1 reads yes/no/on/off (any case) as booleans: a locale 'no' or a flag 'on'
+        # would silently become false/true. Only true/false (any case) mean a boolean here.
+        if written is not None and written.lower() not in ("true", "false"):
+            word = "true" if value else "false"
+            return (
+                f"YAML reads {written} as the boolean {word}, not the text {written!r}",
+                f"quote it ({written!r}) if it is the text, or write {word}",
+            )
         return None
     if isinstance(value, str):
         bad = surrogate_problem(value, "the text")
@@ -82,10 +92,13 @@ def _plain_value_problem(value: object) -> tuple[str, str] | None:
 
 def context_problems(
     value: object,
+    written: Callable[[object, object], str | None] | None = None,
 ) -> Iterator[tuple[object, object, str, str]]:
     """Every reason ``value`` is not a usable context, as ``(container, key, message, fix)``:
     the container and key hold the bad value (a reader locates them in its file), the message
-    names where in the context it sits (``context.groups[1]``).
+    names where in the context it sits (``context.groups[1]``). ``written(container, key)``, if
+    the reader knows it, is how a boolean was spelled: a YAML 1.1 word other than true/false
+    (``no``, ``On``) is refused, as an integer written ``0012`` is.
 
     A context is a mapping with non-blank string keys whose values are plain data: ``None``,
     ``bool``, ``int``, finite ``float``, ``str`` (no lone surrogate), and lists and mappings
@@ -96,7 +109,7 @@ def context_problems(
     if not isinstance(value, Mapping):
         yield (None, None, f"context must be a mapping, got {_shown(value)}", CONTEXT_FIX)
         return
-    yield from _walk(value, (), set())
+    yield from _walk(value, (), set(), written)
 
 
 def _shown(value: object) -> str:
@@ -109,7 +122,10 @@ def _shown(value: object) -> str:
 
 
 def _walk(
-    container: object, path: tuple[object, ...], open_: set[int]
+    container: object,
+    path: tuple[object, ...],
+    open_: set[int],
+    written: Callable[[object, object], str | None] | None,
 ) -> Iterator[tuple[object, object, str, str]]:
     if len(path) >= MAX_CONTEXT_DEPTH:
         yield (
@@ -145,9 +161,12 @@ def _walk(
                 continue
         here = (*path, key)
         if isinstance(item, (Mapping, list, tuple)):
-            yield from _walk(item, here, open_)
+            yield from _walk(item, here, open_, written)
             continue
-        bad = _plain_value_problem(item)
+        spelled = (
+            written(container, key) if written is not None and isinstance(item, bool) else None
+        )
+        bad = _plain_value_problem(item, spelled)
         if bad is not None:
             yield (container, key, f"{_where(here)}: {bad[0]}", bad[1])
     open_.discard(id(container))

@@ -260,14 +260,16 @@ def _update_baseline(session: RetrievalSession, plugin_version: str) -> tuple[Li
     failed = session.failed_queries()
     if failed:
         error = (
-            f"baseline not written to {path}: {len(failed)} queries failed in the retriever, "
-            "and a baseline must not record failures as quality"
+            f"baseline not written to {path}: {len(failed)} "
+            f"quer{'y' if len(failed) == 1 else 'ies'} failed in the retriever, and a baseline "
+            "must not record failures as quality"
         )
         return Line(f"pytest-retrieval: {error}", "red"), EXIT_TESTS_FAILED
     failed_again = failed_in_extra_runs(session.extra_runs)
     if failed_again:
         error = (
-            f"baseline not written to {path}: {len(failed_again)} queries failed in one of the "
+            f"baseline not written to {path}: {len(failed_again)} "
+            f"quer{'y' if len(failed_again) == 1 else 'ies'} failed in one of the "
             f"{session.settings.baseline_runs} runs ({', '.join(failed_again[:5])}), and a "
             "baseline must not record failures as quality"
         )

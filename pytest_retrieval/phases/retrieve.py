@@ -378,10 +378,15 @@ class RunPhase:
                     or any(b.snapshot is not None for b in session.ledger_baselines.values()),
                 )
         except TypeError as exc:  # the retriever object has no usable method
+            # A refusal with its own fix (drop retrieval_context_filter, build the retriever
+            # without a filter) carries it; the general one is for a shape the plugin can't call.
+            own = getattr(exc, "fix", None)
             self.stop(
                 Stop.refused(
                     str(exc),
-                    "return an object the plugin can call from the retriever_under_test "
+                    own
+                    if isinstance(own, str)
+                    else "return an object the plugin can call from the retriever_under_test "
                     "fixture, as said above (docs/frameworks.md lists each framework's shape)",
                 )
             )

@@ -345,7 +345,7 @@ def pair_queries(
                 + (f": {_listing(rescored.relabelled)}" if rescored.relabelled else "")
                 + f"); comparing {kept} queries"
                 + (
-                    f", leaving out {len(changed)} whose text, split or slices changed "
+                    f", leaving out {len(changed)} whose text, context, split or slices changed "
                     f"({_listing(changed)})"
                     if changed
                     else ""

@@ -20,8 +20,8 @@ metric that reads past the depth a version 2 baseline cut its rankings at (``map
 scored per duplicate group when those groups are not the ones at hand (a snapshot records
 their fingerprint, not the groups).
 
-A query whose text, split or slices changed is not the same query any more: it is left out, as
-the intersect mode does. Added and removed queries are left out too.
+A query whose text, context, split or slices changed is not the same query any more: it is
+left out, as the intersect mode does. Added and removed queries are left out too.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Rescored:
 
     baseline: Snapshot
     current: Snapshot
-    #: Shared queries left out because their text, split or slices changed.
+    #: Shared queries left out because their text, context, split or slices changed.
     changed: tuple[str, ...]
     #: Shared queries whose judgments changed (re-scored).
     relabelled: tuple[str, ...]

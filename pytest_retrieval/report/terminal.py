@@ -348,7 +348,10 @@ def _failed_queries(session: RetrievalSession, *, head: str | None = None) -> li
     if not failed:
         return []
     golden = session.golden
-    lines = [head or f"{len(failed)} queries failed (they score 0 and fail the session):"]
+    n = len(failed)
+    lines = [
+        head or f"{n} quer{'y' if n == 1 else 'ies'} failed (they score 0 and fail the session):"
+    ]
     shown = [o for o in failed if not session.scope.redacted(golden[o.query_id])]
     for outcome in shown[:20]:
         # The id and the exception's message are user text: escaped to one line each.

@@ -137,7 +137,7 @@ def _pipeline(
             context=context,
         )
     except RetrieverShapeError as exc:
-        raise InputError(Problem(str(exc), source=what)) from None
+        raise InputError(Problem(str(exc), fix=exc.fix, source=what)) from None
 
 
 def run_local(

@@ -122,7 +122,8 @@ def entry_of(
         ids = ", ".join(shown[:5])
         return LedgerEntry(
             status=FAILED,
-            reason=f"{len(failed)} queries failed in the retriever" + (f" ({ids})" if ids else ""),
+            reason=f"{len(failed)} quer{'y' if len(failed) == 1 else 'ies'} failed in the retriever"
+            + (f" ({ids})" if ids else ""),
             fingerprint=snapshot.fingerprint,
             settings=snapshot.settings,
             checks=checks,

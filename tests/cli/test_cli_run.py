@@ -98,7 +98,7 @@ def test_run_writes_every_query_with_its_latency_and_error(
     captured = capsys.readouterr()
     assert status == 1  # written, and one query failed
     assert "5 queries through local" in captured.out
-    assert "1 queries failed (fax)" in captured.err
+    assert "1 query failed (fax)" in captured.err
     run = load_run_file(project / "run.jsonl")
     assert list(run.rankings) == SCORABLE_AND_HELDOUT  # golden-set order, held-out included
     assert run.rankings["refund"] == ("shipping", "refund-policy", "contact")

@@ -37,6 +37,17 @@ import pytest
 # (and assertion-rewritten: PYTHONDONTWRITEBYTECODE leaves no cache) again in every run.
 import yaml  # noqa: F401
 
+import pytest_retrieval.gates.gate
+import pytest_retrieval.phases.finish
+import pytest_retrieval.phases.items
+import pytest_retrieval.phases.retrieve
+import pytest_retrieval.plugin
+import pytest_retrieval.report.artifact
+import pytest_retrieval.report.terminal
+import pytest_retrieval.scoring.stats
+import pytest_retrieval.session.payload
+import pytest_retrieval.session.session  # noqa: F401  (numpy, like _yaml, loads once per process)
+
 #: Passed to every run: hypothesis' pytest plugin would import all of hypothesis (and have it
 #: assertion-rewritten) in each in-process run; the user projects here never use it.
 QUIET_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")

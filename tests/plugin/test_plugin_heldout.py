@@ -181,13 +181,13 @@ def test_a_failing_heldout_query_is_counted_but_never_named(
                 "E *AssertionError: recall@3 = 0.0000 < 0.9, expected >= 0.9 "
                 "[stage=retriever split=heldout]",
                 "E *queries scored: 1, skipped (no relevant document): 0",
-                "E *1 queries failed in the retriever and scored 0 (1 held-out, not named)",
+                "E *1 query failed in the retriever and scored 0 (1 held-out, not named)",
             ]
         )
     )
     result.stdout.fnmatch_lines(
         [
-            "1 queries failed (they score 0 and fail the session):",
+            "1 query failed (they score 0 and fail the session):",
             "  1 held-out queries (details hidden; --retrieval-heldout-details shows them)",
         ]
     )

@@ -663,7 +663,7 @@ def test_a_malformed_return_value_fails_that_query_naming_what_was_returned(
         esc(
             [
                 "queries: 4 run, 1 failed, 1 skipped in means*",
-                "1 queries failed (they score 0 and fail the session):",
+                "1 query failed (they score 0 and fail the session):",
                 f"  invoice [retriever] RetrieverOutputError: {shown}",
             ]
         )
@@ -688,7 +688,7 @@ def test_a_raising_retriever_fails_that_query_and_the_session(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "1 queries failed (they score 0 and fail the session):",
+            "1 query failed (they score 0 and fail the session):",
             "  invoice [retriever] ConnectionError: vector store unreachable",
         ]
     )
@@ -728,7 +728,7 @@ def test_a_hanging_query_times_out_without_holding_up_the_session(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "1 queries failed (they score 0 and fail the session):",
+            "1 query failed (they score 0 and fail the session):",
             "  invoice [retriever] TimeoutError: no answer within 0.5 s",
         ]
     )

@@ -246,7 +246,7 @@ def test_quiet_runs_show_only_what_failed(retrieval_project: RetrievalProject) -
         esc(
             [
                 "*= retrieval =*",
-                "1 queries failed (they score 0 and fail the session):",
+                "1 query failed (they score 0 and fail the session):",
                 "  invoice [retriever] TimeoutError: search backend too slow",
                 "*= retrieval gates: 1 failed; 1 of 4 queries failed to run =*",
                 "FAIL recall@3 >= 0.9: 0.6667 (CI *) [stage=retriever] (n=3) — "
@@ -280,7 +280,7 @@ def test_a_failed_query_fails_the_session_even_when_every_test_passes(
         [
             "queries: 4 run, 1 failed, 1 skipped in means*",
             "*",
-            "1 queries failed (they score 0 and fail the session):",
+            "1 query failed (they score 0 and fail the session):",
             "  fax [retriever] RuntimeError: shard 3 offline",
         ]
     )

@@ -138,7 +138,7 @@ def test_n2_calls_the_retriever_once_per_query_and_writes_the_n0_artifact(
                 # the compact summary: recall@1 = (0 + 1/2 + 0) / 3, recall@3 = 2/3
                 "recall * 0.1667 * 0.6667",
                 "*",
-                "1 queries failed (they score 0 and fail the session):",
+                "1 query failed (they score 0 and fail the session):",
                 "  fax [retriever] RuntimeError: shard 3 offline",
                 # 4 scorable queries (the held-out one is sealed), fax failed: never "all passed".
                 "*= retrieval gates: 7 passed; 1 of 4 queries failed to run =*",
@@ -329,7 +329,7 @@ def test_a_retriever_that_kills_its_worker_fails_its_shard_and_the_session_in_se
     result.stdout.fnmatch_lines(
         esc(
             [
-                "1 queries failed (they score 0 and fail the session):",
+                "1 query failed (they score 0 and fail the session):",
                 "  sso [retriever] WorkerCrashed: worker crashed: "
                 f"the xdist worker {crashed} died*",
             ]

@@ -206,10 +206,48 @@ def _built_filter(use: ContextUse, context: Mapping[str, Any]) -> Any:
         ) from exc
 
 
-def langchain_filter_route(use: ContextUse) -> Route | None:
+def _takes_a_function(store: object) -> bool:
+    """True for a store whose ``filter=`` is a function of a ``Document``: LangChain's
+    ``InMemoryVectorStore`` (and subclasses). Read from the class, so nothing is imported."""
+    return any(
+        c.__name__ == "InMemoryVectorStore" and c.__module__.startswith("langchain_core")
+        for c in type(store).__mro__
+    )
+
+
+def _store_takes(store: object) -> str:
+    """What ``store``'s ``filter=`` is, for a message."""
+    if _takes_a_function(store):
+        return "a function of a Document, e.g. lambda doc: doc.metadata['tenant'] == tenant"
+    return "what its documentation says (a dict for most stores)"
+
+
+def call_filtered(
+    call: Callable[..., Any], text: Any, kwargs: dict[str, Any], store: object, use: ContextUse
+) -> Any:
+    """``call(text, **kwargs)``; a TypeError raised with a ``filter=`` from
+    ``retrieval_context_filter`` in ``kwargs`` fails the query naming the setting, the type it
+    returned and what ``store`` takes (never the filter's value: it is made from the context,
+    and a held-out query's context is not shown)."""
+    try:
+        return call(text, **kwargs)
+    except TypeError as exc:
+        if use.build_filter is None or "filter" not in kwargs:
+            raise
+        shown = type(store).__name__ if store is not None else "the retriever"
+        raise ContextFilterError(
+            f"{shown} raised {type(exc).__name__}: {exc}, given the filter= that "
+            f"{FILTER_SETTING} = {use.filter_spec} returned (a {type(kwargs['filter']).__name__}): "
+            f"if the filter is the cause, return {_store_takes(store)}"
+        ) from exc
+
+
+def langchain_filter_route(use: ContextUse, store: object = None) -> Route | None:
     """``filter=`` for a LangChain retriever that passes keyword arguments on to its search:
     what ``retrieval_context_filter`` builds (no filter where it returns None, or for a query
-    without a context)."""
+    without a context). ``store`` is the retriever's vector store when it has one: a filter of
+    the wrong type for it (not a function for ``InMemoryVectorStore``) fails the query naming
+    the setting, not deep in the store."""
     if not use.active or use.build_filter is None:
         return None
 
@@ -217,6 +255,12 @@ def langchain_filter_route(use: ContextUse) -> Route | None:
         if not context:
             return {}
         built = _built_filter(use, context)
+        if built is not None and not callable(built) and _takes_a_function(store):
+            raise ContextFilterError(
+                f"{FILTER_SETTING} = {use.filter_spec} returned a {type(built).__name__}, and "
+                f"{type(store).__name__} filters with a function of a Document: return one, "
+                "e.g. lambda doc: doc.metadata['tenant'] == context['tenant']"
+            )
         return {} if built is None else {"filter": built}
 
     return Route(f"filter={FILTER_SETTING}(context)", kwargs)
@@ -310,8 +354,8 @@ def refuse_filter_setting(use: ContextUse, kind: str, route: Route | None, hint:
     takes = f"it is handed the context itself ({route.shown})" if route else hint
     raise RetrieverShapeError(
         f"{FILTER_SETTING} = {use.filter_spec} builds the filter= of a LangChain retriever and "
-        f"the filters= of a Haystack one, and the retriever under test is a {kind}: {takes}; "
-        f"drop {FILTER_SETTING}"
+        f"the filters= of a Haystack one, and the retriever under test is a {kind}: {takes}",
+        f"drop {FILTER_SETTING} from the pytest configuration",
     )
 
 
@@ -334,9 +378,9 @@ def langchain_context(retriever: Any, passed: bool, use: ContextUse) -> tuple[Ro
     if use.build_filter is not None and not passed:
         raise RetrieverShapeError(
             f"{FILTER_SETTING} = {use.filter_spec} builds a filter= for each query, and {name} "
-            "drops the keyword arguments it is given (it passes nothing on to a search): wrap "
-            "it in a function that filters by the context, search(text, k, tenant), or drop "
-            f"{FILTER_SETTING}"
+            "drops the keyword arguments it is given (it passes nothing on to a search)",
+            "wrap it in a function that filters by the context, search(text, k, tenant), and "
+            f"drop {FILTER_SETTING}",
         )
     search_kwargs = getattr(retriever, "search_kwargs", None)
     if (
@@ -347,11 +391,13 @@ def langchain_context(retriever: Any, passed: bool, use: ContextUse) -> tuple[Ro
         raise RetrieverShapeError(
             f"{name} was built with a filter (search_kwargs={{'filter': "
             f"{describe(search_kwargs['filter'])}}}), and {FILTER_SETTING} = {use.filter_spec} "
-            "would replace it with each query's filter: build the retriever without it and "
-            f"apply both in {use.filter_spec.rpartition(':')[2] if use.filter_spec else 'it'}"
-            "(context), or drop the setting"
+            "would replace it with each query's filter",
+            "build the retriever without a filter and apply both in "
+            f"{use.filter_spec.rpartition(':')[2] if use.filter_spec else 'it'}(context), or "
+            f"drop {FILTER_SETTING}",
         )
-    route = combined(own, langchain_filter_route(use) if passed else None)
+    store = getattr(retriever, "vectorstore", None)
+    route = combined(own, langchain_filter_route(use, store) if passed else None)
     if route is not None:
         return route, ""
     if passed:
@@ -378,9 +424,10 @@ def refuse_replaced(component: Any, label: str, use: ContextUse) -> None:
     raise RetrieverShapeError(
         f"the Haystack component {label} was built with filters={describe(built)} and "
         f"filter_policy=REPLACE, so each query's filters (from {haystack_shown(use)}) would "
-        "replace them: build it with filter_policy=FilterPolicy.MERGE to apply both (from "
+        "replace them",
+        "build it with filter_policy=FilterPolicy.MERGE to apply both (from "
         "haystack.document_stores.types import FilterPolicy), or move its filters into the "
-        "queries' contexts"
+        "queries' contexts",
     )
 
 
@@ -400,8 +447,9 @@ def check_filter_sockets(pipeline: Any, sockets: Sequence[str], use: ContextUse)
     if use.build_filter is not None and use.active and not sockets:
         raise RetrieverShapeError(
             f"{FILTER_SETTING} = {use.filter_spec} builds each query's filters, and the "
-            "pipeline has no filters socket to give them to: drop the setting, or name one, "
-            'HaystackPipeline(..., filters="retriever.filters")'
+            "pipeline has no filters socket to give them to",
+            f'drop {FILTER_SETTING}, or name a socket, HaystackPipeline(..., filters="retriever.'
+            'filters")',
         )
     if not (use.active and use.gives_filters):
         return

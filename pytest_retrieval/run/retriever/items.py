@@ -28,7 +28,14 @@ class DocIdPathError(RetrieverOutputError):
 
 
 class RetrieverShapeError(TypeError):
-    """The retriever under test cannot be called as given (a class, a bare Pipeline, ...)."""
+    """The retriever under test cannot be called as given (a class, a bare Pipeline, ...).
+
+    ``fix`` is the refusal's own fix when it has one (drop a setting, build the retriever
+    otherwise); None: the caller's general one (return an object the plugin can call)."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from .context import (
     Route,
     batch_kwargs,
     batch_route,
+    call_filtered,
     check_filter_sockets,
     context_names,
     function_hint,
@@ -256,6 +257,7 @@ def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> CallP
         # arguments, and each query has its own filter (the run's threads give concurrency).
         invoke = retriever.invoke
         extra = route.kwargs
+        store = getattr(retriever, "vectorstore", None)
         shown = f"invoke(text, k={_n(depth)}, {route.shown})" if passed else "invoke(text)"
         return CallPlan(
             RetrieverShape(
@@ -268,7 +270,9 @@ def _langchain_plan(retriever: Any, depth: int | None, use: ContextUse) -> CallP
                 not passed,
                 context=route.shown,
             ),
-            single=lambda text, context: invoke(text, **kwargs, **extra(context)),
+            single=lambda text, context: call_filtered(
+                invoke, text, {**kwargs, **extra(context)}, store, use
+            ),
         )
     batch = retriever.batch
 
@@ -300,7 +304,13 @@ def _langchain_method_plan(method: Any, depth: int | None, use: ContextUse) -> C
     route, context_hint = langchain_context(owner, passed, use)
     kwargs: dict[str, Any] = {"k": depth} if passed and depth is not None else {}
     extra = route.kwargs if route is not None else (lambda _context: {})
-    single = lambda text, context: method(text, **kwargs, **extra(context))  # noqa: E731
+    store = getattr(owner, "vectorstore", None)
+    if is_async:
+        single = lambda text, context: method(text, **kwargs, **extra(context))  # noqa: E731
+    else:
+        single = lambda text, context: call_filtered(  # noqa: E731
+            method, text, {**kwargs, **extra(context)}, store, use
+        )
     shown = f"{name}(text, k={_n(depth)})" if passed else f"{name}(text)"
     built = _langchain_built_depth(owner, fixed)
     return CallPlan(
@@ -361,7 +371,8 @@ def _haystack_component_plan(component: Any, depth: int | None, use: ContextUse)
     if use.build_filter is not None and use.active and not takes:
         raise RetrieverShapeError(
             f"{FILTER_SETTING} = {use.filter_spec} builds each query's filters, and the Haystack "
-            f"component {name}.run() takes no filters: drop {FILTER_SETTING}"
+            f"component {name}.run() takes no filters",
+            f"drop {FILTER_SETTING} from the pytest configuration",
         )
     filtered = use.active and takes and use.gives_filters
     if filtered:

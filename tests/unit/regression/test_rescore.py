@@ -139,7 +139,7 @@ def test_a_query_whose_text_changed_is_left_out_of_a_rescore() -> None:
     current = snapshot(GoldenSet(tuple(queries)), base_rankings())
     outcome = check(old, current, "rescore")
     assert outcome.n == 11
-    assert "leaving out 1 whose text, split or slices changed (q01)" in outcome.message
+    assert "leaving out 1 whose text, context, split or slices changed (q01)" in outcome.message
 
 
 def test_a_version_1_baseline_cannot_be_rescored_and_says_how_to_fix_it() -> None:

@@ -129,11 +129,14 @@ def test_a_filter_set_when_the_retriever_was_built_is_never_replaced(
         run_pipeline(REQUESTS, retriever, depth=DEPTH, context=USE)
     message = str(caught.value)
     assert message.startswith("VectorStoreRetriever was built with a filter (search_kwargs=")
-    assert (
+    assert message.endswith(
         "and retrieval_context_filter = tests.scope:langchain_filter would replace it with each "
-        "query's filter: build the retriever without it and apply both in "
-        "langchain_filter(context), or drop the setting"
-    ) in message
+        "query's filter"
+    )
+    assert caught.value.fix == (
+        "build the retriever without a filter and apply both in langchain_filter(context), or "
+        "drop retrieval_context_filter"
+    )
 
 
 def test_without_the_filter_setting_no_context_reaches_langchain_and_the_warning_says_why(
@@ -299,9 +302,9 @@ def test_a_haystack_retriever_built_with_filters_and_replace_policy_is_refused(
     assert str(caught.value).startswith(
         "the Haystack component InMemoryBM25Retriever was built with filters={'field': "
         "'meta.tenant', 'operator': '!=', 'value': 'nobody'} and filter_policy=REPLACE, so each "
-        "query's filters (from context['filters']) would replace them: build it with "
-        "filter_policy=FilterPolicy.MERGE"
+        "query's filters (from context['filters']) would replace them"
     )
+    assert str(caught.value.fix).startswith("build it with filter_policy=FilterPolicy.MERGE")
     merging = InMemoryBM25Retriever(document_store, filters=built, filter_policy=FilterPolicy.MERGE)
     outcomes = run_pipeline(requests, merging, depth=DEPTH, context=use)
     for request, outcome in zip(requests, outcomes, strict=True):

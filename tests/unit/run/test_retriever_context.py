@@ -241,8 +241,9 @@ def test_the_filter_setting_is_refused_for_a_function_that_gets_the_context_itse
     assert str(caught.value) == (
         "retrieval_context_filter = shop.scope:only builds the filter= of a LangChain retriever "
         "and the filters= of a Haystack one, and the retriever under test is a function: it is "
-        "handed the context itself (tenant=context['tenant']); drop retrieval_context_filter"
+        "handed the context itself (tenant=context['tenant'])"
     )
+    assert caught.value.fix == "drop retrieval_context_filter from the pytest configuration"
 
 
 def test_a_retriever_that_takes_no_context_is_warned_about_not_refused() -> None:
