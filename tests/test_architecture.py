@@ -318,7 +318,10 @@ PLUGIN_LIMIT = 450
 MODULE_LIMIT = 800
 #: Large by design: one job that is long, not two jobs (a split would cut a decision in two),
 #: each with its limit and the reason in docs/architecture.md. None today.
-LARGE_BY_DESIGN: dict[str, int] = {"pytest_retrieval.scoring.evaluate": 850}
+LARGE_BY_DESIGN: dict[str, int] = {
+    "pytest_retrieval.scoring.evaluate": 900,
+    "pytest_retrieval.session.session": 850,
+}
 
 
 def lines_of(path: Path) -> int:
