@@ -12,9 +12,11 @@ the same names through the ``TYPE_CHECKING`` imports.
 Gates, used inside tests of a session with a golden set:
     ``assert_recall_at``, ``assert_precision_at``, ``assert_hit_rate_at``, ``assert_ndcg_at``,
     ``assert_map_at``, ``assert_mrr``, ``assert_mrr_at``, ``assert_distinct_at``,
-    ``assert_abstain_rate``, ``assert_answer_rate`` (the comparison raises with the worst
-    queries), and the plain scores ``recall_at``, ``precision_at``, ``hit_rate_at``,
-    ``ndcg_at``, ``map_at``, ``mrr``, ``mrr_at`` (a :class:`Score` to compare); ``Selection``
+    ``assert_abstain_rate``, ``assert_answer_rate``, ``assert_forbidden_at``,
+    ``assert_stale_at`` (the comparison raises with the worst queries, or the leaks), the
+    zero-tolerance ``assert_no_forbidden_at`` (asserts when called), and the plain scores
+    ``recall_at``, ``precision_at``, ``hit_rate_at``, ``ndcg_at``, ``map_at``, ``mrr``,
+    ``mrr_at``, ``forbidden_at``, ``stale_at`` (a :class:`Score` to compare); ``Selection``
     (stage, split, slice), ``GateUsageError``, ``RetrievalSession`` (the
     ``retrieval_session`` fixture's type).
 Golden sets:
@@ -60,17 +62,21 @@ __all__ = [
     "assert_abstain_rate",
     "assert_answer_rate",
     "assert_distinct_at",
+    "assert_forbidden_at",
     "assert_hit_rate_at",
     "assert_map_at",
     "assert_mrr",
     "assert_mrr_at",
     "assert_ndcg_at",
+    "assert_no_forbidden_at",
     "assert_precision_at",
     "assert_recall_at",
+    "assert_stale_at",
     "average_precision",
     "dcg",
     "describe_retriever",
     "evaluate",
+    "forbidden_at",
     "hit_rate_at",
     "hit_rate_at_k",
     "judged_at_k",
@@ -86,6 +92,7 @@ __all__ = [
     "recall_at",
     "recall_at_k",
     "reciprocal_rank",
+    "stale_at",
     "write_golden",
 ]
 
@@ -99,13 +106,17 @@ _EXPORTS: dict[str, str] = {
             "assert_abstain_rate",
             "assert_answer_rate",
             "assert_distinct_at",
+            "assert_forbidden_at",
             "assert_hit_rate_at",
             "assert_map_at",
             "assert_mrr",
             "assert_mrr_at",
             "assert_ndcg_at",
             "assert_precision_at",
+            "assert_no_forbidden_at",
             "assert_recall_at",
+            "assert_stale_at",
+            "forbidden_at",
             "hit_rate_at",
             "map_at",
             "mrr",
@@ -113,6 +124,7 @@ _EXPORTS: dict[str, str] = {
             "ndcg_at",
             "precision_at",
             "recall_at",
+            "stale_at",
         ),
         "gates.gate",
     ),
@@ -154,13 +166,17 @@ if TYPE_CHECKING:
         assert_abstain_rate,
         assert_answer_rate,
         assert_distinct_at,
+        assert_forbidden_at,
         assert_hit_rate_at,
         assert_map_at,
         assert_mrr,
         assert_mrr_at,
         assert_ndcg_at,
+        assert_no_forbidden_at,
         assert_precision_at,
         assert_recall_at,
+        assert_stale_at,
+        forbidden_at,
         hit_rate_at,
         map_at,
         mrr,
@@ -168,6 +184,7 @@ if TYPE_CHECKING:
         ndcg_at,
         precision_at,
         recall_at,
+        stale_at,
     )
     from .golden.model import GoldenSet, Label, Query
     from .run.retriever import (

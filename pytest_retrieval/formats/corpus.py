@@ -7,6 +7,12 @@ A corpus is a BEIR folder (its ``corpus.jsonl``), a ``.jsonl`` file of one JSON 
 line (``_id`` as in BEIR, or ``id``; ``title`` and ``text``), or any other file of one id per
 line (blank lines skipped, surrounding white space ignored; an id may be followed by a tab and
 the document's text).
+
+A ``.jsonl`` document may carry access metadata (:func:`read_access_rules`, the rules of
+:mod:`pytest_retrieval.golden.access`): ``tenant`` (a string), ``groups`` (a list of strings),
+``superseded_by`` (the id of the document that replaces it, which must be in the corpus) and
+``status`` (``retired`` makes it stale), at the top level of the line or under its
+``metadata`` object (BEIR's). A value of the wrong type is a problem of its line.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import GoldenSetError, Problem
+from ..golden.access import AccessRules, DocumentAccess
 from ..golden.model import CorpusSpec, GoldenSet, Query
 
 
@@ -28,6 +35,8 @@ class CorpusDocument:
     id: str
     title: str | None = None
     text: str | None = None
+    #: Its access metadata (tenant, groups, superseded_by, status); None when it has none.
+    access: DocumentAccess | None = None
 
     @property
     def body(self) -> str:
@@ -71,6 +80,20 @@ def read_corpus(corpus: str | os.PathLike[str], *, texts: bool = True) -> dict[s
                 problems.extend(exc.problems)
                 continue
             found = _jsonl_doc(record, texts=texts)
+            if found is not None and isinstance(record, dict):
+                access, bad = _access(record)
+                for message in bad:
+                    problems.append(
+                        Problem(
+                            message,
+                            "write tenant: a string, groups: a list of strings, "
+                            "superseded_by: a doc id, status: a string such as retired",
+                            source=source,
+                            line=number,
+                        )
+                    )
+                if access is not None:
+                    found = CorpusDocument(found.id, found.title, found.text, access)
             if found is None:
                 problems.append(
                     Problem(
@@ -130,6 +153,62 @@ def read_corpus_texts(corpus: str | os.PathLike[str]) -> dict[str, str]:
             title=f"{source}: no document texts",
         )
     return texts
+
+
+_ACCESS_KEYS = ("tenant", "groups", "superseded_by", "status")
+
+
+def _access(record: dict[str, object]) -> tuple[DocumentAccess | None, list[str]]:
+    """A corpus line's access metadata (top level, else its ``metadata`` object) and the
+    problems of its values."""
+    meta = record.get("metadata")
+    values = {key: record[key] for key in _ACCESS_KEYS if key in record}
+    if isinstance(meta, dict):
+        for key in _ACCESS_KEYS:
+            if key in meta and key not in values:
+                values[key] = meta[key]
+    values = {key: value for key, value in values.items() if value is not None}
+    if not values:
+        return None, []
+    problems: list[str] = []
+    strings: dict[str, str | None] = {}
+    for key in ("tenant", "superseded_by", "status"):
+        value = values.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(f"{key!r} must be a non-blank string, got {value!r}")
+            value = None
+        strings[key] = value if isinstance(value, str) else None
+    groups = values.get("groups", [])
+    if isinstance(groups, str):
+        groups = [groups]
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+        problems.append(f"'groups' must be a list of group names, got {groups!r}")
+        groups = []
+    access = DocumentAccess(
+        strings["tenant"], tuple(groups), strings["superseded_by"], strings["status"]
+    )
+    return access, problems
+
+
+def read_access_rules(corpus: str | os.PathLike[str]) -> AccessRules:
+    """The access metadata of a corpus file (:class:`~pytest_retrieval.golden.access.
+    AccessRules`), read by :func:`read_corpus`; a ``superseded_by`` naming a document that is
+    not in the corpus is refused (the replacement must exist to be the current one)."""
+    documents = read_corpus(corpus, texts=False)
+    source = os.fspath(corpus)
+    rules = {doc: found.access for doc, found in documents.items() if found.access is not None}
+    missing = [
+        Problem(
+            f"{doc!r} is superseded by {access.superseded_by!r}, which is not in the corpus",
+            "give the id of the document that replaces it",
+            source=source,
+        )
+        for doc, access in rules.items()
+        if access.superseded_by is not None and access.superseded_by not in documents
+    ]
+    if missing:
+        raise GoldenSetError(missing, title=f"{source}: unknown replacement documents")
+    return AccessRules(rules, source)
 
 
 _CORPUS_LINE = 'one document per line, as in BEIR\'s corpus.jsonl: {"_id": ..., "text": ...}'

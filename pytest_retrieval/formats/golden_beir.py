@@ -1,7 +1,8 @@
 """Golden sets from a BEIR folder.
 
 Layout: ``queries.jsonl`` (``{"_id", "text", ...}`` per line; an optional ``"context"``
-object is the query's context, checked as in every golden format; other keys such as
+object is the query's context, checked as in every golden format, and an optional
+``"forbidden"`` list its forbidden doc ids; other keys such as
 ``metadata`` are ignored: BEIR's metadata describes a query, it is not handed to a retriever),
 and qrels as ``qrels/<split>.tsv`` (BEIR's layout; the file name is the split) or
 a single ``qrels.tsv`` at the top (split ``tune``). A qrels TSV has the columns ``query-id``,
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..golden.context import CONTEXT_FIX, context_problems
-from ..golden.model import DEFAULT_SPLIT, Query, is_plain_name
+from ..golden.model import DEFAULT_SPLIT, Query, forbidden_problems, is_plain_name
 from ..reading import load_json, split_lines
 from ..text import SURROGATE_FIX, parse_int, surrogate_problem
 from .golden_parsed import Parsed, read_text
@@ -64,13 +65,33 @@ def _context(parsed: Parsed, path: str, line: int, qid: str, record: dict[str, A
     return False if problems else context
 
 
-def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str, Any]]:
-    """``{query id: (line, text, context)}`` in file order; the context is None without one,
-    False when it was refused (the problem is recorded)."""
+def _forbidden(parsed: Parsed, path: str, line: int, qid: str, record: dict[str, Any]) -> Any:
+    """The line's ``forbidden`` ids (``()`` without), or False after recording its problem."""
+    forbidden = record.get("forbidden")
+    if forbidden is None:
+        return ()
+    if not isinstance(forbidden, list) or any(
+        id_problem(doc, "doc id") is not None for doc in forbidden
+    ):
+        parsed.fail(
+            f"'forbidden' must be a list of doc id strings, got {forbidden!r}",
+            'write "forbidden": ["doc-a", "doc-b"]',
+            source=path,
+            line=line,
+            query_id=qid,
+            field="forbidden",
+        )
+        return False
+    return [as_id(doc) for doc in forbidden]
+
+
+def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str, Any, Any]]:
+    """``{query id: (line, text, context, forbidden)}`` in file order; the context is None
+    without one, a refused context or forbidden list False (the problem is recorded)."""
     text = read_text(parsed, path, what="BEIR queries file")
     if text is None:
         return {}
-    queries: dict[str, tuple[int, str, Any]] = {}
+    queries: dict[str, tuple[int, str, Any, Any]] = {}
     for line, row in split_lines(text):
         if not row.strip():
             continue
@@ -127,7 +148,8 @@ def _read_queries(parsed: Parsed, path: str) -> dict[str, tuple[int, str, Any]]:
             )
         else:  # a refused context is False: the query is known (its qrels are no strays)
             context = _context(parsed, path, line, as_id(qid), record)
-            queries[as_id(qid)] = (line, query_text, context)
+            forbidden = _forbidden(parsed, path, line, as_id(qid), record)
+            queries[as_id(qid)] = (line, query_text, context, forbidden)
     return queries
 
 
@@ -227,9 +249,18 @@ def read_beir(folder: str) -> Parsed:
             )
     if not judged and not parsed.problems:
         parsed.fail("the golden set is empty: the qrels have no judgments", "add qrels rows")
-    for qid, (line, text, context) in texts.items():
-        if qid not in judged or context is False:
+    for qid, (line, text, context, forbidden) in texts.items():
+        if qid not in judged or context is False or forbidden is False:
             continue
         split, _path, _line, grades = judged[qid]
-        parsed.add(Query._from_checked(qid, text, grades, (), split, None, context), line)
+        contradictions = forbidden_problems(forbidden, grades)
+        for _doc, message, fix in contradictions:
+            parsed.fail(
+                message, fix, source=queries_path, line=line, query_id=qid, field="forbidden"
+            )
+        if contradictions:
+            continue
+        parsed.add(
+            Query._from_checked(qid, text, grades, (), split, None, context, forbidden), line
+        )
     return parsed

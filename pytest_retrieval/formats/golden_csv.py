@@ -11,7 +11,9 @@ The header row decides the shape:
   a ``grade`` column every grade is 1. A row with an empty ``doc_id`` (and grade) marks a
   no-answer query.
 
-``context`` is one cell holding a JSON object (``{"tenant": "acme", "groups": ["support"]}``,
+``forbidden`` lists the query's forbidden doc ids as ``slices`` lists names (separated by
+``;`` or ``|``; on any one row of the per-judgment form). ``context`` is one cell holding a
+JSON object (``{"tenant": "acme", "groups": ["support"]}``,
 quoted as CSV quotes a cell with commas); an empty cell is no context. One JSON cell rather than
 a column per key: a context holds lists, mappings, numbers and booleans, which JSON writes
 exactly and a column per key could not (is ``42`` a number or an id?). A ``context.tenant``
@@ -35,13 +37,22 @@ from .golden_schema import Defaults, SchemaReader
 from .golden_values import suggest_field
 
 #: Columns of the one-row-per-query shape.
-PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split", "context")
+PER_QUERY_COLUMNS = ("id", "text", "relevant", "slices", "split", "context", "forbidden")
 #: Columns of the one-row-per-judgment shape.
-PER_JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "text", "slices", "split", "context")
+PER_JUDGMENT_COLUMNS = (
+    "query_id",
+    "doc_id",
+    "grade",
+    "text",
+    "slices",
+    "split",
+    "context",
+    "forbidden",
+)
 
 _SHAPES = (
-    "one row per query: id,text,relevant[,slices][,split][,context]; or one row per judgment: "
-    "query_id,doc_id[,grade],text[,slices][,split][,context]"
+    "one row per query: id,text,relevant[,slices][,split][,context][,forbidden]; or one row "
+    "per judgment: query_id,doc_id[,grade],text[,slices][,split][,context][,forbidden]"
 )
 
 #: Fix for a context cell that is not a JSON object, or a column per context key.
@@ -215,6 +226,8 @@ def _per_query(parsed: Parsed, body: list[tuple[int, dict[str, str]]]) -> None:
             record["slices"] = _names(row["slices"])
         if row.get("split"):
             record["split"] = row["split"]
+        if row.get("forbidden"):
+            record["forbidden"] = _names(row["forbidden"])
         if row.get("context"):
             context = _context_cell(parsed, marks, row["context"], line, row["id"])
             if context is _BAD_CELL:
@@ -224,7 +237,7 @@ def _per_query(parsed: Parsed, body: list[tuple[int, dict[str, str]]]) -> None:
                 continue
             record["context"] = context
         records.append(record)
-        for container in (record, relevant, record.get("slices")):
+        for container in (record, relevant, record.get("slices"), record.get("forbidden")):
             if container is not None:
                 marks.at[id(container)] = (line, None)
         schema.read_query(record, Defaults(), record, None)
@@ -245,11 +258,12 @@ def _per_judgment(
             marks.at[id(record)] = marks.at[id(record["relevant"])] = (line, None)
             marks.keys[id(record)] = {}
             marks.keys[id(record["relevant"])] = {}
-        for column in ("text", "slices", "split", "context"):
+        for column in ("text", "slices", "split", "context", "forbidden"):
             cell = row.get(column, "")
             if not cell:
                 continue
-            value: object = sorted(set(_names(cell))) if column == "slices" else cell
+            listed = column in ("slices", "forbidden")
+            value: object = sorted(set(_names(cell))) if listed else cell
             if column == "context":
                 value = _context_cell(parsed, marks, cell, line, qid)
                 if value is _BAD_CELL:

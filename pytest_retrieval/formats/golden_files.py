@@ -328,6 +328,8 @@ def _record(query: Query, *, compact: bool) -> dict[str, Any]:
         record["split"] = query.split
     if query.context:  # only a query that has one: files without contexts are unchanged
         record["context"] = thaw_context(query.context)
+    if query.forbidden:
+        record["forbidden"] = list(query.forbidden)
     if query.provenance:
         record["provenance"] = {doc: label.to_dict() for doc, label in query.provenance.items()}
     return record

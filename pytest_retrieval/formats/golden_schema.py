@@ -16,13 +16,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..golden.context import CONTEXT_FIX, context_problems
-from ..golden.model import DEFAULT_SPLIT, MAX_GRADE, SCHEMA_VERSION, Label, Query, is_plain_name
+from ..golden.model import (
+    DEFAULT_SPLIT,
+    MAX_GRADE,
+    SCHEMA_VERSION,
+    Label,
+    Query,
+    forbidden_problems,
+    is_plain_name,
+)
 from ..text import SURROGATE_FIX, has_surrogate, surrogate_problem
 from .golden_parsed import Loc, Locate, Parsed, Written
 from .golden_values import SourceInt, as_id, describe, grade_problem, id_problem, suggest_field
 
 #: Fields of one query, in the order the writers emit them.
-QUERY_FIELDS = ("id", "text", "relevant", "slices", "split", "context", "provenance")
+QUERY_FIELDS = (
+    "id",
+    "text",
+    "relevant",
+    "slices",
+    "split",
+    "context",
+    "forbidden",
+    "provenance",
+)
 #: Keys of one judgment's provenance (``provenance: {doc: {by: NAME, at: TIME}}``).
 PROVENANCE_FIELDS = ("by", "at")
 #: Top-level keys of a YAML or JSON golden-set document.
@@ -260,6 +277,7 @@ class SchemaReader:
         slices = self._names(record, query_id=qid, label=label)
         provenance = self._provenance(record, judgments, qid, label)
         context = self._context(record, qid, label)
+        forbidden = self._forbidden(record, judgments, qid, label)
         if len(self.parsed.problems) != before:
             if qid is not None:
                 self.parsed.note(qid, text, split, line)
@@ -270,8 +288,46 @@ class SchemaReader:
         assert split is not None
         assert slices is not None
         slices = (*defaults.slices, *slices) if defaults.slices else slices
-        query = Query._from_checked(qid, text, judgments, slices, split, provenance, context)
+        query = Query._from_checked(
+            qid, text, judgments, slices, split, provenance, context, forbidden or ()
+        )
         self.parsed.add(query, line)
+
+    def _forbidden(
+        self,
+        record: Mapping[Any, Any],
+        judgments: Mapping[str, int] | None,
+        qid: str | None,
+        label: str | None,
+    ) -> list[str] | None:
+        """``forbidden: [doc-a, ...]``: documents this query's user must not be shown; an id
+        also judged relevant is a problem (it cannot be both the answer and a leak)."""
+        if "forbidden" not in record or record["forbidden"] is None:
+            return None
+        block = record["forbidden"]
+        where: dict[str, Any] = {"field": "forbidden", "query_id": qid, "label": label}
+        if not isinstance(block, list):
+            self.problem(
+                f"'forbidden' must be a list of doc ids, got {describe(block)}",
+                "write forbidden: [doc-a, doc-b]",
+                record,
+                "forbidden",
+                **where,
+            )
+            return None
+        ids: list[str] = []
+        ok = True
+        for index, doc in enumerate(block):
+            bad = id_problem(doc, "doc id")
+            if bad is not None:
+                self.problem(*bad, block, index, **where)
+                ok = False
+                continue
+            ids.append(as_id(doc))
+        for doc, message, fix in forbidden_problems(ids, judgments or {}):
+            self.problem(message, fix, block, ids.index(str(doc)), **where)
+            ok = False
+        return ids if ok else None
 
     def _context(
         self, record: Mapping[Any, Any], qid: str | None, label: str | None

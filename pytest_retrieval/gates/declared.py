@@ -11,11 +11,12 @@ file (``retrieval-gates.yaml`` in the rootdir, or ``retrieval_gates_file``) hold
       - ndcg@10 0.02
 
 This module is the one home of the line grammar: :func:`parse_threshold` reads
-``METRIC OP VALUE [stage=S] [split=S] [slice=S]`` and :func:`parse_budget` reads
-``METRIC[:] BUDGET[%] [stage=S] [split=S] [slice=S]``; both read their options with the same
-rules (each key at most once, known keys only) and are used by the plugin and the console
-script alike. Every problem (with its file and line) is reported at once. ``slice=*`` expands to
-one line per slice that has a query to score.
+``METRIC OP VALUE [stage=S] [split=S] [slice=S]`` (OP one of ``>= > <= <``, and ``==`` only
+as the zero-tolerance gate ``forbidden@10 == 0``; a lower-is-better metric takes ``<=``/``<``)
+and :func:`parse_budget` reads ``METRIC[:] BUDGET[%] [stage=S] [split=S] [slice=S]``; both
+read their options with the same rules (each key at most once, known keys only) and are used
+by the plugin and the console script alike. Every problem (with its file and line) is reported
+at once. ``slice=*`` expands to one line per slice that has a query to score.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ..errors import InputError, Problem
 from ..run.retriever import RERANKER_STAGE, RETRIEVER_STAGE
 from ..scoring.abstention import is_answerable
 from ..scoring.metrics import MetricSpec
-from .gate import GateUsageError, Selection, check_threshold, threshold_fix
+from .gate import GateUsageError, Selection, check_threshold, direction_problem, threshold_fix
 
 Declared = TypeVar("Declared", bound=Any)
 Entry = tuple[str, "str | None", "int | None"]
@@ -154,7 +155,7 @@ class Threshold:
 
 
 _THRESHOLD = re.compile(
-    r"^\s*(?P<metric>[^\s<>=]+)\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)(?P<rest>.*)$"
+    r"^\s*(?P<metric>[^\s<>=]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>\S+)(?P<rest>.*)$"
 )
 
 
@@ -193,6 +194,9 @@ def parse_threshold(
         raise problem(
             f"threshold {match['value']} is not between 0 and 1", threshold_fix(value)
         ) from None
+    wrong_way = direction_problem(spec, match["op"], value)
+    if wrong_way is not None:
+        raise problem(*wrong_way)
     return Threshold(spec, match["op"], value, _selection(match["rest"], problem))
 
 
@@ -296,6 +300,14 @@ def parse_budget(line: str, *, source: str | None = None, line_number: int | Non
         raise problem(
             f"budget {match['amount']!r} is not a number", "write e.g. 0.02 or 2%"
         ) from None
+    if spec.metric.lower_is_better:
+        # The regression rule tests a drop; a rise of a leak metric is its regression, which
+        # the rule does not orient yet: refused rather than read a rise as an improvement.
+        raise problem(
+            f"{spec} is lower-is-better, and regression budgets on it are not supported yet",
+            f"gate it with a threshold instead: {spec} <= 0.0"
+            + (f" or {spec} == 0" if spec.name == "forbidden" else ""),
+        )
     relative = bool(match["pct"])
     if relative:
         amount /= 100.0

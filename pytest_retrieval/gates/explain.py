@@ -20,6 +20,7 @@ from ..scoring.metrics import MetricSpec
 from ..text import for_terminal
 
 if TYPE_CHECKING:
+    from ..golden.access import Access
     from ..run.retriever import QueryOutcome
 
 #: How many returned ids a worst-query line shows.
@@ -216,4 +217,66 @@ def _explain_abstention(
         shown = f"top score {top:.4g}" if top is not None else "no score"
         first = f", top result {for_terminal(ranking[0])}" if ranking else ", nothing returned"
         lines.append(f"  {for_terminal(qid)}: {shown}{first}")
+    return lines
+
+
+#: How many leaks a failed leak gate lists (the JSON artifact's per-query rows hold the rest).
+LEAKS_SHOWN = 20
+
+
+def explain_leaks(
+    spec: MetricSpec,
+    stage: str,
+    queries: Sequence[Query],
+    outcomes: Mapping[str, QueryOutcome],
+    access: Access,
+    *,
+    redacted: Callable[[Query], bool],
+    cached: Callable[[QueryOutcome], bool],
+) -> list[str]:
+    """Every forbidden (or stale) document in the top K of ``queries`` at ``stage``: the query,
+    the document, its rank, the stage, whether the ranking came from the cache, and why the
+    document counts (:meth:`.access.Access.reason`). Held-out queries are counted, never
+    named."""
+    assert spec.k is not None
+    what = "forbidden" if spec.name == "forbidden" else "stale"
+    leaks: list[str] = []
+    hidden = 0
+    leaking: set[str] = set()
+    for query in queries:
+        outcome = outcomes.get(query.id)
+        if outcome is None:
+            continue
+        ranking = outcome.rankings.get(stage, ())[: spec.k]
+        found = [
+            (rank, doc, why)
+            for rank, doc in enumerate(ranking, start=1)
+            if (why := access.reason(spec.name, query.id, doc)) is not None
+        ]
+        if not found:
+            continue
+        leaking.add(query.id)
+        if redacted(query):
+            hidden += len(found)
+            continue
+        origin = ", from the cache" if cached(outcome) else ""
+        tenant = query.context.get("tenant")
+        scope = f" (tenant {for_terminal(str(tenant))})" if isinstance(tenant, str) else ""
+        for rank, doc, why in found:
+            leaks.append(
+                f"  query {for_terminal(query.id)}{scope}: {for_terminal(doc)} at rank {rank} "
+                f"[{stage}{origin}]: {for_terminal(why)}"
+            )
+    if not leaking:
+        return [f"no {what} document in the top {spec.k} of any query [{stage}]"]
+    count = len(leaks) + hidden
+    lines = [
+        f"{count} {what} document{'s' if count != 1 else ''} in the top {spec.k} of "
+        f"{len(leaking)} quer{'y' if len(leaking) == 1 else 'ies'}:"
+    ]
+    lines.extend(leaks[:LEAKS_SHOWN])
+    if len(leaks) > LEAKS_SHOWN:
+        lines.append(f"  ... and {len(leaks) - LEAKS_SHOWN} more")
+    if hidden:
+        lines.append(f"  and {hidden} in held-out queries, not named ({DETAILS_HINT})")
     return lines

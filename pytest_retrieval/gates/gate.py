@@ -36,14 +36,52 @@ from ..verdict import Status
 if TYPE_CHECKING:
     pass
 
-Op = Literal[">=", ">", "<=", "<"]
+Op = Literal[">=", ">", "<=", "<", "=="]
 OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     ">": operator.gt,
     "<=": operator.le,
     "<": operator.lt,
+    "==": operator.eq,
 }
-_NEGATION = {">=": "<", ">": "<=", "<=": ">", "<": ">="}
+_NEGATION = {">=": "<", ">": "<=", "<=": ">", "<": ">=", "==": "!="}
+#: The zero-tolerance comparison: ``forbidden@10 == 0`` (one leak fails it; no statistics).
+ZERO_TOLERANCE = "=="
+
+
+def direction_problem(spec: MetricSpec, op: str, threshold: float) -> tuple[str, str] | None:
+    """``(message, fix)`` when ``op`` gates ``spec`` the wrong way round (the metric table's
+    ``direction``): a lower-is-better metric (``forbidden@K``, ``stale@K``) takes ``<=``, ``<``
+    or the zero-tolerance ``== 0``; a higher-is-better one ``>=`` or ``>``. ``==`` is only
+    ever ``== 0`` on a lower-is-better metric (a mean of floats is rarely exactly a number)."""
+    lower = spec.metric.lower_is_better
+    if op == ZERO_TOLERANCE:
+        if lower and threshold == 0.0:
+            return None
+        if lower:
+            return (
+                f"{spec} == {threshold:g}: == is the zero-tolerance gate, == 0",
+                f"write {spec} == 0 (no leak at all), or {spec} <= {threshold:g}",
+            )
+        return (
+            f"{spec} == {threshold:g}: == is the zero-tolerance gate of forbidden@K and stale@K",
+            f"write {spec} >= {threshold:g}",
+        )
+    if lower and op in (">=", ">"):
+        return (
+            f"{spec} is lower-is-better (a share of the top {spec.k} that must not be there), "
+            f"so {spec} {op} {threshold:g} gates the wrong way",
+            f"write {spec} <= {threshold:g}"
+            + (f" or {spec} == 0" if spec.name == "forbidden" else ""),
+        )
+    return None  # a ceiling on a higher-is-better metric is odd but meaningful (a probe)
+
+
+def check_direction(spec: MetricSpec, op: str, threshold: float) -> None:
+    """Raise :class:`GateUsageError` for :func:`direction_problem`'s cases."""
+    found = direction_problem(spec, op, threshold)
+    if found is not None:
+        raise GateUsageError(f"{found[0]}: {found[1]}")
 
 
 class GateUsageError(ValueError):
@@ -193,6 +231,7 @@ class Score:
                 and OPS[op](self.value, other.value)
             )
         threshold = check_threshold(other)
+        check_direction(self.spec, op, threshold)
         if self.recorder is not None:
             self.recorder(self, op, threshold)
         if self.refused is not None:
@@ -436,6 +475,7 @@ class Gate:
     def _check(self, op: str, threshold: object) -> bool:
         self.compared = True
         value = check_threshold(threshold, where=f"the threshold of {self.spec}")
+        check_direction(self.spec, op, value)
         outcome = _active().check(self.spec, self.selection, op, value)
         if not outcome.passed:
             raise AssertionError(outcome.message)
@@ -569,6 +609,36 @@ def assert_answer_rate(
     return _gate("answer_rate", None, stage, split, slice)
 
 
+def assert_forbidden_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on forbidden@K (share of the top K the query's user must not see; lower is
+    better): ``assert_forbidden_at(10) <= 0.01``. None at all: :func:`assert_no_forbidden_at`."""
+    return _gate("forbidden", k, stage, split, slice)
+
+
+def assert_stale_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Gate:
+    """Gate on stale@K (share of the top K superseded or retired; lower is better):
+    ``assert_stale_at(3) <= 0.0``."""
+    return _gate("stale", k, stage, split, slice)
+
+
+def assert_no_forbidden_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> bool:
+    """The zero-tolerance gate ``forbidden@K == 0``, asserted when called: one forbidden
+    document in any query's top K fails it (no statistics), and the AssertionError names each
+    leak: the query, the document, its rank, the stage and whether the ranking came from the
+    cache. Returns True when no query leaks."""
+    spec = _spec("forbidden", k)
+    outcome = _active().check(spec, Selection(stage, split, slice), ZERO_TOLERANCE, 0.0)
+    if not outcome.passed:
+        raise AssertionError(outcome.message)
+    return True
+
+
 def recall_at(
     k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
 ) -> Score:
@@ -614,6 +684,20 @@ def mrr_at(
 ) -> Score:
     """MRR@K as a :class:`Score`."""
     return _score("mrr", k, stage, split, slice)
+
+
+def forbidden_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """forbidden@K as a :class:`Score` (lower is better): ``assert forbidden_at(10) <= 0.01``."""
+    return _score("forbidden", k, stage, split, slice)
+
+
+def stale_at(
+    k: int, *, slice: str | None = None, split: str | None = None, stage: str | None = None
+) -> Score:
+    """stale@K as a :class:`Score` (lower is better): ``assert stale_at(3) <= 0.0``."""
+    return _score("stale", k, stage, split, slice)
 
 
 def describe_op_failure(value: float | None, op: str, threshold: float) -> str:

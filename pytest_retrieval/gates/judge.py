@@ -2,7 +2,9 @@
 
 :func:`judge` decides whether a scored gate passed (:data:`~pytest_retrieval.gates.gate.OPS`) and
 writes its message: one line when it holds; when it fails, the value against the threshold over
-the selection, then the score's explanation (the worst queries). :func:`unscored` is the record
+the selection, then the score's explanation (the worst queries; for ``forbidden@K`` and
+``stale@K`` every leak). The zero-tolerance gate (``forbidden@10 == 0``) has no interval: one
+leak fails it. :func:`unscored` is the record
 of a gate that has no value: skipped (a sealed split) or failed (it cannot be scored), so that
 the reports and the artifact list it like every other gate. The session records both.
 """
@@ -10,7 +12,7 @@ the reports and the artifact list it like every other gate. The session records 
 from __future__ import annotations
 
 from ..scoring.metrics import MetricSpec
-from .gate import OPS, GateOutcome, Score, Selection, describe_op_failure
+from .gate import OPS, ZERO_TOLERANCE, GateOutcome, Score, Selection, describe_op_failure
 
 
 def judge(
@@ -28,6 +30,29 @@ def judge(
     """The outcome of comparing ``score`` with ``threshold`` (``confidence`` names its CI)."""
     passed = score.value is not None and OPS[op](score.value, threshold)
     where = Selection(score.stage, selection.split or "overall", selection.slice).label()
+    if op == ZERO_TOLERANCE:
+        # No statistics: one leak fails it, and the explanation names every leak.
+        message = (
+            f"{spec} == 0 holds: no forbidden document in the top {spec.k} of {score.n} "
+            f"queries [{where}]"
+            if passed
+            else "\n".join([f"{spec} == 0 fails (zero tolerance) [{where}]", *score.explanation])
+        )
+        return GateOutcome.of(
+            spec,
+            selection,
+            op,
+            threshold,
+            stage=score.stage,
+            passed=passed,
+            message=message,
+            kind=kind,
+            name=name,
+            nodeid=nodeid,
+            value=score.value,
+            n=score.n,
+            skipped=score.skipped,
+        )
     interval = (
         f" ({confidence:.0%} CI [{score.ci[0]:.4f}, {score.ci[1]:.4f}])"
         if score.ci is not None

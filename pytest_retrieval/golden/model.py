@@ -206,6 +206,53 @@ def _query_problems(
     return problems, grades, names
 
 
+def forbidden_problems(
+    forbidden: object, judgments: Mapping[str, int]
+) -> list[tuple[object, str, str]]:
+    """``(id, message, fix)`` per problem of a query's ``forbidden`` list: it must be a list of
+    non-blank doc id strings, each once, none of them judged relevant (a grade above 0): a
+    document the user must not see cannot be the answer they must get."""
+    if isinstance(forbidden, (str, bytes)) or not isinstance(forbidden, Iterable):
+        return [
+            (
+                None,
+                f"'forbidden' must be a list of doc ids, got {forbidden!r}",
+                "write forbidden: [doc-a, doc-b]",
+            )
+        ]
+    problems: list[tuple[object, str, str]] = []
+    seen: set[str] = set()
+    for doc in forbidden:
+        if not isinstance(doc, str) or not doc.strip():
+            problems.append(
+                (doc, f"forbidden doc id must be a non-blank string, got {doc!r}", "quote it")
+            )
+        elif doc in seen:
+            problems.append((doc, f"doc {doc!r} is listed twice", "list each forbidden doc once"))
+        elif judgments.get(doc, 0) > 0:
+            problems.append(
+                (
+                    doc,
+                    f"doc {doc!r} is both judged relevant (grade {judgments[doc]}) and forbidden",
+                    "a document the user must not see cannot be their answer: take it out of "
+                    "'relevant' (or grade it 0), or out of 'forbidden'",
+                )
+            )
+        if isinstance(doc, str):
+            seen.add(doc)
+    return problems
+
+
+def _checked_forbidden(
+    forbidden: object, judgments: Mapping[str, int], qid: str | None
+) -> tuple[list[Problem], tuple[str, ...]]:
+    found = forbidden_problems(forbidden, judgments)
+    if found:
+        return [Problem(m, f, query_id=qid, field="forbidden") for _d, m, f in found], ()
+    assert isinstance(forbidden, Iterable)
+    return [], tuple(sorted(set(forbidden)))
+
+
 #: The prefix of a ``labeled_by`` that names a machine (``--prefill``), not a person.
 MACHINE_PREFIX = "machine:"
 
@@ -284,6 +331,9 @@ class Query:
     ``context`` is what the retriever is handed with the text (:data:`Context`: plain data,
     checked by :func:`context_problems`); it is kept read-only (lists as tuples), empty when
     the query has none, and it is part of the query: compared and fingerprinted.
+    ``forbidden`` lists the documents this query's user must not be shown (another tenant's,
+    a revoked one): stored sorted, scored by ``forbidden@K``, fingerprinted; a forbidden id
+    judged relevant (grade > 0) is refused.
     """
 
     id: QueryId
@@ -293,6 +343,7 @@ class Query:
     split: str
     provenance: Mapping[DocId, Label] = field(hash=False, compare=False)
     context: Context = field(hash=False)
+    forbidden: tuple[DocId, ...] = field(hash=False)
 
     def __init__(
         self,
@@ -303,6 +354,7 @@ class Query:
         split: str = DEFAULT_SPLIT,
         provenance: Mapping[DocId, Label] | None = None,
         context: Context | None = None,
+        forbidden: Iterable[DocId] = (),
     ) -> None:
         problems, grades, names = _query_problems(id, text, judgments, slices, split)
         qid = id if isinstance(id, str) else None
@@ -310,6 +362,8 @@ class Query:
         problems += more
         bad_context, frozen = _checked_context(context, qid)
         problems += bad_context
+        bad_forbidden, denied = _checked_forbidden(forbidden, grades, qid)
+        problems += bad_forbidden
         if problems:
             raise GoldenSetError(problems, title=f"invalid query {id!r}")
         object.__setattr__(self, "id", id)
@@ -319,6 +373,7 @@ class Query:
         object.__setattr__(self, "split", split)
         object.__setattr__(self, "provenance", MappingProxyType(labels))
         object.__setattr__(self, "context", frozen)
+        object.__setattr__(self, "forbidden", denied)
 
     @classmethod
     def _from_checked(
@@ -330,9 +385,11 @@ class Query:
         split: str,
         provenance: dict[DocId, Label] | None = None,
         context: Context | None = None,
+        forbidden: Iterable[DocId] = (),
     ) -> Query:
         """Build a query from parts a reader has already validated (no checks: fast); a
-        ``context`` given here has passed :func:`context_problems` and is frozen here."""
+        ``context`` given here has passed :func:`context_problems` and is frozen here, and
+        ``forbidden`` has passed :func:`forbidden_problems`."""
         query = object.__new__(cls)
         object.__setattr__(query, "id", query_id)
         object.__setattr__(query, "text", text)
@@ -342,6 +399,7 @@ class Query:
         object.__setattr__(query, "provenance", MappingProxyType(provenance or {}))
         frozen = freeze_context(context) if context else MappingProxyType({})
         object.__setattr__(query, "context", frozen)
+        object.__setattr__(query, "forbidden", tuple(sorted(set(forbidden))))
         return query
 
     def __reduce__(self) -> tuple[type[Query], tuple[Any, ...]]:
@@ -356,6 +414,7 @@ class Query:
                 self.split,
                 dict(self.provenance),
                 thaw_context(self.context) or None,
+                self.forbidden,
             ),
         )
 
@@ -380,6 +439,8 @@ def _canonical_query(query: Query) -> dict[str, Any]:
     }
     if query.context:  # only then: a set without contexts keeps the fingerprint it had
         canonical["context"] = thaw_context(query.context)
+    if query.forbidden:  # likewise: a set without forbidden lists keeps its fingerprint
+        canonical["forbidden"] = list(query.forbidden)
     return canonical
 
 
@@ -397,7 +458,8 @@ def compute_fingerprint(queries: Iterable[Query]) -> str:
     sorted by query id, of ``{"id", "text", "judgments", "slices", "split"}`` per query. It is
     therefore independent of the file format, key order, white space and the order of the
     queries in the file (reordering changes no label), and changes with any id, text, grade,
-    slice or split. A query with a context adds ``"context"`` (its plain data, as
+    slice or split. A query with a forbidden list adds ``"forbidden"`` (its ids, sorted). A
+    query with a context adds ``"context"`` (its plain data, as
     :func:`context_json` writes it) to its object, so a changed tenant or history changes the
     fingerprint while a set without contexts keeps the one it always had. The set's name,
     corpus version and source path are not part of it.

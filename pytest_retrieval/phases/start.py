@@ -19,6 +19,7 @@ from ..session.session import RetrievalSession
 from ..settings.resolve import Settings
 
 if TYPE_CHECKING:
+    from ..golden.access import AccessRules
     from ..golden.model import GoldenSet
     from ..regression.commitinfo import CommitInfo
     from ..regression.snapshot import Snapshot
@@ -123,7 +124,9 @@ def build_session(
         run_files=runs,
         duplicates=duplicates,
         commit=commit_of(settings, rootdir),
+        access_rules=load_access_rules(settings),
     )
+    session.access  # noqa: B018 - built now: an unknown tenant is refused before the run
     if settings.merge_base or any(b.since is not None for b in session.budgets):
         from ..session.ledger import anchor_baselines, merge_base_baseline
 
@@ -135,6 +138,16 @@ def build_session(
             found[None] = merge_base
         session.ledger_baselines = found
     return session
+
+
+def load_access_rules(settings: Settings) -> AccessRules | None:
+    """The access metadata of ``retrieval_corpus`` (tenant, groups, superseded_by, status);
+    None without a corpus, or for a file of bare ids (which has no place for any)."""
+    if settings.corpus is None:
+        return None
+    from ..formats.corpus import read_access_rules
+
+    return read_access_rules(settings.corpus)
 
 
 def commit_of(settings: Settings, rootdir: Path) -> CommitInfo | None:

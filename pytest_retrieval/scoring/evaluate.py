@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -71,6 +71,7 @@ from .metrics import (
     check_gain,
     check_min_grade,
     scaled_gain,
+    share_at_k,
 )
 
 
@@ -510,6 +511,8 @@ def evaluate(
     cutoff_unit: CutoffUnit | None = None,
     conventions: Conventions | None = None,
     stage: str | None = None,
+    forbidden: Mapping[str, Collection[str]] | None = None,
+    stale: Collection[str] | None = None,
 ) -> Evaluation:
     """Score ``run`` against ``qrels`` on ``metrics``; see the module docstring for conventions.
 
@@ -530,7 +533,9 @@ def evaluate(
     ``no_relevant="zero"`` and ``gain="linear"`` this is trec_eval ``-lN``). With duplicate
     groups, every judged metric is scored per group (:mod:`.dedup`). ``scores`` (per query,
     aligned with its ranking's documents) and the score floor serve ``abstain_rate`` and
-    ``answer_rate`` (:mod:`.abstention`).
+    ``answer_rate`` (:mod:`.abstention`). ``forbidden`` (per query) and ``stale`` (doc ids)
+    serve ``forbidden@K`` and ``stale@K`` (:func:`evaluate_documents`); without them those
+    metrics are unmeasured.
     """
     chosen = _conventions(
         conventions,
@@ -543,8 +548,22 @@ def evaluate(
         cutoff_unit=cutoff_unit,
     )
     documents, returned = split_repeats(run)
+    unmeasurable = {
+        name: f"no {name} documents were given (evaluate(..., {name}=...))"
+        for name, given in (("forbidden", forbidden), ("stale", stale))
+        if given is None
+    }
     return evaluate_documents(
-        documents, qrels, metrics, returned=returned, scores=scores, conventions=chosen, stage=stage
+        documents,
+        qrels,
+        metrics,
+        returned=returned,
+        scores=scores,
+        conventions=chosen,
+        stage=stage,
+        forbidden=forbidden,
+        stale=stale,
+        unmeasurable=unmeasurable,
     )
 
 
@@ -573,11 +592,19 @@ def evaluate_documents(
     scores: Mapping[str, Sequence[float | None]] | None = None,
     conventions: Conventions | None = None,
     stage: str | None = None,
+    forbidden: Mapping[str, Collection[str]] | None = None,
+    stale: Collection[str] | None = None,
+    unmeasurable: Mapping[str, str] | None = None,
 ) -> Evaluation:
     """:func:`evaluate` of rankings already split into documents (no id repeats in them) and,
     for the queries whose ids repeated, the ``returned`` rankings as given (the session keeps
     both, so it never looks for repeats again; :func:`split_repeats` makes them from a run).
-    ``stage`` picks the score floor of that stage (:meth:`Conventions.floor_for`)."""
+    ``stage`` picks the score floor of that stage (:meth:`Conventions.floor_for`).
+    ``forbidden`` (``{query id: doc ids}``) and ``stale`` (doc ids) serve ``forbidden@K`` and
+    ``stale@K`` (:func:`.metrics.share_at_k`, over every judged query: ``no_relevant`` does
+    not apply, a leak is a leak whatever the answer); ``unmeasurable`` maps ``forbidden`` /
+    ``stale`` to why it cannot be measured (its values are then None, the reason in
+    :attr:`Evaluation.unmeasured`)."""
     conventions = conventions if conventions is not None else Conventions()
     specs = tuple(dict.fromkeys(MetricSpec.parse(m) for m in metrics))
     if not specs:
@@ -602,6 +629,23 @@ def evaluate_documents(
     unmeasured: dict[str, str] = {}
     abstain: tuple[list[float | None], list[float | None], str | None] | None = None
     for spec in extra:
+        if spec.metric.source == "access":
+            assert spec.k is not None
+            reason = (unmeasurable or {}).get(spec.name)
+            if reason is not None:
+                columns[str(spec)] = [None] * len(base.query_ids)
+                unmeasured[str(spec)] = reason
+                continue
+            none: frozenset[str] = frozenset()
+            columns[str(spec)] = [
+                share_at_k(
+                    documents.get(qid, ()),
+                    (stale or none) if spec.name == "stale" else (forbidden or {}).get(qid, none),
+                    spec.k,
+                )
+                for qid in base.query_ids
+            ]
+            continue
         if spec.name == "distinct":
             assert spec.k is not None
             columns[str(spec)] = distinct_column(

@@ -191,6 +191,15 @@ def judged_at_k(retrieved: Sequence[str], judgments: Relevance, k: int) -> float
     return sum(1 for doc in top if doc in judged) / len(top)
 
 
+def share_at_k(retrieved: Sequence[str], documents: Collection[str], k: int) -> float:
+    """forbidden@K and stale@K of one ranking: the documents of ``documents`` among the top K
+    documents, divided by K (as precision divides, K even when fewer were returned), so the
+    mean over queries is the share of the top-K positions they took; a repeated id counts
+    once, at its first rank. 0.0 for an empty ranking (nothing was shown)."""
+    check_k(k)
+    return sum(1 for doc in _ranking(retrieved, k) if doc in documents) / k
+
+
 def _gain_value(grade: float, gain: Gain) -> float:
     if grade <= 0:
         return 0.0
@@ -273,13 +282,15 @@ def _scaled_dcg(grades: Sequence[int], gain: Gain, top: int) -> float:
 #: Whether a metric takes a cutoff K: ``required`` (``recall@10``), ``optional`` (``ndcg@10`` or
 #: ``ndcg``, the whole ranking) or ``none`` (``r_precision``).
 CutoffRule = Literal["required", "optional", "none"]
-#: Which way is better. Every metric is higher-is-better today; a lower-is-better one is
-#: written with ``direction="lower"`` (the thresholds and wording read it from the table).
+#: Which way is better: ``higher`` (the relevance metrics) or ``lower`` (``forbidden@K``,
+#: ``stale@K``: a leak). Thresholds (a lower-is-better metric is gated with ``<=``), budgets
+#: (a rise is its regression), the family's one-sided tests and the wording read it here.
 Direction = Literal["higher", "lower"]
 #: What a metric is computed from: the judgments of the ranked documents (the relevance
 #: metrics and ``judged@K`` coverage, :mod:`.evaluate`'s kernel), the retriever's scores
-#: against a floor (:mod:`.abstention`), or the copies in a ranking (:mod:`.dedup`).
-Source = Literal["judgments", "scores", "copies"]
+#: against a floor (:mod:`.abstention`), the copies in a ranking (:mod:`.dedup`), or the
+#: documents a query must not be shown (``access``: forbidden and stale documents).
+Source = Literal["judgments", "scores", "copies", "access"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +314,11 @@ class Metric:
     direction: Direction = "higher"
     source: Source = "judgments"
     summary: bool = False
+
+    @property
+    def lower_is_better(self) -> bool:
+        """True for a metric where a rise is worse (``forbidden@K``, ``stale@K``)."""
+        return self.direction == "lower"
 
     @property
     def takes_cutoff(self) -> bool:
@@ -357,6 +373,8 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("answer_rate", "none", aliases=("answer",), no_cutoff="a floor", source="scores"),
     Metric("judged", "required"),
+    Metric("forbidden", "required", aliases=("leak", "leaks"), direction="lower", source="access"),
+    Metric("stale", "required", direction="lower", source="access"),
 )
 
 _BY_NAME = {metric.name: metric for metric in METRICS}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..gates.explain import explain_score
+from ..gates.explain import explain_leaks, explain_score
 from ..gates.gate import (
     TEST_KINDS,
     Gate,
@@ -36,6 +36,7 @@ from ..gates.gate import (
     is_pytest_outcome,
 )
 from ..gates.judge import judge, unscored
+from ..golden.access import Access, AccessRules, build_access
 from ..golden.model import GoldenSet, Query
 from ..golden.scope import SEALED_REASON, Scope
 from ..regression import ledger_baseline as runledger
@@ -43,6 +44,7 @@ from ..regression import recording as runbaseline
 from ..run.determinism import DeterminismProbe
 from ..run.retriever import RETRIEVER_STAGE, QueryOutcome, stage_run, stage_scores
 from ..run.shortrankings import RankedRun, depth_problem
+from ..run.source import served_from_cache
 from ..run.stages import pipeline_order, stage_or_final
 from ..scoring.evaluate import Conventions, Evaluation, evaluate_documents
 from ..scoring.metrics import MetricSpec
@@ -114,6 +116,8 @@ class RetrievalSession:
     #: Baselines taken from the run ledger (:mod:`.sessionledger`): ``None`` keys the merge-base's
     #: (``retrieval_baseline = merge-base``).
     ledger_baselines: Mapping[str | None, LedgerBaseline] = field(default_factory=dict)
+    #: ``retrieval_corpus``'s access metadata (:mod:`.access`); None without a corpus.
+    access_rules: AccessRules | None = None
     #: The held-out policy (which queries are scorable, visible, redacted; which split is
     #: sealed), from the settings.
     scope: Scope = field(init=False)
@@ -138,6 +142,7 @@ class RetrievalSession:
     #: Why the run has no numbers (refused or errored, :class:`~.verdict.Stop`); None: it has.
     stop: Stop | None = field(default=None, init=False)
     _family: Family | None = field(default=None, init=False)
+    _access: Access | None = field(default=None, init=False)
     _conventions: Conventions | None = field(default=None, init=False)
     _pending: list[Gate] = field(default_factory=list)
     #: Failed Score comparisons of the running test, kept only if it fails (:meth:`settle_test`).
@@ -365,6 +370,13 @@ class RetrievalSession:
             self._conventions = found  # two threads at once build equal values: either stays
         return found
 
+    @property
+    def access(self) -> Access:
+        """The forbidden and stale documents (:func:`.access.build_access`, once)."""
+        if self._access is None:
+            self._access = build_access(self.golden.queries, self.access_rules)
+        return self._access
+
     def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
         """Every scorable query scored at ``stage`` on ``specs`` (cached)."""
         outcomes = self._require_run()
@@ -400,6 +412,7 @@ class RetrievalSession:
             scores=stage_scores(outcomes, stage),
             conventions=self.conventions,
             stage=stage,
+            **self.access.scoring_arguments(specs),
         )
 
     def abstention_sweep(self, stage: str) -> Sweep | None:
@@ -499,7 +512,20 @@ class RetrievalSession:
             redacted=self.scope.redacted,
             limit=self.settings.worst,
         )
-        if ci is not None:
+        if spec.metric.source == "access":
+            info, access = self.run_info, self.access
+            cache = info is not None and info.source == "retriever" and info.cache_mode != "off"
+            explanation += explain_leaks(
+                spec,
+                stage,
+                queries,
+                outcomes,
+                access,
+                redacted=self.scope.redacted,
+                cached=lambda o: cache and served_from_cache(o),
+            )
+        if ci is not None and spec.metric.source != "access":
+            # A leak gate's explanation is its leaks (the zero-tolerance one has no statistics).
             explanation.insert(
                 1,
                 f"{self.settings.confidence:.0%} bootstrap confidence interval of the mean: "

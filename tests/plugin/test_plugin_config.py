@@ -43,7 +43,7 @@ def test_every_bad_value_is_reported_at_once(retrieval_project: RetrievalProject
             "ERROR: pytest-retrieval: invalid settings:",
             "  - `retrieval_metrics = recal` in pytest.ini: 'recal' is not a metric; did you "
             "mean 'recall'? (known: recall, precision, hit_rate, ndcg, map, mrr, r_precision, "
-            "distinct, abstain_rate, answer_rate, judged, or "
+            "distinct, abstain_rate, answer_rate, judged, forbidden, stale, or "
             "one cutoff such as ndcg@10) (see `pytest --help` for --retrieval-metrics)",
             "  - `retrieval_no_relevant = ignore` in pytest.ini: 'ignore' is not one of skip, "
             "zero, one (see `pytest --help` for --retrieval-no-relevant)",

@@ -280,7 +280,11 @@ def test_an_unknown_field_suggests_the_nearest_known_one(tmp_path: Path) -> None
     assert [(p.line, p.field, p.fix) for p in problems] == [
         (6, "slcies", "did you mean 'slices'?"),
         (7, "judgments", "did you mean 'relevant'?"),
-        (8, "colour", "known fields are id, text, relevant, slices, split, context, provenance"),
+        (
+            8,
+            "colour",
+            "known fields are id, text, relevant, slices, split, context, forbidden, provenance",
+        ),
     ]
 
 

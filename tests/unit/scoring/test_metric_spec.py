@@ -128,8 +128,10 @@ def test_every_alias_of_the_table_resolves_to_its_metric_in_every_grammar(metric
     for alias in (metric.name, *metric.aliases):
         for text in (_written(alias, metric), _written(alias.upper(), metric)):
             assert MetricSpec.parse(text).name == metric.name, text
-            assert parse_threshold(f"{text} >= 0.5").spec.name == metric.name, text
-            assert parse_budget(f"{text} 0.02").spec.name == metric.name, text
+            op = "<=" if metric.lower_is_better else ">="  # the way the table's direction gates
+            assert parse_threshold(f"{text} {op} 0.5").spec.name == metric.name, text
+            if not metric.lower_is_better:  # a budget on a leak metric is refused (for now)
+                assert parse_budget(f"{text} 0.02").spec.name == metric.name, text
     if metric.trec is not None:
         # trec_eval's underscore spelling of a cutoff: P_5, ndcg_cut_10
         assert metric.trec in metric.aliases or metric.trec == metric.name
@@ -202,7 +204,7 @@ def test_every_gate_helper_is_a_metric_of_the_table_with_its_cutoff_rule() -> No
     assert helpers, "no assert_* helpers found"
     by_name = {m.name: m for m in METRICS}
     for name, fn in helpers.items():
-        base = name.removeprefix("assert_")
+        base = name.removeprefix("assert_").removeprefix("no_")  # assert_no_forbidden_at
         at = base.endswith("_at")
         metric = by_name[base.removesuffix("_at") if at else base]
         takes_k = "k" in inspect.signature(fn).parameters
@@ -259,5 +261,8 @@ def test_every_metric_of_the_table_is_scored_by_batch_evaluation(metric: Metric)
         "abstain_rate": None,  # q1 is answerable: abstain_rate is defined on q2 only
         "answer_rate": 1.0,  # q1 answered (0.9 >= 0.5)
         "judged": 1.0,
+        # no forbidden= or stale= documents given: unmeasured, never a silent 0
+        "forbidden": None,
+        "stale": None,
     }
     assert values[0] == expected[metric.name]

@@ -1,0 +1,240 @@
+"""Who may see what: the forbidden and stale documents of each query.
+
+A query's **forbidden** documents are the ones its user must not be shown: those its golden
+entry lists (``forbidden: [ids]``) and those the corpus's access rules deny it. A **stale**
+document is one the corpus marks superseded (``superseded_by: ID``) or retired
+(``status: retired``): correct once, wrong to hand an LLM today. ``forbidden@K`` and
+``stale@K`` (:mod:`pytest_retrieval.scoring.metrics`) count them in the top K.
+
+The access rules (one home, docs/scoped-retrieval.md "Leak gates"), read from a corpus
+document's metadata and the query's context:
+
+* **tenant**: a document with ``tenant: T`` is forbidden for a query whose context names
+  another tenant (``context.tenant`` a string other than ``T``). A query whose context names
+  no tenant is not scoped by tenant; a document without a tenant is shared.
+* **groups**: a document with ``groups: [G, ...]`` (a non-empty list) is forbidden unless the
+  query's context ``groups`` (a list of strings, or one string) shares one of them: a query
+  with no groups sees no group-restricted document. A document without groups is open.
+
+The context keys read are exactly ``tenant`` and ``groups``. The module is pure: the corpus
+reader (:mod:`pytest_retrieval.formats.corpus`) builds the :class:`AccessRules`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import GoldenSetError, Problem
+from ..scoring.metrics import MetricSpec
+from .model import Query
+
+#: The context keys the access rules read.
+TENANT_KEY = "tenant"
+GROUPS_KEY = "groups"
+#: The ``status`` that makes a document stale.
+RETIRED = "retired"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentAccess:
+    """What one corpus document says about who may see it and whether it is current."""
+
+    tenant: str | None = None
+    groups: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    status: str | None = None
+
+    @property
+    def stale_reason(self) -> str | None:
+        """``superseded by X`` or ``retired``; None for a current document."""
+        if self.superseded_by is not None:
+            return f"superseded by {self.superseded_by}"
+        if self.status == RETIRED:
+            return RETIRED
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRules:
+    """The access metadata of a corpus: only its documents that carry some (``documents``),
+    and the file it came from (``source``, named in every message)."""
+
+    documents: Mapping[str, DocumentAccess] = field(default_factory=dict)
+    source: str | None = None
+
+    @property
+    def tenants(self) -> tuple[str, ...]:
+        """Every tenant a document names, sorted."""
+        return tuple(sorted({d.tenant for d in self.documents.values() if d.tenant}))
+
+    @property
+    def has_groups(self) -> bool:
+        """True when some document is restricted to groups."""
+        return any(d.groups for d in self.documents.values())
+
+    @property
+    def has_status(self) -> bool:
+        """True when some document says whether it is current (``superseded_by``, ``status``)."""
+        return any(
+            d.superseded_by is not None or d.status is not None for d in self.documents.values()
+        )
+
+    @property
+    def stale(self) -> dict[str, str]:
+        """``{doc id: why it is stale}`` for every superseded or retired document."""
+        found = {doc: d.stale_reason for doc, d in self.documents.items()}
+        return {doc: reason for doc, reason in found.items() if reason is not None}
+
+    def denial(self, query: Query, doc: str) -> str | None:
+        """Why the rules deny ``doc`` to ``query`` (module docstring); None when they do not.
+        A lookup per document: no query's forbidden set is ever built whole (a tenant's
+        complement can be most of the corpus)."""
+        found = self.documents.get(doc)
+        if found is None:
+            return None
+        tenant = query.context.get(TENANT_KEY)
+        if isinstance(tenant, str) and found.tenant is not None and found.tenant != tenant:
+            return f"tenant {found.tenant}, the query's is {tenant}"
+        if found.groups and not set(query_groups(query)).intersection(found.groups):
+            return f"groups {', '.join(found.groups)}, none of the query's"
+        return None
+
+
+def query_groups(query: Query) -> tuple[str, ...]:
+    """The query's ``context.groups`` as strings (one string is one group)."""
+    value = query.context.get(GROUPS_KEY)
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence):
+        return tuple(item for item in value if isinstance(item, str))
+    return ()
+
+
+class Denied(Collection[str]):
+    """The forbidden documents of one query, looked up one at a time: what the query's golden
+    entry lists, and what the corpus's rules deny it (:meth:`AccessRules.denial`)."""
+
+    __slots__ = ("listed", "query", "rules")
+
+    def __init__(self, query: Query, rules: AccessRules | None) -> None:
+        self.query = query
+        self.rules = rules
+        self.listed = frozenset(query.forbidden)
+
+    def reason(self, doc: str) -> str | None:
+        """Why ``doc`` is forbidden to this query; None when it is not."""
+        if doc in self.listed:
+            return "listed in the golden set"
+        return self.rules.denial(self.query, doc) if self.rules is not None else None
+
+    def __contains__(self, doc: object) -> bool:
+        return isinstance(doc, str) and self.reason(doc) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        documents = self.rules.documents if self.rules is not None else {}
+        yield from sorted(self.listed)
+        yield from (d for d in documents if d not in self.listed and d in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _doc in self)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What the leak metrics are scored from: per query, its forbidden documents
+    (:class:`Denied`), and the stale documents with the reason. ``forbidden_unmeasured`` and
+    ``stale_unmeasured`` say why a metric cannot be measured (None: it can)."""
+
+    forbidden: Mapping[str, Denied] = field(default_factory=dict)
+    stale: Mapping[str, str] = field(default_factory=dict)
+    forbidden_unmeasured: str | None = None
+    stale_unmeasured: str | None = None
+
+    def reason(self, metric: str, query_id: str, doc: str) -> str | None:
+        """Why ``doc`` counts for ``metric`` (``forbidden`` or ``stale``) in ``query_id``'s
+        ranking; None when it does not."""
+        if metric == "stale":
+            return self.stale.get(doc)
+        denied = self.forbidden.get(query_id)
+        return denied.reason(doc) if denied is not None else None
+
+    def scoring_arguments(self, specs: Iterable[MetricSpec]) -> dict[str, Any]:
+        """``evaluate_documents``' ``forbidden``, ``stale`` and ``unmeasurable`` arguments, when
+        ``specs`` ask for ``forbidden@K`` or ``stale@K`` (else none)."""
+        if not any(s.metric.source == "access" for s in specs):
+            return {}
+        reasons = (("forbidden", self.forbidden_unmeasured), ("stale", self.stale_unmeasured))
+        return {
+            "forbidden": self.forbidden,
+            "stale": frozenset(self.stale),
+            "unmeasurable": {name: why for name, why in reasons if why is not None},
+        }
+
+
+def build_access(queries: Iterable[Query], rules: AccessRules | None) -> Access:
+    """Every query's forbidden documents and the stale ones; a clear error for a contradiction.
+
+    Refused, naming the query (one :class:`~pytest_retrieval.errors.GoldenSetError` listing
+    all): a context tenant the corpus does not know (when its documents name tenants), and a
+    document the rules deny a query that the query judges relevant (it cannot be both).
+    """
+    queries = list(queries)
+    where = rules.source if rules is not None and rules.source else "the corpus"
+    problems: list[Problem] = []
+    tenants = set(rules.tenants) if rules is not None else set()
+    for query in queries:
+        tenant = query.context.get(TENANT_KEY)
+        if tenants and isinstance(tenant, str) and tenant not in tenants:
+            problems.append(
+                Problem(
+                    f"context.tenant {tenant!r} is no tenant of {where} (its documents name "
+                    f"{', '.join(sorted(tenants))})",
+                    f"fix the tenant's spelling, or give its documents 'tenant: {tenant}' in "
+                    "the corpus",
+                    query_id=query.id,
+                    field="context",
+                )
+            )
+        for doc in query.relevant:
+            why = rules.denial(query, doc) if rules is not None else None
+            if why is not None:
+                problems.append(
+                    Problem(
+                        f"doc {doc!r} is judged relevant, but {where} denies it to this query "
+                        f"({why})",
+                        "a document the user must not see cannot be their answer: fix the "
+                        "query's context, the document's tenant or groups, or the judgment",
+                        query_id=query.id,
+                        field="relevant",
+                    )
+                )
+    if problems:
+        raise GoldenSetError(
+            problems, title=f"{len(problems)} query(ies) contradict the access rules of {where}"
+        )
+    has_rules = rules is not None and (bool(tenants) or rules.has_groups)
+    forbidden_unmeasured = None
+    if not has_rules and not any(q.forbidden for q in queries):
+        forbidden_unmeasured = (
+            "no query lists forbidden documents and "
+            + (
+                f"{where} gives no document a tenant or groups"
+                if rules is not None
+                else "no corpus is set (retrieval_corpus)"
+            )
+            + ": list them per query (forbidden: [ids]) or give corpus documents 'tenant' / "
+            "'groups' metadata"
+        )
+    stale = rules.stale if rules is not None else {}
+    stale_unmeasured = None
+    if rules is None or not rules.has_status:
+        stale_unmeasured = (
+            f"{where} gives no document 'superseded_by' or 'status' metadata"
+            if rules is not None
+            else "no corpus is set (retrieval_corpus) to read 'superseded_by' / "
+            "'status: retired' from"
+        ) + ": stale@K would be 0 for any retriever"
+    forbidden = {q.id: Denied(q, rules if has_rules else None) for q in queries}
+    return Access(forbidden, stale, forbidden_unmeasured, stale_unmeasured)
