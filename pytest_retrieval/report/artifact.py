@@ -477,6 +477,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "declared": dict,
     "queries": list,
     "redacted_queries": int,
+    "leaks": dict,
 }
 #: Lists whose items must be objects.
 _LISTS_OF_OBJECTS = ("results", "gates", "errors", "regressions", "queries")
@@ -514,6 +515,7 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
             )
     problems.extend(_stop_problems(data, source))
     problems.extend(_result_problems(data.get("results"), source))
+    problems.extend(_leak_problems(data.get("leaks"), data.get("queries"), source))
     settings = data.get("settings")
     if isinstance(settings, dict):
         ks = settings.get("ks")
@@ -585,6 +587,56 @@ def _result_problems(results: Any, source: str) -> list[Problem]:
                     )
                 )
                 break
+    return problems
+
+
+def _leak_problems(leaks: Any, queries: Any, source: str) -> list[Problem]:
+    """The ``leaks`` block and the per-query leaks the reports read: cutoffs positive
+    integers, each row's ``documents`` / ``queries`` counts and ``share`` a number from 0 to 1
+    (or null), each leak's ``rank`` a positive integer (the first problem of each part)."""
+
+    def count(value: Any, low: int = 0) -> bool:
+        return type(value) is int and value >= low
+
+    def problem(message: str, where: str) -> Problem:
+        return Problem(message, fix=_REWRITE, source=source, field=where)
+
+    problems: list[Problem] = []
+    if isinstance(leaks, dict):
+        cutoffs = leaks.get("cutoffs")
+        if not (isinstance(cutoffs, list) and cutoffs and all(count(k, 1) for k in cutoffs)):
+            problems.append(problem('"cutoffs" must be a list of positive integers', "leaks"))
+        rows = leaks.get("results")
+        for index, row in enumerate(rows if isinstance(rows, list) else [None]):
+            share = row.get("share") if isinstance(row, dict) else None
+            number = isinstance(share, (int, float)) and not isinstance(share, bool)
+            if not (
+                isinstance(row, dict)
+                and isinstance(row.get("metric"), str)
+                and count(row.get("documents"))
+                and count(row.get("queries"))
+                and (share is None or (number and 0.0 <= share <= 1.0))
+            ):
+                problems.append(
+                    problem(
+                        "each leak result must have a metric, documents and queries counts "
+                        "and a share from 0 to 1 (or null)",
+                        f"leaks.results[{index}]",
+                    )
+                )
+                break
+    for index, query in enumerate(queries if isinstance(queries, list) else ()):
+        found = query.get("leaks") if isinstance(query, dict) else None
+        if found is None:
+            continue
+        if not (
+            isinstance(found, list)
+            and all(isinstance(leak, dict) and count(leak.get("rank"), 1) for leak in found)
+        ):
+            problems.append(
+                problem('"leaks" must be a list of leaks, each with a rank', f"queries[{index}]")
+            )
+            break
     return problems
 
 

@@ -62,6 +62,7 @@ RANKINGS = {
     "acme refund": ["acme-refund", "globex-refund", "refund-policy-2024", "draft", "faq"],
     "globex refund": ["globex-refund", "faq", "old-faq", "acme-refund", "salary"],
     "faq": ["faq", "salary", "old-faq", "refund-policy-2024", "acme-refund"],
+    "secret refund": ["globex-refund", "faq", "old-faq", "acme-refund", "salary"],
 }
 
 @pytest.fixture(scope="session")
@@ -240,3 +241,82 @@ def test_a_project_without_leak_data_shows_no_leak_section_anywhere(
     assert all("leaks" not in q for q in artifact["queries"])
     assert "Leaks" not in (pytester.path / "report.md").read_text("utf-8")
     assert "Leaks" not in (pytester.path / "report.html").read_text("utf-8")
+
+
+HELDOUT = """\
+  - id: q-secret
+    text: secret refund
+    relevant: [globex-refund]
+    context: {tenant: globex}
+    split: heldout
+"""
+
+
+def test_held_out_leaks_are_counted_never_named(pytester: pytest.Pytester) -> None:
+    # q-secret ranks as q-globex: at K=5, acme-refund (tenant) and salary (groups)
+    # are forbidden, old-faq stale: 3 leaked documents, counted in the held-out column only.
+    _project(pytester, golden=GOLDEN + HELDOUT)
+    result = _run(
+        pytester,
+        "--retrieval-heldout",
+        "--retrieval-json",
+        "out.json",
+        "--retrieval-markdown",
+        "report.md",
+    )
+    result.assert_outcomes(passed=1)
+    artifact = json.loads((pytester.path / "out.json").read_text("utf-8"))
+    assert "q-secret" not in {q["id"] for q in artifact["queries"]}
+    heldout = {
+        r["metric"]: (r["documents"], r["queries"])
+        for r in artifact["leaks"]["results"]
+        if r["column"] == "heldout"
+    }
+    assert heldout == {
+        "forbidden@3": (0, 0),
+        "forbidden@5": (2, 1),
+        "stale@3": (1, 1),
+        "stale@5": (1, 1),
+    }
+    # the overall rows are the three visible queries' (as before)
+    overall = [r for r in artifact["leaks"]["results"] if r["column"] == "overall"]
+    assert [r["documents"] for r in overall] == [2, 5, 3, 4]
+    markdown = (pytester.path / "report.md").read_text("utf-8")
+    assert "_3 leaked documents in held-out queries, not named._" in markdown
+    assert "q-secret" not in markdown
+    # the terminal table is the overall column's
+    result.stdout.re_match_lines([r"^forbidden\s+2 \(0\.2222\)\s+5 \(0\.3333\)$"])
+
+
+def test_the_leak_artifact_validates_against_the_schema_and_renders_again_offline(
+    pytester: pytest.Pytester,
+) -> None:
+    from importlib.resources import files
+
+    import jsonschema
+
+    _project(pytester)
+    _run(pytester, "--retrieval-json", "out.json", "--retrieval-markdown", "run.md")
+    artifact = json.loads((pytester.path / "out.json").read_text("utf-8"))
+    schema = json.loads(files("pytest_retrieval").joinpath("artifact.schema.json").read_text())
+    errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(artifact)]
+    assert errors == []
+    offline = pytester.run("pytest-retrieval", "report", "out.json", "--markdown", "offline.md")
+    assert offline.ret == 0
+    leaks = (pytester.path / "offline.md").read_text("utf-8").split("#### Leaks")[1]
+    assert leaks == (pytester.path / "run.md").read_text("utf-8").split("#### Leaks")[1]
+
+
+def test_an_edited_leak_count_in_an_artifact_is_refused_naming_the_field(
+    pytester: pytest.Pytester,
+) -> None:
+    _project(pytester)
+    _run(pytester, "--retrieval-json", "out.json")
+    path = pytester.path / "out.json"
+    artifact = json.loads(path.read_text("utf-8"))
+    artifact["leaks"]["results"][1]["documents"] = "five"
+    path.write_text(json.dumps(artifact), "utf-8")
+    result = pytester.run("pytest-retrieval", "report", "out.json", "--markdown", "-")
+    assert result.ret == 2
+    assert "leaks.results[1]" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
