@@ -65,7 +65,7 @@ def render_summary(
             sections.append(
                 _stage_full(session, stage) if full else _stage_compact(session, stage, width)
             )
-        sections.append(leak_lines(session))
+        sections.append(leak_lines(session, width=1 << 30 if full else width))
         sections.append(_run_facts(session, full=full, width=width))
     sections.append(_failed_queries(session))
     # The full table is as wide as it needs to be: its prose is not wrapped either.
@@ -231,12 +231,13 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     return lines
 
 
-def leak_lines(session: RetrievalSession) -> list[str]:
+def leak_lines(session: RetrievalSession, *, width: int = DEFAULT_WIDTH) -> list[str]:
     """The leak table: per stage, ``forbidden@K`` and ``stale@K`` over the overall queries at
     each leak cutoff (:func:`.artifact.leak_cutoffs`), each cell the count of leaked documents
-    in the top K and, in brackets, the metric (their share of the top-K positions). Nothing
-    when the run can measure neither (:func:`.artifact.leak_facts`), so a project without leak
-    data prints what it always did."""
+    in the top K and, in brackets, the metric (their share of the top-K positions), fitted to
+    ``width`` (the largest cutoffs dropped first, and said). Nothing when the run can measure
+    neither (:func:`.artifact.leak_facts`), so a project without leak data prints what it
+    always did."""
     from .artifact import leak_facts
 
     facts = leak_facts(session) if session.has_run else None
@@ -258,10 +259,11 @@ def leak_lines(session: RetrievalSession) -> list[str]:
         [f"{name} [{stage}]" if several else name, *(values.get(k, "") for k in ks)]
         for (stage, name), values in cells.items()
     ]
-    return [
-        "leaks in the top K: documents counted (their share of the top-K positions)",
-        *_table(headers, rows),
-    ]
+    table, dropped = _fitted_table(headers, rows, width, keep=2)
+    lines = ["leaks in the top K: documents counted (their share of the top-K positions)", *table]
+    if dropped:
+        lines.append(f"({dropped} more cutoffs not shown: -v shows every K)")
+    return lines
 
 
 def _scored_columns(session: RetrievalSession) -> list[tuple[str, list[Query]]]:

@@ -320,3 +320,63 @@ def test_an_edited_leak_count_in_an_artifact_is_refused_naming_the_field(
     assert result.ret == 2
     assert "leaks.results[1]" in result.stderr.str()
     assert "Traceback" not in result.stderr.str()
+
+
+FRESHNESS_RERANKER = """
+
+@pytest.fixture(scope="session")
+def reranker_under_test():
+    # A freshness rule: superseded and retired documents never reach the LLM.
+    return lambda query, candidates: [
+        d for d in candidates if d not in ("refund-policy-2024", "old-faq")
+    ]
+"""
+
+
+def test_each_stage_has_its_leak_rows_and_a_freshness_reranker_shows_zero_stale(
+    pytester: pytest.Pytester,
+) -> None:
+    # The reranker drops the stale documents, so the others move up. At K=3: q-acme
+    # globex-refund (2) and draft (3), q-globex acme-refund (3), q-faq salary (2): 4 documents,
+    # share (2/3 + 1/3 + 1/3) / 3 = 4/9 = 0.4444; at K=5 the same 5 as the retriever's,
+    # share 0.3333. No stale document is left: 0 at both K.
+    _project(pytester)
+    pytester.makeconftest(CONFTEST + FRESHNESS_RERANKER)
+    result = _run(pytester, "--retrieval-json", "out.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines(
+        [
+            r"^leaks \(n=3\)\s+@3\s+@5$",
+            r"^forbidden \[retriever\]\s+2 \(0\.2222\)\s+5 \(0\.3333\)$",
+            r"^stale \[retriever\]\s+3 \(0\.3333\)\s+4 \(0\.2667\)$",
+            r"^forbidden \[reranker\]\s+4 \(0\.4444\)\s+5 \(0\.3333\)$",
+            r"^stale \[reranker\]\s+0 \(0\.0000\)\s+0 \(0\.0000\)$",
+        ]
+    )
+    artifact = json.loads((pytester.path / "out.json").read_text("utf-8"))
+    acme = next(q for q in artifact["queries"] if q["id"] == "q-acme")
+    reranked = [
+        (leak["rank"], leak["doc"]) for leak in acme["leaks"] if leak["stage"] == "reranker"
+    ]
+    assert reranked == [(2, "globex-refund"), (3, "draft")]
+
+
+def test_the_compact_leak_table_drops_cutoffs_to_fit_a_narrow_terminal(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "40")  # pytest's narrowest (below 40 it reads 80)
+    _project(pytester)
+    pytester.makeini(INI.replace("3,5", "1,3,5") + "retrieval_corpus = corpus.jsonl\n")
+    result = _run(pytester)
+    result.assert_outcomes(passed=1)
+    # Three cutoffs make "forbidden  0 (0.0000)  2 (0.2222)  5 (0.3333)" 46 wide: the @5
+    # column goes, and it is said (no rank 1 is a leak: 0 at K=1).
+    result.stdout.re_match_lines(
+        [
+            r"^leaks \(n=3\)\s+@1\s+@3$",
+            r"^forbidden\s+0 \(0\.0000\)\s+2 \(0\.2222\)$",
+            r"^\(1 more cutoffs not shown: -v shows every K\)$",
+        ]
+    )
+    result = _run(pytester, "-v")
+    result.stdout.re_match_lines([r"^forbidden\s+0 \(0\.0000\)\s+2 \(0\.2222\)\s+5 \(0\.3333\)$"])
