@@ -3,7 +3,8 @@
 :func:`build_artifact` turns a session into the documented, schema-versioned JSON artifact, with
 held-out rows redacted unless their details were asked for; :func:`read_artifact` reads and
 checks one (the ``report``, ``gate`` and ``compare`` commands). Writer and reader live side by
-side so that they cannot drift.
+side so that they cannot drift. :func:`leak_facts` is the leak metrics of a run as every report
+shows them (the artifact's ``leaks`` block, which the terminal's leak table reads too).
 """
 
 from __future__ import annotations

@@ -380,3 +380,17 @@ def test_the_compact_leak_table_drops_cutoffs_to_fit_a_narrow_terminal(
     )
     result = _run(pytester, "-v")
     result.stdout.re_match_lines([r"^forbidden\s+0 \(0\.0000\)\s+2 \(0\.2222\)\s+5 \(0\.3333\)$"])
+
+
+def test_under_xdist_the_controller_reports_the_same_leaks(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    pytester.makepyfile(
+        test_more="def test_a(retrieval_run):\n    pass\n\ndef test_b(retrieval_run):\n    pass\n"
+    )
+    result = _run(pytester, "-n", "2", "--retrieval-json", "out.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.re_match_lines([r"^forbidden\s+2 \(0\.2222\)\s+5 \(0\.3333\)$"])
+    artifact = json.loads((pytester.path / "out.json").read_text("utf-8"))
+    documents = [r["documents"] for r in artifact["leaks"]["results"]]
+    assert documents == [2, 5, 3, 4]
+    assert sum(len(q["leaks"]) for q in artifact["queries"]) == 9
