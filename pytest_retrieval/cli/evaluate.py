@@ -13,7 +13,7 @@ from .output import echo, echo_json
 
 if TYPE_CHECKING:
     from ..scoring.dedup import DuplicateGroups
-    from ..scoring.evaluate import Conventions
+    from ..scoring.evaluate import Conventions, Evaluation
 
 DEFAULT_METRICS = ("recall@10", "recall@100", "precision@5", "ndcg@10", "map", "mrr")
 
@@ -85,6 +85,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument(
+        "--corpus",
+        metavar="FILE",
+        help=(
+            "corpus (.jsonl or BEIR folder) whose 'superseded_by' / 'status: retired' metadata "
+            "makes documents stale, for -m stale@K (its tenant and groups rules need a query "
+            "context, which qrels lack: list those documents with --forbidden)"
+        ),
+    )
+    parser.add_argument(
+        "--forbidden",
+        metavar="FILE",
+        help=(
+            "the documents each query must not be shown, one 'qid docid' line each, for "
+            "-m forbidden@K"
+        ),
+    )
+    parser.add_argument(
         "--no-id-check",
         action="store_true",
         help=(
@@ -134,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
             echo(f"pytest-retrieval evaluate: {warning}", err=True)
     # A run file refuses a doc listed twice for one query (trec_eval's rule, the conventions'
     # repeated_ids="refuse"): its rankings are document rankings already.
-    evaluation = evaluate_documents(ranked, qrels, metrics, conventions=conventions)
+    leak_data = _leak_arguments(args, metrics, qrels)
+    evaluation = evaluate_documents(ranked, qrels, metrics, conventions=conventions, **leak_data)
+    leaks = _leak_counts(evaluation, metrics)
     queries = {
         "evaluated": evaluation.evaluated,
         "skipped_no_relevant": len(evaluation.skipped_no_relevant),
@@ -143,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.json:
         document: dict[str, Any] = {"metrics": evaluation.means}
+        if leaks:
+            document["leaks"] = leaks
         if args.per_query:
             document["per_query"] = evaluation.per_query
         document["queries"] = queries
@@ -168,6 +189,12 @@ def run(args: argparse.Namespace) -> int:
         rows = [[m, cell(means[m]), counts[m]] for m in metrics]
         echo(tabulate(rows, headers=["metric", "mean", "queries"], disable_numparse=True))
     echo()
+    for name, count in leaks.items():
+        echo(
+            f"{name}: {count['documents']} document{'s' if count['documents'] != 1 else ''} in "
+            f"the top {name.split('@')[1]} of {count['queries']} "
+            f"quer{'y' if count['queries'] == 1 else 'ies'}"
+        )
     echo(
         f"queries: {queries['evaluated']} evaluated, "
         f"{queries['skipped_no_relevant']} skipped (no relevant document), "
@@ -175,6 +202,78 @@ def run(args: argparse.Namespace) -> int:
         f"{queries['without_judgments']} in the run without judgments (ignored)"
     )
     return 0
+
+
+def _leak_arguments(
+    args: argparse.Namespace, metrics: Sequence[str], qrels: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """``evaluate_documents``' ``forbidden`` and ``stale`` for ``-m forbidden@K`` /
+    ``stale@K``, from ``--forbidden`` and ``--corpus``; a metric that cannot be measured from
+    what was given is refused with the flag that gives it (never a silent 0)."""
+    from ..scoring.metrics import MetricSpec
+
+    wanted = {MetricSpec.parse(m).name for m in metrics}
+    given: dict[str, Any] = {}
+    if args.forbidden is not None:
+        from ..formats.trec import read_forbidden
+
+        given["forbidden"] = read_forbidden(args.forbidden, qrels)
+    rules = None
+    if args.corpus is not None:
+        from ..formats.corpus import read_access_rules
+
+        rules = read_access_rules(args.corpus)
+    if "forbidden" in wanted and args.forbidden is None:
+        scoped = rules is not None and (rules.tenants or rules.has_groups)
+        raise InputError(
+            Problem(
+                "forbidden@K needs each query's forbidden documents"
+                + (
+                    f": {args.corpus} gives documents a tenant or groups, but qrels carry no "
+                    "query context to apply them to"
+                    if scoped
+                    else ""
+                ),
+                fix="list them with --forbidden FILE (one 'qid docid' line each)",
+                source="-m/--metric",
+            )
+        )
+    if "stale" in wanted:
+        if rules is None or not rules.has_status:
+            raise InputError(
+                Problem(
+                    "stale@K needs a corpus that marks documents stale"
+                    + (
+                        f": {args.corpus} gives no document 'superseded_by' or 'status' metadata"
+                        if rules is not None
+                        else ""
+                    ),
+                    fix="pass --corpus FILE whose documents carry 'superseded_by: ID' or "
+                    "'status: retired'",
+                    source="-m/--metric",
+                )
+            )
+        given["stale"] = frozenset(rules.stale)
+    return given
+
+
+def _leak_counts(evaluation: Evaluation, metrics: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per ``forbidden@K`` / ``stale@K`` asked: how many such documents sit in the top K
+    (summed over the evaluated queries) and how many queries have one. A query's value is
+    its count divided by K, so the count is the value times K."""
+    from ..scoring.metrics import MetricSpec
+
+    counts: dict[str, dict[str, int]] = {}
+    for name in metrics:
+        spec = MetricSpec.parse(name)
+        if spec.metric.source != "access" or spec.k is None:
+            continue
+        per_query = [round(v * spec.k) for v in evaluation.columns[name] if v is not None]
+        counts[name] = {
+            "documents": sum(per_query),
+            "queries": sum(1 for n in per_query if n),
+        }
+    return counts
 
 
 def _conventions(args: argparse.Namespace) -> Conventions:

@@ -11,7 +11,7 @@ Modules:
 * ``golden_csv``: the CSV golden set (a context as one JSON cell).
 * ``golden_beir``: BEIR folders (corpus, queries, qrels).
 * ``golden_trec``: TREC qrels with topics as a golden set.
-* ``trec``: qrels and runs as trec_eval reads them.
+* ``trec``: qrels and runs as trec_eval reads them; the ``qid docid`` forbidden-documents file.
 * ``runs``: run files to gate (TREC and JSONL, with stages).
 * ``corpus``: the one corpus reader (``read_corpus``) that every use of a corpus file goes
   through (the ids, the texts of duplicate groups, the worksheet's context columns); the

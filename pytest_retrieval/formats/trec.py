@@ -149,6 +149,53 @@ def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def read_forbidden(
+    path: str | os.PathLike[str], qrels: dict[str, dict[str, int]] | None = None
+) -> dict[str, frozenset[str]]:
+    """Read a forbidden-documents file, ``qid docid`` per line (white space separated, ``#``
+    comments as in qrels), into ``{query id: doc ids}``: the documents each query must not be
+    shown, what a golden set's ``forbidden: [ids]`` lists (TREC qrels have no place for them).
+
+    Every bad line is reported in one :class:`~pytest_retrieval.errors.RunFileError` naming the
+    file and line: a line without exactly two fields, and (given the ``qrels``) a document the
+    same query judges relevant (grade above 0): it cannot be both the answer and a leak."""
+    name = os.fspath(path)
+    found: dict[str, set[str]] = {}
+    problems: list[Problem] = []
+    for number, fields in field_lines(path, what="forbidden-documents file"):
+        if len(fields) != 2:
+            problems.append(
+                Problem(
+                    f"expected 2 fields (qid docid), found {len(fields)}",
+                    fix="write one 'qid docid' line per forbidden document; comment lines "
+                    "start with '# '",
+                    source=name,
+                    line=number,
+                )
+            )
+            continue
+        qid, doc = fields
+        grade = (qrels or {}).get(qid, {}).get(doc, 0)
+        if grade > 0:
+            problems.append(
+                Problem(
+                    f"doc {doc!r} is forbidden, but the qrels judge it relevant (grade {grade})",
+                    fix="a document the user must not see cannot be their answer: fix the "
+                    "qrels or drop the line",
+                    source=name,
+                    line=number,
+                    query_id=qid,
+                )
+            )
+            continue
+        found.setdefault(qid, set()).add(doc)
+    if problems:
+        raise RunFileError(
+            problems, title=f"{name}: cannot read forbidden documents ({len(problems)} problems)"
+        )
+    return {qid: frozenset(docs) for qid, docs in found.items()}
+
+
 def read_run(
     path: str | os.PathLike[str], *, keep_file_order: bool = False
 ) -> dict[str, list[str]]:

@@ -16,14 +16,17 @@ Modules:
 * ``judge``: a threshold gate's outcome from its score (passed or not, its message); the record
   of a gate without a value (sealed, unscorable).
 * ``explain``: the worst queries of a selection and what they missed; the explanation under a
-  failed gate (``explain_score``).
+  failed gate (``explain_score``); the leaks of a ranking (``find_leaks``: what the
+  zero-tolerance gate names and every report counts).
 
 Decisions that live here:
 
 * which queries a selection covers: ``gate.Selection.matches``;
 * a gate's record: ``gate.GateOutcome.of`` (through ``judge.judge`` and ``judge.unscored``);
 * the line grammar of gates and budgets, ``slice=*``: ``declared``;
-* a threshold gate's pass or fail, and its message: ``judge``.
+* a threshold gate's pass or fail, and its message: ``judge``;
+* which forbidden or stale documents a stage's rankings hold, with rank, kind and cache:
+  ``explain.find_leaks`` (the gate's message, the summary and the reports read it).
 """
 
 from __future__ import annotations

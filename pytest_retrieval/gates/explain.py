@@ -20,7 +20,7 @@ from ..scoring.metrics import MetricSpec
 from ..text import for_terminal
 
 if TYPE_CHECKING:
-    from ..golden.access import Access
+    from ..golden.access import Access, Kind
     from ..run.retriever import QueryOutcome
 
 #: How many returned ids a worst-query line shows.
@@ -224,8 +224,38 @@ def _explain_abstention(
 LEAKS_SHOWN = 20
 
 
-def explain_leaks(
-    spec: MetricSpec,
+@dataclass(frozen=True, slots=True)
+class Leak:
+    """One forbidden or stale document in one query's ranking at one stage: the facts the
+    zero-tolerance gate's message, the summary's leak table and the reports' leak rows all
+    read (:func:`find_leaks`, computed once)."""
+
+    query_id: str
+    stage: str
+    metric: str  # "forbidden" or "stale"
+    rank: int
+    doc: str
+    kind: Kind
+    reason: str
+    cached: bool
+    redacted: bool
+
+    def to_dict(self) -> dict[str, object]:
+        """The artifact's entry (``queries[].leaks``): a redacted query has no row to hold it."""
+        return {
+            "stage": self.stage,
+            "metric": self.metric,
+            "rank": self.rank,
+            "doc": self.doc,
+            "kind": self.kind,
+            "reason": self.reason,
+            "cached": self.cached,
+        }
+
+
+def find_leaks(
+    metric: str,
+    k: int,
     stage: str,
     queries: Sequence[Query],
     outcomes: Mapping[str, QueryOutcome],
@@ -233,50 +263,66 @@ def explain_leaks(
     *,
     redacted: Callable[[Query], bool],
     cached: Callable[[QueryOutcome], bool],
-) -> list[str]:
-    """Every forbidden (or stale) document in the top K of ``queries`` at ``stage``: the query,
-    the document, its rank, the stage, whether the ranking came from the cache, and why the
-    document counts (:meth:`.access.Access.reason`). Held-out queries are counted, never
-    named."""
-    assert spec.k is not None
-    what = "forbidden" if spec.name == "forbidden" else "stale"
-    leaks: list[str] = []
-    hidden = 0
-    leaking: set[str] = set()
+) -> list[Leak]:
+    """Every ``metric`` (``forbidden`` or ``stale``) document in the top ``k`` of ``queries``'
+    rankings at ``stage``, in query order then rank, each with why it counts
+    (:meth:`.access.Access.reason`), whether its ranking came from the cache and whether the
+    query is redacted (held out: counted, never named)."""
+    found: list[Leak] = []
     for query in queries:
         outcome = outcomes.get(query.id)
         if outcome is None:
             continue
-        ranking = outcome.rankings.get(stage, ())[: spec.k]
-        found = [
-            (rank, doc, why)
-            for rank, doc in enumerate(ranking, start=1)
-            if (why := access.reason(spec.name, query.id, doc)) is not None
-        ]
-        if not found:
-            continue
-        leaking.add(query.id)
-        if redacted(query):
-            hidden += len(found)
-            continue
-        origin = ", from the cache" if cached(outcome) else ""
-        tenant = query.context.get("tenant")
-        scope = f" (tenant {for_terminal(str(tenant))})" if isinstance(tenant, str) else ""
-        for rank, doc, why in found:
-            leaks.append(
-                f"  query {for_terminal(query.id)}{scope}: {for_terminal(doc)} at rank {rank} "
-                f"[{stage}{origin}]: {for_terminal(why)}"
+        hidden = redacted(query)
+        from_cache: bool | None = None
+        for rank, doc in enumerate(outcome.rankings.get(stage, ())[:k], start=1):
+            why = access.reason(metric, query.id, doc)
+            if why is None:
+                continue
+            if from_cache is None:
+                from_cache = cached(outcome)
+            found.append(
+                Leak(query.id, stage, metric, rank, doc, why.kind, why.text, from_cache, hidden)
             )
-    if not leaking:
+    return found
+
+
+def explain_leaks(
+    spec: MetricSpec,
+    stage: str,
+    queries: Sequence[Query],
+    leaks: Sequence[Leak],
+) -> list[str]:
+    """The lines naming every forbidden (or stale) document of ``leaks`` (:func:`find_leaks`
+    at ``spec``'s K and ``stage``): the query, the document, its rank, the stage, whether the
+    ranking came from the cache, and why the document counts. Held-out queries are counted,
+    never named."""
+    assert spec.k is not None
+    what = "forbidden" if spec.name == "forbidden" else "stale"
+    if not leaks:
         return [f"no {what} document in the top {spec.k} of any query [{stage}]"]
-    count = len(leaks) + hidden
+    by_id = {q.id: q for q in queries}
+    shown: list[str] = []
+    for leak in leaks:
+        if leak.redacted:
+            continue
+        tenant = by_id[leak.query_id].context.get("tenant")
+        scope = f" (tenant {for_terminal(str(tenant))})" if isinstance(tenant, str) else ""
+        origin = ", from the cache" if leak.cached else ""
+        shown.append(
+            f"  query {for_terminal(leak.query_id)}{scope}: {for_terminal(leak.doc)} at rank "
+            f"{leak.rank} [{stage}{origin}]: {for_terminal(leak.reason)}"
+        )
+    hidden = len(leaks) - len(shown)
+    count = len(leaks)
+    leaking = len({leak.query_id for leak in leaks})
     lines = [
         f"{count} {what} document{'s' if count != 1 else ''} in the top {spec.k} of "
-        f"{len(leaking)} quer{'y' if len(leaking) == 1 else 'ies'}:"
+        f"{leaking} quer{'y' if leaking == 1 else 'ies'}:"
     ]
-    lines.extend(leaks[:LEAKS_SHOWN])
-    if len(leaks) > LEAKS_SHOWN:
-        lines.append(f"  ... and {len(leaks) - LEAKS_SHOWN} more")
+    lines.extend(shown[:LEAKS_SHOWN])
+    if len(shown) > LEAKS_SHOWN:
+        lines.append(f"  ... and {len(shown) - LEAKS_SHOWN} more")
     if hidden:
         lines.append(f"  and {hidden} in held-out queries, not named ({DETAILS_HINT})")
     return lines

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import GoldenSetError, Problem
 from ..scoring.metrics import MetricSpec
@@ -35,6 +35,19 @@ TENANT_KEY = "tenant"
 GROUPS_KEY = "groups"
 #: The ``status`` that makes a document stale.
 RETIRED = "retired"
+#: Why a document counts as a leak, as the reports name it: a forbidden one is ``listed`` in
+#: the golden set or denied by the corpus's ``tenant`` or ``groups``; a stale one is
+#: ``superseded`` or ``retired``.
+Kind = Literal["listed", "tenant", "groups", "superseded", "retired"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why one document counts for a query: its :data:`Kind` and the sentence every message
+    shows (``tenant globex, the query's is acme``)."""
+
+    kind: Kind
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +60,12 @@ class DocumentAccess:
     status: str | None = None
 
     @property
-    def stale_reason(self) -> str | None:
+    def stale_reason(self) -> Reason | None:
         """``superseded by X`` or ``retired``; None for a current document."""
         if self.superseded_by is not None:
-            return f"superseded by {self.superseded_by}"
+            return Reason("superseded", f"superseded by {self.superseded_by}")
         if self.status == RETIRED:
-            return RETIRED
+            return Reason("retired", RETIRED)
         return None
 
 
@@ -82,7 +95,7 @@ class AccessRules:
         )
 
     @property
-    def stale(self) -> dict[str, str]:
+    def stale(self) -> dict[str, Reason]:
         """``{doc id: why it is stale}`` for every superseded or retired document."""
         found = {doc: d.stale_reason for doc, d in self.documents.items()}
         return {doc: reason for doc, reason in found.items() if reason is not None}
@@ -91,14 +104,19 @@ class AccessRules:
         """Why the rules deny ``doc`` to ``query`` (module docstring); None when they do not.
         A lookup per document: no query's forbidden set is ever built whole (a tenant's
         complement can be most of the corpus)."""
+        found = self.denied(query, doc)
+        return found.text if found is not None else None
+
+    def denied(self, query: Query, doc: str) -> Reason | None:
+        """:meth:`denial` with its kind (``tenant`` or ``groups``)."""
         found = self.documents.get(doc)
         if found is None:
             return None
         tenant = query.context.get(TENANT_KEY)
         if isinstance(tenant, str) and found.tenant is not None and found.tenant != tenant:
-            return f"tenant {found.tenant}, the query's is {tenant}"
+            return Reason("tenant", f"tenant {found.tenant}, the query's is {tenant}")
         if found.groups and not set(query_groups(query)).intersection(found.groups):
-            return f"groups {', '.join(found.groups)}, none of the query's"
+            return Reason("groups", f"groups {', '.join(found.groups)}, none of the query's")
         return None
 
 
@@ -125,12 +143,17 @@ class Denied(Collection[str]):
 
     def reason(self, doc: str) -> str | None:
         """Why ``doc`` is forbidden to this query; None when it is not."""
+        found = self.why(doc)
+        return found.text if found is not None else None
+
+    def why(self, doc: str) -> Reason | None:
+        """:meth:`reason` with its kind (``listed``, ``tenant`` or ``groups``)."""
         if doc in self.listed:
-            return "listed in the golden set"
-        return self.rules.denial(self.query, doc) if self.rules is not None else None
+            return Reason("listed", "listed in the golden set")
+        return self.rules.denied(self.query, doc) if self.rules is not None else None
 
     def __contains__(self, doc: object) -> bool:
-        return isinstance(doc, str) and self.reason(doc) is not None
+        return isinstance(doc, str) and self.why(doc) is not None
 
     def __iter__(self) -> Iterator[str]:
         documents = self.rules.documents if self.rules is not None else {}
@@ -148,17 +171,23 @@ class Access:
     ``stale_unmeasured`` say why a metric cannot be measured (None: it can)."""
 
     forbidden: Mapping[str, Denied] = field(default_factory=dict)
-    stale: Mapping[str, str] = field(default_factory=dict)
+    stale: Mapping[str, Reason] = field(default_factory=dict)
     forbidden_unmeasured: str | None = None
     stale_unmeasured: str | None = None
 
-    def reason(self, metric: str, query_id: str, doc: str) -> str | None:
+    @property
+    def measured(self) -> tuple[str, ...]:
+        """The leak metrics this run can measure (``forbidden``, ``stale``), in table order."""
+        reasons = (("forbidden", self.forbidden_unmeasured), ("stale", self.stale_unmeasured))
+        return tuple(name for name, why in reasons if why is None)
+
+    def reason(self, metric: str, query_id: str, doc: str) -> Reason | None:
         """Why ``doc`` counts for ``metric`` (``forbidden`` or ``stale``) in ``query_id``'s
         ranking; None when it does not."""
         if metric == "stale":
             return self.stale.get(doc)
         denied = self.forbidden.get(query_id)
-        return denied.reason(doc) if denied is not None else None
+        return denied.why(doc) if denied is not None else None
 
     def scoring_arguments(self, specs: Iterable[MetricSpec]) -> dict[str, Any]:
         """``evaluate_documents``' ``forbidden``, ``stale`` and ``unmeasurable`` arguments, when

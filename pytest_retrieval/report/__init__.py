@@ -5,7 +5,8 @@ Modules:
 
 * ``summary``: the summary every report shows: the table's columns and rows, the metrics a gate
   would refuse, latency percentiles, the depth facts and line; takes facts, never a session.
-* ``artifact``: the JSON artifact: writer and reader.
+* ``artifact``: the JSON artifact: writer and reader; the leak facts every report shows
+  (``leak_facts``).
 * ``view``: what every renderer shows, built from the artifact.
 * ``phrases``: numbers at fixed rounding, scope labels, one-line texts.
 * ``gaterows``: one row per gate and regression check, the family and noise lines, the verdict

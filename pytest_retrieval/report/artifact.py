@@ -3,17 +3,20 @@
 :func:`build_artifact` turns a session into the documented, schema-versioned JSON artifact, with
 held-out rows redacted unless their details were asked for; :func:`read_artifact` reads and
 checks one (the ``report``, ``gate`` and ``compare`` commands). Writer and reader live side by
-side so that they cannot drift.
+side so that they cannot drift. :func:`leak_facts` is the leak metrics of a run as every report
+shows them (the artifact's ``leaks`` block, which the terminal's leak table reads too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, Problem
 from ..files import LazyList
+from ..gates.explain import Leak
 from ..golden.context import thaw_context
 from ..reading import load_json, read_text_file
 from ..run.checks import coverage_warnings
@@ -79,11 +82,12 @@ def build_artifact(
                 )
     rows: Sequence[dict[str, Any]] = []
     redacted = 0
+    leaks = leak_facts(session) if scored else None
     if scored:
         scorable = session.scorable_queries()
         shown = [q for q in scorable if not session.scope.redacted(q)]
         redacted = len(scorable) - len(shown)
-        rows = _query_rows(session, shown, specs)
+        rows = _query_rows(session, shown, specs, leaks)
     gates = []
     for gate in session.gate_outcomes:
         entry = gate.to_dict()
@@ -154,7 +158,98 @@ def build_artifact(
         ),
         "abstention": abstention_block(session) if scored else None,
         "dedup": dedup_block(session),
+        # Only a run that can measure a leak has the block: others stay byte for byte as before.
+        **({"leaks": leaks.block} if leaks is not None else {}),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class LeakFacts:
+    """The leak metrics of a run, for every report: the artifact's ``leaks`` block (``block``)
+    and, per query, its leaks at the largest leak cutoff (``by_query``, every stage)."""
+
+    block: dict[str, Any]
+    by_query: Mapping[str, Sequence[Leak]]
+
+
+def leak_cutoffs(session: RetrievalSession) -> tuple[int, ...]:
+    """The K of the leak table: the cutoffs the summary prints (``retrieval_ks``) and the K of
+    every leak metric the run scores (a ``stale@3`` gate or ``retrieval_metrics`` entry), so
+    the table has the number a gate judged."""
+    ks = {*session.settings.ks}
+    ks.update(
+        s.k for s in session.scored_specs() if s.metric.source == "access" and s.k is not None
+    )
+    return tuple(sorted(ks))
+
+
+def leak_facts(session: RetrievalSession) -> LeakFacts | None:
+    """``forbidden@K`` and ``stale@K`` per stage at :func:`leak_cutoffs`, and each query's
+    leaks; None when the run can measure neither (no forbidden list, no corpus access or
+    status metadata: the reports then show nothing of it).
+
+    Per stage, column (overall; the held-out split when it is scored) and metric at each K:
+    ``documents`` (how many leaked documents sit in the top K, summed over the queries),
+    ``queries`` (how many queries have one) and ``share`` (the metric's mean: the share of the
+    top-K positions they took). The documents come from
+    :meth:`~pytest_retrieval.session.session.RetrievalSession.leaks`, what the zero-tolerance
+    gate names; the shares from the session's evaluation, what a threshold judges."""
+    if not session.has_run or session.stop is not None:
+        return None
+    access = session.access
+    measured = access.measured
+    if not measured:
+        return None
+    ks = leak_cutoffs(session)
+    specs = [MetricSpec(name, k) for name in measured for k in ks]
+    chosen = [
+        (label, selection, session.select(selection))
+        for label, selection in columns(session.golden, session.scope)
+        if selection.slice is None
+    ]
+    by_query: dict[str, list[Leak]] = {}
+    results: list[dict[str, Any]] = []
+    for stage in session.stages:
+        evaluation = session.evaluation(stage, specs)
+        found = {name: session.leaks(name, ks[-1], stage) for name in measured}
+        for leak in (leak for name in measured for leak in found[name]):
+            by_query.setdefault(leak.query_id, []).append(leak)
+        for label, selection, queries in chosen:
+            ids = {q.id for q in queries}
+            means = evaluation.restrict(ids).means
+            for spec in specs:
+                assert spec.k is not None
+                inside = [
+                    leak
+                    for leak in found[spec.name]
+                    if leak.rank <= spec.k and leak.query_id in ids
+                ]
+                results.append(
+                    {
+                        "stage": stage,
+                        "column": label,
+                        "split": selection.split,
+                        "metric": str(spec),
+                        "documents": len(inside),
+                        "queries": len({leak.query_id for leak in inside}),
+                        "share": means[str(spec)],
+                    }
+                )
+    unmeasured = {
+        name: why
+        for name, why in (
+            ("forbidden", access.forbidden_unmeasured),
+            ("stale", access.stale_unmeasured),
+        )
+        if why is not None
+    }
+    block = {
+        "cutoffs": list(ks),
+        "measured": list(measured),
+        "unmeasured": unmeasured,
+        "results": results,
+    }
+    return LeakFacts(block, by_query)
 
 
 def _retriever_block(session: RetrievalSession) -> dict[str, Any]:
@@ -236,7 +331,10 @@ def _family(session: RetrievalSession) -> dict[str, Any] | None:
 
 
 def _query_rows(
-    session: RetrievalSession, queries: Sequence[Query], specs: Sequence[MetricSpec]
+    session: RetrievalSession,
+    queries: Sequence[Query],
+    specs: Sequence[MetricSpec],
+    leaks: LeakFacts | None = None,
 ) -> LazyList:
     """The artifact's per-query rows, each built when it is read: the writer encodes them a
     slice at a time, so 100,000 rows never sit in memory at once (nor a second copy of every
@@ -306,6 +404,8 @@ def _query_rows(
             }
         if per_query_depth and outcome is not None:
             row["depth"] = depth(outcome)
+        if leaks is not None:  # a run that measures leaks: each row says, even when none
+            row["leaks"] = [leak.to_dict() for leak in leaks.by_query.get(query.id, ())]
         return row
 
     return LazyList(len(queries), build)
@@ -378,6 +478,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "declared": dict,
     "queries": list,
     "redacted_queries": int,
+    "leaks": dict,
 }
 #: Lists whose items must be objects.
 _LISTS_OF_OBJECTS = ("results", "gates", "errors", "regressions", "queries")
@@ -415,6 +516,7 @@ def artifact_problems(data: Mapping[str, Any], *, source: str) -> list[Problem]:
             )
     problems.extend(_stop_problems(data, source))
     problems.extend(_result_problems(data.get("results"), source))
+    problems.extend(_leak_problems(data.get("leaks"), data.get("queries"), source))
     settings = data.get("settings")
     if isinstance(settings, dict):
         ks = settings.get("ks")
@@ -486,6 +588,56 @@ def _result_problems(results: Any, source: str) -> list[Problem]:
                     )
                 )
                 break
+    return problems
+
+
+def _leak_problems(leaks: Any, queries: Any, source: str) -> list[Problem]:
+    """The ``leaks`` block and the per-query leaks the reports read: cutoffs positive
+    integers, each row's ``documents`` / ``queries`` counts and ``share`` a number from 0 to 1
+    (or null), each leak's ``rank`` a positive integer (the first problem of each part)."""
+
+    def count(value: Any, low: int = 0) -> bool:
+        return type(value) is int and value >= low
+
+    def problem(message: str, where: str) -> Problem:
+        return Problem(message, fix=_REWRITE, source=source, field=where)
+
+    problems: list[Problem] = []
+    if isinstance(leaks, dict):
+        cutoffs = leaks.get("cutoffs")
+        if not (isinstance(cutoffs, list) and cutoffs and all(count(k, 1) for k in cutoffs)):
+            problems.append(problem('"cutoffs" must be a list of positive integers', "leaks"))
+        rows = leaks.get("results")
+        for index, row in enumerate(rows if isinstance(rows, list) else [None]):
+            share = row.get("share") if isinstance(row, dict) else None
+            number = isinstance(share, (int, float)) and not isinstance(share, bool)
+            if not (
+                isinstance(row, dict)
+                and isinstance(row.get("metric"), str)
+                and count(row.get("documents"))
+                and count(row.get("queries"))
+                and (share is None or (number and 0.0 <= share <= 1.0))
+            ):
+                problems.append(
+                    problem(
+                        "each leak result must have a metric, documents and queries counts "
+                        "and a share from 0 to 1 (or null)",
+                        f"leaks.results[{index}]",
+                    )
+                )
+                break
+    for index, query in enumerate(queries if isinstance(queries, list) else ()):
+        found = query.get("leaks") if isinstance(query, dict) else None
+        if found is None:
+            continue
+        if not (
+            isinstance(found, list)
+            and all(isinstance(leak, dict) and count(leak.get("rank"), 1) for leak in found)
+        ):
+            problems.append(
+                problem('"leaks" must be a list of leaks, each with a rank', f"queries[{index}]")
+            )
+            break
     return problems
 
 

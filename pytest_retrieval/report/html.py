@@ -29,7 +29,7 @@ from typing import Any
 
 from ..golden.scope import Scope
 from . import gaterows, phrases, view
-from .html_tables import gates_section, queries_section, regressions_section
+from .html_tables import gates_section, leaks_section, queries_section, regressions_section
 from .markup import Markup, el
 from .svg import abstention_section, curves_section, slices_section
 from .view import BaselineLike
@@ -318,6 +318,7 @@ def render_html(
         slices_section(artifact),
         abstention_section(artifact),
         gates_section(artifact),
+        leaks_section(artifact),
         regressions_section(artifact),
         queries_section(artifact, document),
         _footer(artifact),

@@ -205,6 +205,101 @@ def regressions_section(artifact: Mapping[str, Any]) -> Markup | None:
     )
 
 
+#: Queries the HTML leak table lists (the artifact has them all).
+MAX_LEAK_QUERIES = 200
+
+
+def leaks_section(artifact: Mapping[str, Any]) -> Markup | None:
+    """The leak table of a run that measures ``forbidden@K`` / ``stale@K`` (documents in the
+    top K and their share, per stage), and the queries with a leak at the final stage, worst
+    first; None for a run without leak data."""
+    found = view.leaks(artifact)
+    if found is None:
+        return None
+    table = el(
+        "table",
+        {"id": "leak-table"},
+        el(
+            "thead",
+            None,
+            el(
+                "tr",
+                None,
+                [
+                    el("th", None, "Leak metric"),
+                    *(el("th", {"class": "num"}, f"@{k}") for k in found.cutoffs),
+                ],
+            ),
+        ),
+        el(
+            "tbody",
+            None,
+            [
+                el("tr", None, [_td(row.label), *(_td(cell, num=True) for cell in row.cells)])
+                for row in found.rows
+            ],
+        ),
+    )
+    rows = [
+        el(
+            "tr",
+            {"class": "fail"},
+            [
+                _td(el("code", None, query.query_id)),
+                _td(len(query.leaks), num=True),
+                _td([el("div", None, line) for line in query.describe()]),
+            ],
+        )
+        for query in found.queries[:MAX_LEAK_QUERIES]
+    ]
+    queries = (
+        el(
+            "table",
+            {"id": "leak-queries"},
+            el(
+                "thead",
+                None,
+                el(
+                    "tr",
+                    None,
+                    [
+                        el("th", None, "Query"),
+                        el("th", {"class": "num"}, "Leaks"),
+                        el("th", None, f"Documents ({found.stage or 'final stage'})"),
+                    ],
+                ),
+            ),
+            el("tbody", None, rows),
+        )
+        if rows
+        else None
+    )
+    hidden = len(found.queries) - len(rows)
+    return el(
+        "section",
+        {"id": "leaks"},
+        el("h2", None, "Leaks"),
+        el(
+            "p",
+            {"class": "note"},
+            "Documents in the top K the query must not see (forbidden) or that are outdated "
+            "(stale), and their share of the top-K positions (lower is better).",
+        ),
+        table,
+        queries,
+        el("p", {"class": "note"}, f"... and {hidden} more (all in the JSON artifact)")
+        if hidden
+        else None,
+        el(
+            "p",
+            {"class": "note"},
+            f"{found.heldout} leaked documents in held-out queries, not named ({DETAILS_HINT}).",
+        )
+        if found.heldout
+        else None,
+    )
+
+
 def _query_metrics(artifact: Mapping[str, Any]) -> list[str]:
     k = view.largest_k(artifact)
     names = view.metric_names(artifact)

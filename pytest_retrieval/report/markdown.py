@@ -439,6 +439,57 @@ def _abstention_section(artifact: Mapping[str, Any], *, full: bool = True) -> li
     return lines
 
 
+#: How many leaks of one query the Markdown list shows (the artifact has them all).
+LEAKS_PER_QUERY = 5
+
+
+def _leaks_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
+    """The "Leaks" section of a run that measures ``forbidden@K`` / ``stale@K``: the table
+    (documents in the top K, and their share of the top-K positions, per stage), then the
+    queries with a leak at the final stage, worst first, capped at ``max_rows``."""
+    found = view.leaks(artifact)
+    if found is None:
+        return []
+    lines = ["", "#### Leaks", ""]
+    lines.extend(
+        _table(
+            ["Leak metric", *(f"@{k}" for k in found.cutoffs)],
+            [[md_text(row.label), *row.cells] for row in found.rows],
+            "l" + "r" * len(found.cutoffs),
+        )
+    )
+    lines.append("")
+    lines.append(
+        "_Documents in the top K the query must not see (forbidden) or that are outdated "
+        "(stale), and their share of the top-K positions (lower is better)._"
+    )
+    if found.queries:
+        largest = found.cutoffs[-1] if found.cutoffs else None
+        stage = f" · {md_text(found.stage)}" if found.stage else ""
+        lines.extend(["", f"Queries with a leak in the top {largest}{stage}, worst first:", ""])
+        rows = []
+        for query in found.queries[:max_rows]:
+            shown = query.describe(md_code, md_text)
+            extra = len(shown) - LEAKS_PER_QUERY
+            text = "; ".join(shown[:LEAKS_PER_QUERY])
+            rows.append(
+                [
+                    md_code(query.query_id),
+                    str(len(query.leaks)),
+                    text + (f"; +{extra} more" if extra > 0 else ""),
+                ]
+            )
+        lines.extend(_table(["Query", "Leaks", "Documents"], rows, "lrl"))
+        if len(found.queries) > max_rows:
+            lines.append("")
+            lines.append(
+                _more(len(found.queries) - max_rows, "query with a leak", "queries with a leak")
+            )
+    if found.heldout:
+        lines.extend(["", f"_{found.heldout} leaked documents in held-out queries, not named._"])
+    return lines
+
+
 def _footer(artifact: Mapping[str, Any]) -> list[str]:
     golden = artifact.get("golden") or {}
     name = golden.get("name") or os.path.basename(str(golden.get("path") or "")) or "—"
@@ -548,6 +599,7 @@ def _render(
     lines.extend(_errors_section(artifact, max_rows))
     lines.extend(_metrics_section(artifact, baseline, max_metrics, full=full))
     lines.extend(_abstention_section(artifact, full=full))
+    lines.extend(_leaks_section(artifact, max_rows))
     lines.extend(_regressions_section(artifact, max_rows))
     lines.extend(_footer(artifact))
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..gates.gate import Selection
 from ..golden.model import Query
 from ..golden.scope import DETAILS_HINT
 from ..regression.outcome import describe_left_out
@@ -64,6 +65,7 @@ def render_summary(
             sections.append(
                 _stage_full(session, stage) if full else _stage_compact(session, stage, width)
             )
+        sections.append(leak_lines(session, width=1 << 30 if full else width))
         sections.append(_run_facts(session, full=full, width=width))
     sections.append(_failed_queries(session))
     # The full table is as wide as it needs to be: its prose is not wrapped either.
@@ -226,6 +228,41 @@ def _stage_compact(session: RetrievalSession, stage: str, width: int) -> list[st
     if dropped:
         noun = "metric" if dropped == 1 else "metrics"
         lines.append(f"({dropped} more gated {noun} not shown: -v shows every metric)")
+    return lines
+
+
+def leak_lines(session: RetrievalSession, *, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The leak table: per stage, ``forbidden@K`` and ``stale@K`` over the overall queries at
+    each leak cutoff (:func:`.artifact.leak_cutoffs`), each cell the count of leaked documents
+    in the top K and, in brackets, the metric (their share of the top-K positions), fitted to
+    ``width`` (the largest cutoffs dropped first, and said). Nothing when the run can measure
+    neither (:func:`.artifact.leak_facts`), so a project without leak data prints what it
+    always did."""
+    from .artifact import leak_facts
+
+    facts = leak_facts(session) if session.has_run else None
+    if facts is None:
+        return []
+    block = facts.block
+    ks = block["cutoffs"]
+    cells: dict[tuple[str, str], dict[int, str]] = {}
+    for row in block["results"]:
+        if row["column"] != "overall":
+            continue
+        name, _, k = row["metric"].partition("@")
+        share = "—" if row["share"] is None else f"{row['share']:.4f}"
+        cells.setdefault((row["stage"], name), {})[int(k)] = f"{row['documents']} ({share})"
+    several = len(session.stages) > 1
+    overall = session.select(Selection())
+    headers = [f"leaks (n={len(overall)})", *(f"@{k}" for k in ks)]
+    rows = [
+        [f"{name} [{stage}]" if several else name, *(values.get(k, "") for k in ks)]
+        for (stage, name), values in cells.items()
+    ]
+    table, dropped = _fitted_table(headers, rows, width, keep=2)
+    lines = ["leaks in the top K: documents counted (their share of the top-K positions)", *table]
+    if dropped:
+        lines.append(f"({dropped} more cutoffs not shown: -v shows every K)")
     return lines
 
 

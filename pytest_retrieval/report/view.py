@@ -18,7 +18,7 @@ baseline had found and this run lost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
@@ -411,3 +411,100 @@ def notes(artifact: Mapping[str, Any]) -> list[str]:
     for stage, reason in (block.get("unmeasured") or {}).items():
         out.append(f"abstain_rate and answer_rate cannot be measured [{stage}]: {reason}")
     return out
+
+
+# --- leaks -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LeakRow:
+    """One row of the leak table: a leak metric at one stage, ``documents (share)`` per K."""
+
+    label: str
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeakQuery:
+    """One query's leaks at the final stage, for the worst-first list: each leak as
+    ``(rank, doc, metric, reason, cached)`` in rank order."""
+
+    query_id: str
+    leaks: tuple[tuple[int, str, str, str, bool], ...]
+
+    def describe(
+        self, code: Callable[[str], str] = str, text: Callable[[str], str] = str
+    ) -> list[str]:
+        """Each leak as ``DOC at rank 2 (forbidden: tenant globex, the query's is acme)``:
+        ``code`` formats the id and ``text`` the reason (the renderer's escaping)."""
+        return [
+            f"{code(d)} at rank {rank} "
+            f"({text(metric + ': ' + reason + (', from the cache' if cached else ''))})"
+            for rank, d, metric, reason, cached in self.leaks
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class LeakView:
+    """What the reports show of ``forbidden@K`` / ``stale@K`` (the artifact's ``leaks``
+    block): the table over the overall queries, the queries with a leak at the final stage
+    worst first (most leaks, then the earliest, then the id), and how many leaked documents
+    held-out queries have at the largest cutoff (counted, never named)."""
+
+    stage: str | None
+    cutoffs: tuple[int, ...]
+    rows: tuple[LeakRow, ...]
+    queries: tuple[LeakQuery, ...]
+    heldout: int
+
+
+def leaks(artifact: Mapping[str, Any]) -> LeakView | None:
+    """The leak view of an artifact; None when its run measured no leak (no ``leaks`` block)."""
+    block = artifact.get("leaks")
+    if not isinstance(block, Mapping):
+        return None
+    cutoffs = tuple(int(k) for k in block.get("cutoffs") or ())
+    stages = [str(s) for s in artifact.get("stages") or ()]
+    final = default_stage(artifact)
+    cells: dict[tuple[str, str], dict[int, str]] = {}
+    heldout_split = (artifact.get("heldout") or {}).get("split")
+    heldout = 0
+    for row in block.get("results") or ():
+        name, k = split_metric(str(row.get("metric")))
+        documents = int(row.get("documents") or 0)
+        if row.get("column") != "overall":
+            # A held-out column's leaks (forbidden and stale, the final stage, the largest K)
+            # are counted where its rows are redacted: its queries are never named.
+            redacted = bool(artifact.get("redacted_queries"))
+            largest = bool(cutoffs) and k == cutoffs[-1]
+            if row.get("split") == heldout_split and redacted and largest:
+                heldout += documents if row.get("stage") == final else 0
+            continue
+        share = row.get("share")
+        shown = "—" if not isinstance(share, (int, float)) else f"{share:.4f}"
+        if k is not None:
+            cells.setdefault((str(row.get("stage")), name), {})[k] = f"{documents} ({shown})"
+    rows = tuple(
+        LeakRow(
+            f"{name} [{stage}]" if len(stages) > 1 else name,
+            tuple(values.get(k, "") for k in cutoffs),
+        )
+        for (stage, name), values in cells.items()
+    )
+    queries = []
+    for query in artifact.get("queries") or ():
+        found = sorted(
+            (
+                int(leak.get("rank") or 0),
+                str(leak.get("doc")),
+                str(leak.get("metric")),
+                str(leak.get("reason")),
+                bool(leak.get("cached")),
+            )
+            for leak in query.get("leaks") or ()
+            if leak.get("stage") == final
+        )
+        if found:
+            queries.append(LeakQuery(str(query.get("id")), tuple(found)))
+    queries.sort(key=lambda q: (-len(q.leaks), q.leaks[0][0], q.query_id))
+    return LeakView(final, cutoffs, rows, tuple(queries), heldout)

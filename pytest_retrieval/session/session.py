@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..gates.explain import explain_leaks, explain_score
+from ..gates.explain import Leak, explain_leaks, explain_score, find_leaks
 from ..gates.gate import (
     TEST_KINDS,
     Gate,
@@ -377,6 +377,26 @@ class RetrievalSession:
             self._access = build_access(self.golden.queries, self.access_rules)
         return self._access
 
+    def leaks(
+        self, metric: str, k: int, stage: str, queries: Sequence[Query] | None = None
+    ) -> list[Leak]:
+        """Every ``metric`` (``forbidden``/``stale``) document in the top ``k`` of ``queries``
+        (default: the scorable ones) at ``stage`` (:func:`.explain.find_leaks`): what the
+        zero-tolerance gate names and every report shows, from one place."""
+        outcomes = self._require_run()
+        info = self.run_info
+        cache = info is not None and info.source == "retriever" and info.cache_mode != "off"
+        return find_leaks(
+            metric,
+            k,
+            stage,
+            self.scorable_queries() if queries is None else queries,
+            outcomes,
+            self.access,
+            redacted=self.scope.redacted,
+            cached=lambda o: cache and served_from_cache(o),
+        )
+
     def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
         """Every scorable query scored at ``stage`` on ``specs`` (cached)."""
         outcomes = self._require_run()
@@ -513,17 +533,9 @@ class RetrievalSession:
             limit=self.settings.worst,
         )
         if spec.metric.source == "access":
-            info, access = self.run_info, self.access
-            cache = info is not None and info.source == "retriever" and info.cache_mode != "off"
-            explanation += explain_leaks(
-                spec,
-                stage,
-                queries,
-                outcomes,
-                access,
-                redacted=self.scope.redacted,
-                cached=lambda o: cache and served_from_cache(o),
-            )
+            assert spec.k is not None
+            leaks = self.leaks(spec.name, spec.k, stage, queries)
+            explanation += explain_leaks(spec, stage, queries, leaks)
         if ci is not None and spec.metric.source != "access":
             # A leak gate's explanation is its leaks (the zero-tolerance one has no statistics).
             explanation.insert(
