@@ -543,3 +543,36 @@ def test_marking_only_refund_policy_2024_superseded_fails_stale_at_3_on_its_quer
     ], output[-3000:]
     gate = next(g for g in document["gates"] if g["name"] == "stale@3<=0")
     assert gate["value"] == pytest.approx(2 / (125 * 3))
+
+
+def test_the_corpus_metadata_is_checked_and_exported_and_a_typo_in_it_is_refused(
+    tmp_path: Path,
+) -> None:
+    # corpus.jsonl is written from the front matter: the committed one must be current, or the
+    # leak gates would read another corpus than the pipeline searches.
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]),
+    }
+    for command in (["scripts/export_corpus.py", "--check"], ["scripts/check_golden.py"]):
+        result = subprocess.run(
+            [sys.executable, *command],
+            cwd=EXAMPLE,
+            env=environment,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    from acme_search.corpus import load_corpus
+
+    # A mistyped key must not silently make a customer's page public, nor a typo in the
+    # replacement's id leave an outdated page current.
+    (tmp_path / "a.md").write_text("---\ntennant: initech\n---\n# A\nText.\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"a: front matter line 'tennant: initech' is not one of"):
+        load_corpus(tmp_path)
+    (tmp_path / "a.md").write_text(
+        "---\nsuperseded_by: refund-polcy\n---\n# A\nText.\n", encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match=r"a: superseded_by 'refund-polcy' is not in "):
+        load_corpus(tmp_path)
