@@ -27,9 +27,9 @@ its words with the page that replaced it, so on relevance alone it ranks right b
 now and then above it: the 2024 refund policy first for "How long is the refund window?".
 Handed to an LLM, it answers with last year's terms. :func:`rerank` therefore subtracts
 :data:`FRESHNESS_PENALTY` from a superseded page's score, which puts it below every current
-candidate: it stays in the list (a question about the old terms can still reach it, far down)
-but never ahead of a current page. ``ACME_FRESHNESS=off`` ranks by :func:`rerank_by_relevance`
-alone, the break-it-on-purpose of the ``stale@3`` gate.
+candidate: it stays in the list, after every current candidate (in practice beyond the 50
+documents the gates score), so it never stands ahead of a current page. ``ACME_FRESHNESS=off``
+ranks by :func:`rerank_by_relevance` alone, the break-it-on-purpose of the ``stale@3`` gate.
 """
 
 from __future__ import annotations
