@@ -21,19 +21,33 @@ itself - definitions written as ``long form (ACR)`` and glossary lines ``**ACR**
 so they need no model, no download and no hand-kept list. Everything is plain Python over the
 tokens the index already holds; the same query and candidates always give the same order (ties
 keep the first-stage order).
+
+**The freshness rule.** An outdated page (``superseded_by`` in its front matter) shares most of
+its words with the page that replaced it, so on relevance alone it ranks right beside it, and
+now and then above it: the 2024 refund policy first for "How long is the refund window?".
+Handed to an LLM, it answers with last year's terms. :func:`rerank` therefore subtracts
+:data:`FRESHNESS_PENALTY` from a superseded page's score, which puts it below every current
+candidate: it stays in the list, after every current candidate (in practice beyond the 50
+documents the gates score), so it never stands ahead of a current page. ``ACME_FRESHNESS=off``
+ranks by :func:`rerank_by_relevance` alone, the break-it-on-purpose of the ``stale@3`` gate.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
+from .chunker import doc_id
 from .corpus import Document, load_corpus
-from .retriever import Index, Settings, get_index
+from .retriever import Index, Settings, get_index, index_for
 
 #: Weights of the features; they add up to 1.
 WEIGHTS: dict[str, float] = {"bm25": 0.4, "coverage": 0.25, "title": 0.2, "proximity": 0.15}
+
+#: Subtracted from a superseded page's score: the weighted sum is in 0..1, so a penalty of 1
+#: ranks every superseded candidate below every current one.
+FRESHNESS_PENALTY = 1.0
 
 #: Two concepts count as "near" when their tokens are at most this many positions apart.
 WINDOW = 3
@@ -176,11 +190,33 @@ def features(concepts: list[Concept], chunk_index: int, index: Index) -> dict[st
     }
 
 
-def rerank(query: str, candidates: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Rescore ``(chunk_id, bm25_score)`` candidates; return them best first with the new score."""
+def rerank(
+    query: str, candidates: list[tuple[str, float]], context: Mapping[str, object] | None = None
+) -> list[tuple[str, float]]:
+    """The second stage as shipped: :func:`rerank_by_relevance`, then the freshness rule (a
+    superseded page's score minus :data:`FRESHNESS_PENALTY`, so it ranks below every current
+    page; the order within each kind is kept)."""
+    ranked = rerank_by_relevance(query, candidates, context)
+    superseded = get_index(Settings.from_env()).superseded
+    rescored = [
+        (score - FRESHNESS_PENALTY if doc_id(chunk_id) in superseded else score, rank, chunk_id)
+        for rank, (chunk_id, score) in enumerate(ranked)
+    ]
+    rescored.sort(key=lambda item: (-item[0], item[1]))
+    return [(chunk_id, round(score, 6)) for score, _, chunk_id in rescored]
+
+
+def rerank_by_relevance(
+    query: str, candidates: list[tuple[str, float]], context: Mapping[str, object] | None = None
+) -> list[tuple[str, float]]:
+    """Rescore ``(chunk_id, bm25_score)`` candidates by relevance alone (the four features, no
+    freshness rule); return them best first with the new score. ``context`` is the query's
+    (``{"tenant": ...}`` for a customer's user): the features are computed on the index that
+    user searched (:func:`~acme_search.retriever.index_for`)."""
     if not candidates:
         return []
-    index = get_index(Settings.from_env())
+    tenant = (context or {}).get("tenant")
+    index = index_for(Settings.from_env(), tenant if isinstance(tenant, str) else None)
     concepts = query_concepts(query, index)
     best = max(score for _, score in candidates) or 1.0
     rescored: list[tuple[float, int, str]] = []

@@ -1,8 +1,8 @@
 """First-stage retrieval: BM25 over chunks, with the ``bm25s`` library.
 
-The index is built once per :class:`Settings` and cached for the life of the process
-(:func:`get_index`). Settings come from environment variables, so a gate can be broken on purpose
-without touching the code:
+The index is built once per :class:`Settings` and scope (the pages a user may see) and cached
+for the life of the process (:func:`get_index`). Settings come from environment variables, so a
+gate can be broken on purpose without touching the code:
 
 ============================  =========  ===================================================
 variable                      default    meaning
@@ -12,7 +12,18 @@ variable                      default    meaning
 ``ACME_RERANKER``             ``on``     ``off`` skips the second stage (see ``reranker``)
 ``ACME_TOKENIZER``            ``stem``   ``naive`` splits on whitespace only: no lower-casing,
                                          no stop words, no stemming (a deliberately bad setting)
+``ACME_TENANT_FILTER``        ``on``     ``off`` drops the tenant filter: every customer's own
+                                         pages become searchable by everyone (a leak)
+``ACME_FRESHNESS``            ``on``     ``off`` drops the reranker's freshness rule: superseded
+                                         pages rank where their words put them
 ============================  =========  ===================================================
+
+**The tenant filter.** A page with a ``tenant`` (front matter, see ``corpus``) belongs to that
+customer: :func:`search` given ``tenant="northwind"`` searches the public pages and Northwind's,
+and without a tenant (an anonymous visitor) the public pages only. It filters *before* scoring:
+each scope has its own index (:func:`index_for`), so the ``k`` results are ``k`` visible chunks
+(never ``k`` minus the hidden ones) and BM25's term statistics come from what the user may see,
+so one customer's pages do not even move the scores another customer (or the public) gets.
 
 The default tokenizer is bm25s' own (lower-case, ``\\w\\w+`` tokens, English stop words) with a
 small suffix-stripping stemmer of ours, so the example needs no stemming library.
@@ -46,6 +57,8 @@ class Settings:
     overlap: int = default_overlap(DEFAULT_CHUNK_SIZE)
     reranker: bool = True
     tokenizer: str = "stem"
+    tenant_filter: bool = True
+    freshness: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -53,15 +66,28 @@ class Settings:
         env = os.environ if environ is None else environ
         size = _int_var(env, "ACME_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)
         overlap = _int_var(env, "ACME_CHUNK_OVERLAP", default_overlap(size))
-        reranker = env.get("ACME_RERANKER", "on").strip().lower()
-        if reranker not in ("on", "off"):
-            raise ValueError(f"ACME_RERANKER must be 'on' or 'off', got {reranker!r}")
+        reranker = _switch(env, "ACME_RERANKER")
         tokenizer = env.get("ACME_TOKENIZER", "stem").strip().lower()
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"ACME_TOKENIZER must be one of {TOKENIZERS}, got {tokenizer!r}")
         if size < 1 or not 0 <= overlap < size:
             raise ValueError(f"need ACME_CHUNK_SIZE >= 1 and 0 <= overlap < size: {size}/{overlap}")
-        return cls(size, overlap, reranker == "on", tokenizer)
+        return cls(
+            size,
+            overlap,
+            reranker,
+            tokenizer,
+            _switch(env, "ACME_TENANT_FILTER"),
+            _switch(env, "ACME_FRESHNESS"),
+        )
+
+
+def _switch(env: Mapping[str, str], name: str) -> bool:
+    """An ``on``/``off`` variable (unset: on)."""
+    value = env.get(name, "on").strip().lower()
+    if value not in ("on", "off"):
+        raise ValueError(f"{name} must be 'on' or 'off', got {value!r}")
+    return value == "on"
 
 
 def _int_var(env: Mapping[str, str], name: str, default: int) -> int:
@@ -121,6 +147,10 @@ class Index:
     chunk_tokens: list[list[str]]
     title_tokens: list[list[str]]
     model: bm25s.BM25
+    #: Per chunk, the tenant of its document (None: a public page).
+    tenants: list[str | None]
+    #: ``{doc id: the id of the page that replaces it}`` for every superseded page.
+    superseded: dict[str, str]
     position: dict[str, int] = field(init=False)
     doc_freq: Counter[str] = field(init=False)
 
@@ -138,26 +168,46 @@ class Index:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-@lru_cache(maxsize=8)
-def get_index(settings: Settings) -> Index:
-    """Build (once per settings) the BM25 index over the chunked corpus."""
-    chunks = chunk_corpus(load_corpus(), settings.chunk_size, settings.overlap)
+@lru_cache(maxsize=16)
+def get_index(settings: Settings, scope: tuple[str, ...] | None = None) -> Index:
+    """Build (once per settings and scope) the BM25 index over the chunked corpus: every page
+    (``scope=None``), or the public pages and the own pages of the tenants in ``scope``."""
+    documents = [
+        doc for doc in load_corpus() if scope is None or doc.tenant is None or doc.tenant in scope
+    ]
+    chunks = chunk_corpus(documents, settings.chunk_size, settings.overlap)
     chunk_tokens = tokenize([c.text for c in chunks], settings.tokenizer)
     title_tokens = tokenize([c.title for c in chunks], settings.tokenizer)
     model = bm25s.BM25()
     model.index(chunk_tokens, show_progress=False)
-    return Index(settings, chunks, chunk_tokens, title_tokens, model)
+    tenant_of = {doc.id: doc.tenant for doc in documents}
+    superseded = {doc.id: doc.superseded_by for doc in documents if doc.superseded_by}
+    tenants = [tenant_of[c.doc_id] for c in chunks]
+    return Index(settings, chunks, chunk_tokens, title_tokens, model, tenants, superseded)
+
+
+def index_for(settings: Settings, tenant: str | None) -> Index:
+    """The index a user of ``tenant`` (None: an anonymous visitor) searches: the public pages
+    and that tenant's, or every page with ``ACME_TENANT_FILTER=off``."""
+    if not settings.tenant_filter:
+        return get_index(settings)
+    return get_index(settings, (tenant,) if tenant is not None else ())
 
 
 def search(
-    query: str, k: int = CANDIDATES, settings: Settings | None = None
+    query: str,
+    k: int = CANDIDATES,
+    settings: Settings | None = None,
+    tenant: str | None = None,
 ) -> list[tuple[str, float]]:
-    """Return up to ``k`` ``(chunk_id, bm25_score)`` pairs, best first.
+    """Return up to ``k`` ``(chunk_id, bm25_score)`` pairs, best first, of the chunks a user of
+    ``tenant`` may see (the public pages and that tenant's; without a tenant, the public pages
+    only). With ``ACME_TENANT_FILTER=off`` every chunk is searched, whoever asks.
 
     Chunks that share no term with the query (score 0) are left out, so fewer than ``k`` pairs
     may come back.
     """
-    index = get_index(Settings.from_env() if settings is None else settings)
+    index = index_for(Settings.from_env() if settings is None else settings, tenant)
     tokens = index.tokenize(query)
     if not tokens or k < 1:
         return []

@@ -4,9 +4,12 @@ Run from ``example_project/``::
 
     python scripts/check_golden.py [golden/acme-help.yaml]
 
-Checks: unique query ids (readable slugs), unique normalised query texts, known slices and
-splits, grades in 0..3, and that every judged document id exists in ``corpus/``. Exits non-zero
-on the first kind of problem it finds, after printing all problems.
+Checks: unique query ids (readable slugs), unique normalised query texts per tenant (one text
+asked by two customers is two queries), known slices and splits, grades in 0..3, that every
+judged document id exists in ``corpus/``, that a ``context.tenant`` is a tenant some page names,
+that a customer's own page is judged only by that customer's queries, and that ``corpus.jsonl``
+is current (``scripts/export_corpus.py``). Exits non-zero on the first kind of problem it finds,
+after printing all problems.
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from acme_search.corpus import load_corpus  # noqa: E402
+from export_corpus import corpus_lines  # noqa: E402
+
 SLICES = {"exact-lookup", "paraphrase", "multi-hop", "acronym", "no-answer"}
 SPLITS = {"tune", "heldout"}
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -42,7 +51,9 @@ def judgements(relevant: Any) -> dict[str, int]:
 def check(path: Path) -> list[str]:
     """Validate the golden file at ``path``; print a summary and return the problems found."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    corpus = {p.stem for p in (ROOT / "corpus").glob("*.md")}
+    pages = {doc.id: doc for doc in load_corpus()}
+    corpus = set(pages)
+    tenants = {doc.tenant for doc in pages.values() if doc.tenant}
     default_split = data.get("defaults", {}).get("split", "tune")
     problems: list[str] = []
     ids: Counter[str] = Counter()
@@ -57,9 +68,12 @@ def check(path: Path) -> list[str]:
         ids[qid] += 1
         if not SLUG.fullmatch(qid):
             problems.append(f"{qid}: id is not a slug")
-        norm = normalise(query["text"])
+        tenant = (query.get("context") or {}).get("tenant")
+        if tenant is not None and tenant not in tenants:
+            problems.append(f"{qid}: context.tenant {tenant!r} is no tenant of the corpus")
+        norm = f"{tenant or ''}\t{normalise(query['text'])}"
         if norm in texts:
-            problems.append(f"{qid}: same normalised text as {texts[norm]}")
+            problems.append(f"{qid}: same normalised text (and tenant) as {texts[norm]}")
         texts[norm] = qid
         split = query.get("split", default_split)
         if split not in SPLITS:
@@ -74,6 +88,8 @@ def check(path: Path) -> list[str]:
         for doc, grade in judged.items():
             if doc not in corpus:
                 problems.append(f"{qid}: unknown document {doc!r}")
+            elif grade and pages[doc].tenant not in (None, tenant):
+                problems.append(f"{qid}: judges {doc!r}, a page of {pages[doc].tenant}, relevant")
             if not isinstance(grade, int) or not 0 <= grade <= 3:
                 problems.append(f"{qid}: grade {grade!r} for {doc} is not an int in 0..3")
         is_no_answer = "no-answer" in query["slices"]
@@ -88,6 +104,9 @@ def check(path: Path) -> list[str]:
             )
 
     problems += [f"{qid}: duplicate id" for qid, n in ids.items() if n > 1]
+    jsonl = ROOT / "corpus.jsonl"
+    if not jsonl.exists() or jsonl.read_text(encoding="utf-8") != corpus_lines():
+        problems.append("corpus.jsonl is out of date: run python scripts/export_corpus.py")
     print(f"{path.name}: {sum(ids.values())} queries, {len(corpus)} documents in corpus")
     for name in sorted(per_slice):
         tune, held = slice_split[(name, "tune")], slice_split[(name, "heldout")]

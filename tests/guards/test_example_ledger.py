@@ -34,7 +34,13 @@ def test_the_example_runs_through_the_ledger_without_a_baseline_file(tmp_path: P
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
     home.mkdir()
-    for name in ("pyproject.toml", "retrieval-gates.yaml", "conftest.py", "duplicates.tsv"):
+    for name in (
+        "pyproject.toml",
+        "retrieval-gates.yaml",
+        "conftest.py",
+        "duplicates.tsv",
+        "corpus.jsonl",
+    ):
         shutil.copy(EXAMPLE / name, project / name)
     shutil.copytree(EXAMPLE / "golden", project / "golden")
     shutil.copytree(EXAMPLE / "tests", project / "tests")
