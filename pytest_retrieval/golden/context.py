@@ -223,3 +223,54 @@ def context_digest(context: Mapping[str, Any] | None) -> str | None:
     if text is None:
         return None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- slices by context value -----------------------------------------------------------------
+
+#: What marks a context slice: ``tenant:acme`` (a slice name never holds one: slice names are
+#: plain identifiers, ``golden.model.is_plain_name``, so the two cannot be confused).
+CONTEXT_SLICE_MARK = ":"
+#: The value of a context slice that stands for every value present: ``tenant:*``.
+EVERY_VALUE = "*"
+#: Fix for a context slice without a key or a value.
+CONTEXT_SLICE_FIX = (
+    "write slice=KEY:VALUE for the queries whose context has KEY == VALUE (slice=tenant:acme), "
+    "or slice=KEY:* for one line per value (slice=tenant:*)"
+)
+
+
+def context_slice(name: str | None) -> tuple[str, str] | None:
+    """``(key, value)`` of a context slice (``tenant:acme`` → ``("tenant", "acme")``, split at
+    the first ``:``, so a value may hold one); None for a plain slice name or none. A key or
+    value left blank (``tenant:``, ``:acme``) is a ``ValueError`` (its fix:
+    :data:`CONTEXT_SLICE_FIX`)."""
+    if name is None or CONTEXT_SLICE_MARK not in name:
+        return None
+    key, _mark, value = name.partition(CONTEXT_SLICE_MARK)
+    if not key.strip() or not value.strip():
+        raise ValueError(f"slice {name!r} names no context key or no value")
+    return key, value
+
+
+def slice_values(value: object) -> tuple[str, ...]:
+    """The texts a context value answers a context slice to: a string is itself; a number or
+    ``true``/``false`` its JSON spelling (``3``, ``0.5``, ``true``: the slice is text, so
+    ``priority:3`` selects both ``3`` and ``"3"``); a list each such item of it (``groups:hr``
+    selects ``groups: [hr, legal]``); ``null``, a mapping or a list in a list none (a mapping
+    is not one value: slice by one of its keys' values in a key of its own)."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (bool, int, float)):
+        return (json.dumps(value),)
+    if isinstance(value, (list, tuple)):
+        found: list[str] = []
+        for item in value:
+            if not isinstance(item, (list, tuple, Mapping)):
+                found.extend(slice_values(item))
+        return tuple(dict.fromkeys(found))
+    return ()
+
+
+def in_context_slice(context: Mapping[str, Any], key: str, value: str) -> bool:
+    """True when ``context`` answers the context slice ``key:value`` (:func:`slice_values`)."""
+    return key in context and value in slice_values(context[key])

@@ -366,8 +366,21 @@ def pair_queries(
     if note is not None and options.mode == "intersect":
         note = f"intersect mode: comparing the {len(shared)} unchanged queries only ({note})"
 
+    if budget.selection.context_slice is not None and any(
+        current.queries[qid].context is None for qid in shared
+    ):
+        return incomparable(
+            f"slice={budget.selection.slice} selects queries by their context, which a stored "
+            "run does not keep: check this budget in the pytest run, where the golden set's "
+            "contexts are at hand"
+        )
+
     def selected(q: QuerySnapshot) -> bool:
-        return budget.selection.matches(q.split, q.slices, heldout_split=options.heldout_split)
+        # A context slice reads the current run's contexts: a paired query's is the
+        # baseline's too (its text hash covers it), and a removed query's is not known.
+        return budget.selection.matches(
+            q.split, q.slices, heldout_split=options.heldout_split, context=q.context
+        )
 
     pairs = []
     for qid in shared:

@@ -107,6 +107,10 @@ class QuerySnapshot:
     #: from the document ranking: what re-scoring ``distinct@K`` and K counted in results
     #: needs. Empty when nothing repeated (the key is then left out of the file).
     returned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The query's context, known only in the run that built the snapshot (None when read
+    #: from a file: a baseline keeps a hash of what the retriever was handed, never the
+    #: context, as it keeps no text). What a context slice (``slice=tenant:acme``) selects by.
+    context: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins, floats rounded."""
@@ -273,6 +277,15 @@ def snapshot_mean(
                 fix="gate the held-out split in the pytest run (--retrieval-heldout)",
             )
         )
+    if selection.context_slice is not None:
+        raise InputError(
+            Problem(
+                f"slice={selection.slice} selects queries by their context, which a stored run "
+                "does not keep",
+                fix="gate it in the pytest run (retrieval_thresholds), where the golden set's "
+                "contexts are at hand",
+            )
+        )
     values = []
     for query in snapshot.queries.values():
         if not selection.matches(query.split, query.slices, heldout_split=heldout_split):
@@ -374,6 +387,7 @@ def build_snapshot(
             judgments=dict(query.judgments),
             text=text_hash(query.text, context_json(query.context)),
             returned=as_returned,
+            context=query.context,
         )
     heldout: dict[str, Any] = {}
     if heldout_ids:
@@ -435,6 +449,7 @@ def average_snapshots(runs: Sequence[Snapshot]) -> Snapshot:
             top=query.top,
             spread=spread,
             returned=query.returned,
+            context=query.context,
         )
     return Snapshot(
         fingerprint=first.fingerprint,
