@@ -34,6 +34,12 @@ CONTEXT_FIX = (
     "write the context as a mapping of names to plain values, e.g. "
     "context: {tenant: acme, groups: [support]}"
 )
+#: What ``written(container, key)`` says of a key written without a value (``? hr``, or
+#: ``{hr, legal}``): YAML's set syntax, which it reads as a mapping whose values are null.
+BARE_KEY = "?"
+#: Fix for a context mapping written in YAML's set syntax (the list it meant is shown first).
+SET_FIX = "or, for a mapping whose values are null, write each as 'name: null'"
+
 #: Fix for a context value that is not plain data.
 PLAIN_DATA_FIX = (
     "a context holds only strings, numbers, true/false, null, and lists and mappings of them: "
@@ -98,7 +104,10 @@ def context_problems(
     the container and key hold the bad value (a reader locates them in its file), the message
     names where in the context it sits (``context.groups[1]``). ``written(container, key)``, if
     the reader knows it, is how a boolean was spelled: a YAML 1.1 word other than true/false
-    (``no``, ``On``) is refused, as an integer written ``0012`` is.
+    (``no``, ``On``) is refused, as an integer written ``0012`` is; and :data:`BARE_KEY` for a
+    key written with no value (YAML's set syntax, ``? hr`` or ``{hr, legal}``): such a mapping
+    is refused (a set is meant as a list: the fix shows it, and :data:`SET_FIX`), where
+    ``hr: null`` is kept.
 
     A context is a mapping with non-blank string keys whose values are plain data: ``None``,
     ``bool``, ``int``, finite ``float``, ``str`` (no lone surrogate), and lists and mappings
@@ -141,6 +150,25 @@ def _walk(
     open_.add(id(container))
     pairs: Iterable[tuple[object, object]]
     if isinstance(container, Mapping):
+        bare = [
+            key
+            for key, item in container.items()
+            if item is None and written is not None and written(container, key) == BARE_KEY
+        ]
+        if bare:
+            # A set written in YAML (untagged): read as {name: None}, a tenant's groups would
+            # silently be a mapping no list rule reads (docs/scoped-retrieval.md).
+            names = ", ".join(str(key) for key in bare[:5]) + (", ..." if len(bare) > 5 else "")
+            named = f"{path[-1]}: " if path and isinstance(path[-1], str) else ""
+            yield (
+                container,
+                bare[0],
+                f"{_where(path)} is written as a set ({names}), which YAML reads as a mapping "
+                "of each name to null, not a list",
+                f"write a list, e.g. {named}[{names}]; {SET_FIX}",
+            )
+            open_.discard(id(container))
+            return
         pairs = container.items()
     else:
         assert isinstance(container, (list, tuple))
