@@ -247,13 +247,29 @@ class Snapshot:
         )
 
 
+#: The fix when a stored run is asked for a context slice (it keeps no contexts).
+CONTEXT_SLICE_FIX = "check it in the pytest run, where the golden set's contexts are at hand"
+
+
+def unstored_context(selection: Selection) -> str | None:
+    """Why a snapshot read from a file cannot answer ``selection`` (a context slice: it keeps
+    no contexts, only their hashes), with :data:`CONTEXT_SLICE_FIX`; None when it can."""
+    if selection.context_slice is None:
+        return None
+    return (
+        f"slice={selection.slice} selects queries by their context, which a stored run does "
+        f"not keep: {CONTEXT_SLICE_FIX}"
+    )
+
+
 def snapshot_mean(
     snapshot: Snapshot, metric: str, selection: Selection, *, heldout_split: str = "heldout"
 ) -> tuple[float | None, int, str]:
     """(mean, queries counted, stage) of a metric over a selection of a snapshot's queries.
 
     Used by ``pytest-retrieval gate`` to re-apply a threshold to a stored run. Raises
-    InputError when the stage or metric is not in the snapshot, or the split is held out.
+    InputError when the stage or metric is not in the snapshot, the split is held out, or the
+    slice is a context slice (:func:`unstored_context`).
     """
     stage = selection.stage or final_stage(snapshot.stages)
     if stage is None or stage not in snapshot.stages:
@@ -277,15 +293,9 @@ def snapshot_mean(
                 fix="gate the held-out split in the pytest run (--retrieval-heldout)",
             )
         )
-    if selection.context_slice is not None:
-        raise InputError(
-            Problem(
-                f"slice={selection.slice} selects queries by their context, which a stored run "
-                "does not keep",
-                fix="gate it in the pytest run (retrieval_thresholds), where the golden set's "
-                "contexts are at hand",
-            )
-        )
+    unstored = unstored_context(selection)
+    if unstored is not None:
+        raise InputError(Problem(unstored))
     values = []
     for query in snapshot.queries.values():
         if not selection.matches(query.split, query.slices, heldout_split=heldout_split):
