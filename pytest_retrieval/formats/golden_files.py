@@ -9,6 +9,7 @@ loader only, through the node tree so that every problem can name its line and c
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,8 @@ def read(path: str, fmt: str) -> Parsed:
 
 
 _PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+_SET_TAG = "tag:yaml.org,2002:set"
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 class _YamlBuilder:
@@ -55,11 +58,15 @@ class _YamlBuilder:
     keep the last).
     """
 
-    def __init__(self, loader: yaml.SafeLoader, reader: SchemaReader, marks: Marks) -> None:
+    def __init__(
+        self, loader: yaml.SafeLoader, reader: SchemaReader, marks: Marks, text: str = ""
+    ) -> None:
         self.loader = loader
         self.reader = reader
         self.marks = marks
         self.built: dict[int, Any] = {}
+        #: The document's text: what tells ``? hr`` (no value written) from ``hr:``.
+        self.text = text
 
     @staticmethod
     def _loc(node: yaml.Node) -> Loc:
@@ -78,7 +85,9 @@ class _YamlBuilder:
             # e.g. !!python/object/apply: refused outright rather than read as a plain list
             self._fail(
                 f"unsupported YAML tag {node.tag!r}",
-                "remove the tag: write a plain list or mapping",
+                "write a list, e.g. [hr, legal]"
+                if node.tag == _SET_TAG
+                else "remove the tag: write a plain list or mapping",
                 node,
             )
             return None
@@ -154,9 +163,24 @@ class _YamlBuilder:
             if index >= first_own:
                 own_keys.add(key)
             keys[key] = self._loc(key_node)
+            if self._bare(key_node, value_node):
+                self.marks.bare.setdefault(id(mapping), set()).add(key)
             mapping[key] = self.build(value_node)
             self._word(mapping, key, mapping[key], value_node)
         return mapping
+
+    def _bare(self, key_node: yaml.Node, value_node: yaml.Node) -> bool:
+        """True for a key written with no value and no ``:`` (``? hr``, ``{hr, legal}``: YAML's
+        set syntax); ``hr:`` and ``hr: null`` write one. Comments between are not the ``:``."""
+        import yaml
+
+        if not isinstance(value_node, yaml.ScalarNode) or value_node.value != "":
+            return False
+        start, end = key_node.end_mark.index, value_node.start_mark.index
+        if not self.text or value_node.end_mark.index != end or end < start:
+            return False
+        between = _COMMENT.sub("", self.text[start:end])
+        return ":" not in between
 
     def _word(self, container: object, key: object, value: object, node: yaml.Node) -> None:
         """Remember how a boolean was written (``no``, ``On``): a context refuses the YAML 1.1
@@ -189,7 +213,7 @@ def read_yaml(path: str) -> Parsed:
                     f"write 'version: {SCHEMA_VERSION}' and a 'queries:' list",
                 )
                 return parsed
-            document = _YamlBuilder(loader, reader, marks).build(node)
+            document = _YamlBuilder(loader, reader, marks, text).build(node)
     except InputError as exc:
         parsed.problems.extend(exc.problems)
         return parsed

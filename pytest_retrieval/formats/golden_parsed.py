@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
+from ..golden.context import BARE_KEY
 from ..golden.model import Query
 
 #: ``(line, column)``, 1-based, either unknown (None).
 Loc = tuple[int | None, int | None]
 #: ``locate(container, key)``: where ``container[key]`` (or the container itself, key None) is.
 Locate = Callable[[object, object], Loc]
-#: ``written(container, key)``: how the boolean ``container[key]`` was written, if known.
+#: ``written(container, key)``: how the boolean ``container[key]`` was written, or
+#: :data:`~pytest_retrieval.golden.context.BARE_KEY` for a key written without a value; None
+#: if not known.
 Written = Callable[[object, object], "str | None"]
 
 
@@ -30,19 +33,26 @@ class Marks:
     the text a boolean ``c[k]`` was written as (``no``, ``On``: YAML 1.1 reads more words than
     true/false as booleans, and a bool cannot remember its text the way
     :class:`~.golden_values.SourceInt` does). The decoded tree must stay alive while the marks
-    are used, since ids of dead objects are reused.
+    are used, since ids of dead objects are reused. ``bare[id(d)]`` holds the keys of mapping
+    ``d`` written with no value at all (``? hr``, ``{hr, legal}``: YAML's set syntax), which
+    YAML reads as null, as it does ``hr:``.
     """
 
-    __slots__ = ("at", "items", "keys", "words")
+    __slots__ = ("at", "bare", "items", "keys", "words")
 
     def __init__(self) -> None:
         self.at: dict[int, Loc] = {}
         self.keys: dict[int, dict[Any, Loc]] = {}
         self.items: dict[int, list[Loc]] = {}
         self.words: dict[int, dict[Any, str]] = {}
+        self.bare: dict[int, set[Any]] = {}
 
     def written(self, container: object, key: object) -> str | None:
-        """The text the boolean ``container[key]`` was written as; None if not recorded."""
+        """The text the boolean ``container[key]`` was written as, or
+        :data:`~pytest_retrieval.golden.context.BARE_KEY` for a key written without a value;
+        None if not recorded."""
+        if key in self.bare.get(id(container), ()):
+            return BARE_KEY
         return self.words.get(id(container), {}).get(key)
 
     def locate(self, container: object, key: object = None) -> Loc:

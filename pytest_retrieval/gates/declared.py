@@ -16,7 +16,9 @@ as the zero-tolerance gate ``forbidden@10 == 0``; a lower-is-better metric takes
 and :func:`parse_budget` reads ``METRIC[:] BUDGET[%] [stage=S] [split=S] [slice=S]``; both
 read their options with the same rules (each key at most once, known keys only) and are used
 by the plugin and the console script alike. Every problem (with its file and line) is reported
-at once. ``slice=*`` expands to one line per slice that has a query to score.
+at once. ``slice=*`` expands to one line per slice that has a query to score, and
+``slice=KEY:*`` to one line per value of the queries' ``context[KEY]`` (``slice=tenant:acme``
+selects the queries whose context's tenant is ``acme``: docs/scoped-retrieval.md).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from ..errors import InputError, Problem
+from ..golden.context import CONTEXT_SLICE_MARK, EVERY_VALUE, slice_values
 from ..run.retriever import RERANKER_STAGE, RETRIEVER_STAGE
 from ..scoring.abstention import is_answerable
 from ..scoring.metrics import MetricSpec
@@ -63,7 +66,8 @@ def _options(
         if not sep or key not in keys or not value:
             raise problem(
                 f"cannot read {token!r}",
-                "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice)"
+                "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice, "
+                "slice=KEY:VALUE by context value)"
                 + (", and since=ANCHOR (a tag, commit or ledger label)" if budget else ""),
             )
         if key in options:
@@ -431,32 +435,59 @@ def gates_file_path(settings: Any, rootdir: Any) -> str | None:
     return candidate if os.path.lexists(candidate) else None
 
 
-def expand_slices(item: Declared, slices: Sequence[str]) -> list[Declared]:
-    """``slice=*`` as one copy of a gate or budget per slice in ``slices``; else the item.
+def expand_slices(
+    item: Declared,
+    slices: Sequence[str],
+    context_values: Callable[[str], Sequence[str]] | None = None,
+) -> list[Declared]:
+    """``slice=*`` as one copy of a gate or budget per slice in ``slices``, and ``slice=KEY:*``
+    as one per value of ``context_values(KEY)`` (``slice=tenant:acme``, ...); else the item.
 
-    The one expansion, used by the plugin and the console script.
+    The one expansion, used by the plugin and the console script (which has no contexts: it
+    passes no ``context_values``, and a ``KEY:*`` line stays one line, refused where it is
+    scored).
     """
     selection: Selection = item.selection
-    if selection.slice != "*":
-        return [item]
+    if selection.slice == "*":
+        names = list(slices)
+    else:
+        wanted = selection.context_slice
+        if wanted is None or wanted[1] != EVERY_VALUE or context_values is None:
+            return [item]
+        names = [f"{wanted[0]}{CONTEXT_SLICE_MARK}{value}" for value in context_values(wanted[0])]
     return [
         dataclasses.replace(item, selection=Selection(selection.stage, selection.split, name))
-        for name in slices
+        for name in names
     ]
 
 
-def _scorable_slices(settings: Any, golden: Any) -> list[str]:
+def _scorable(settings: Any, members: Sequence[Any]) -> bool:
     # A slice whose queries have no relevant document (none graded min_grade or above) has no
-    # value under no_relevant=skip: left out of "*".
-    names = []
-    for name in golden.slices:
-        members = [q for q in golden if name in q.slices]
-        if settings.no_relevant == "skip" and not any(
-            is_answerable(q.judgments, settings.min_grade) for q in members
-        ):
-            continue
-        names.append(name)
-    return names
+    # value under no_relevant=skip: left out of "*" (and of "KEY:*").
+    return settings.no_relevant != "skip" or any(
+        is_answerable(q.judgments, settings.min_grade) for q in members
+    )
+
+
+def _scorable_slices(settings: Any, golden: Any) -> list[str]:
+    return [
+        name
+        for name in golden.slices
+        if _scorable(settings, [q for q in golden if name in q.slices])
+    ]
+
+
+def _scorable_values(settings: Any, golden: Any, key: str) -> list[str]:
+    """The values of ``context[key]`` whose queries have one to score (what ``KEY:*`` expands
+    to), sorted."""
+    return [
+        value
+        for value in golden.context_values(key)
+        if _scorable(
+            settings,
+            [q for q in golden if key in q.context and value in slice_values(q.context[key])],
+        )
+    ]
 
 
 def _unknown_names(
@@ -469,13 +500,9 @@ def _unknown_names(
             source=source,
             line=number,
         )
-    if selection.slice not in (None, "*") and selection.slice not in golden.slices:
-        return Problem(
-            f"{line.strip()!r}: unknown slice {selection.slice!r}",
-            fix=f"the golden set has: {', '.join(golden.slices) or 'no slices'}",
-            source=source,
-            line=number,
-        )
+    found = golden.slice_problem(selection.slice) if selection.slice is not None else None
+    if found is not None:
+        return Problem(f"{line.strip()!r}: {found[0]}", fix=found[1], source=source, line=number)
     # Whether the reranker stage runs is only known once the run starts; a name that is no
     # stage at all is a typo that can be refused now.
     if selection.stage is not None and selection.stage not in STAGES:
@@ -521,7 +548,13 @@ def _expand(
             problems.append(problem)
             continue
         item = dataclasses.replace(item, origin=source, line_number=number)
-        items.extend(expand_slices(item, _scorable_slices(settings, golden)))
+        items.extend(
+            expand_slices(
+                item,
+                _scorable_slices(settings, golden),
+                lambda key: _scorable_values(settings, golden, key),
+            )
+        )
     if problems:
         raise InputError(problems, title=f"pytest-retrieval: {len(problems)} invalid {what}")
     return items

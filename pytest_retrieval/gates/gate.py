@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ..golden.context import CONTEXT_SLICE_FIX, context_slice, in_context_slice
 from ..scoring.metrics import MetricSpec
 from ..verdict import Status
 
@@ -156,15 +157,40 @@ class Selection:
     split: str | None = None
     slice: str | None = None
 
-    def matches(self, split: str, slices: Collection[str], *, heldout_split: str) -> bool:
-        """True if a query of ``split`` tagged ``slices`` is covered by this selection.
+    @property
+    def context_slice(self) -> tuple[str, str] | None:
+        """``(key, value)`` when the slice selects by context value (``slice=tenant:acme``:
+        the queries whose ``context.tenant`` is ``acme``); None for a slice name or none."""
+        try:
+            return context_slice(self.slice)
+        except ValueError as exc:
+            raise GateUsageError(f"{exc}: {CONTEXT_SLICE_FIX}") from None
+
+    def matches(
+        self,
+        split: str,
+        slices: Collection[str],
+        *,
+        heldout_split: str,
+        context: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """True if a query of ``split`` tagged ``slices`` (with ``context``) is covered by this
+        selection.
 
         The one rule, used by gates, regression checks and the console script alike: the named
         split, or without one every split but the held-out one ("overall"); and the named slice,
-        or every query without one. (The stage picks a ranking, not queries.)
+        or every query without one. A context slice ``KEY:VALUE`` covers the queries whose
+        context answers it (:func:`~pytest_retrieval.golden.context.slice_values`); a query
+        whose context is unknown (None: a stored run keeps none) is not covered. (The stage
+        picks a ranking, not queries.)
         """
         in_split = split == self.split if self.split is not None else split != heldout_split
-        return in_split and (self.slice is None or self.slice in slices)
+        if not in_split or self.slice is None:
+            return in_split
+        wanted = self.context_slice
+        if wanted is None:
+            return self.slice in slices
+        return context is not None and in_context_slice(context, *wanted)
 
     def label(self) -> str:
         """``stage=reranker split=tune slice=multi-hop`` (only the parts that are set)."""

@@ -16,7 +16,9 @@ Modules:
 * ``context``: a query's context as data: the plain-data check (``context_problems``), the
   frozen form and a fresh copy per call (``freeze_context``, ``thaw_context``), the canonical
   text and its digest (``context_json``, ``context_digest``) that the fingerprint, the cache
-  key, the run-file key and the baseline's label hash are computed from.
+  key, the run-file key and the baseline's label hash are computed from; what a context slice
+  (``slice=tenant:acme``) is and which queries answer it (``context_slice``, ``slice_values``,
+  ``in_context_slice``).
 * ``scope``: the held-out policy (``Scope``: which queries are scorable, visible, redacted,
   which split is sealed) and its one wording (``SEALED_REASON``, the state phrase every report
   says, the hint that shows details).
@@ -27,7 +29,10 @@ Decisions that live here:
 
 * the held-out policy and wording: ``scope.Scope`` (a session's: ``RetrievalSession.scope``;
   an artifact's: ``Scope.from_dict``);
-* the canonical form of a context: ``context.context_json``.
+* the canonical form of a context: ``context.context_json``;
+* which context value a context slice selects (a list by its items, a number by its JSON
+  spelling): ``context.slice_values``; which slice names exist, and the message for one that
+  selects nothing: ``model.GoldenSet.slice_problem``.
 """
 
 from __future__ import annotations

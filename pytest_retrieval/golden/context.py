@@ -34,6 +34,12 @@ CONTEXT_FIX = (
     "write the context as a mapping of names to plain values, e.g. "
     "context: {tenant: acme, groups: [support]}"
 )
+#: What ``written(container, key)`` says of a key written without a value (``? hr``, or
+#: ``{hr, legal}``): YAML's set syntax, which it reads as a mapping whose values are null.
+BARE_KEY = "?"
+#: Fix for a context mapping written in YAML's set syntax (the list it meant is shown first).
+SET_FIX = "or, for a mapping whose values are null, write each as 'name: null'"
+
 #: Fix for a context value that is not plain data.
 PLAIN_DATA_FIX = (
     "a context holds only strings, numbers, true/false, null, and lists and mappings of them: "
@@ -98,7 +104,10 @@ def context_problems(
     the container and key hold the bad value (a reader locates them in its file), the message
     names where in the context it sits (``context.groups[1]``). ``written(container, key)``, if
     the reader knows it, is how a boolean was spelled: a YAML 1.1 word other than true/false
-    (``no``, ``On``) is refused, as an integer written ``0012`` is.
+    (``no``, ``On``) is refused, as an integer written ``0012`` is; and :data:`BARE_KEY` for a
+    key written with no value (YAML's set syntax, ``? hr`` or ``{hr, legal}``): such a mapping
+    is refused (a set is meant as a list: the fix shows it, and :data:`SET_FIX`), where
+    ``hr: null`` is kept.
 
     A context is a mapping with non-blank string keys whose values are plain data: ``None``,
     ``bool``, ``int``, finite ``float``, ``str`` (no lone surrogate), and lists and mappings
@@ -141,6 +150,25 @@ def _walk(
     open_.add(id(container))
     pairs: Iterable[tuple[object, object]]
     if isinstance(container, Mapping):
+        bare = [
+            key
+            for key, item in container.items()
+            if item is None and written is not None and written(container, key) == BARE_KEY
+        ]
+        if bare:
+            # A set written in YAML (untagged): read as {name: None}, a tenant's groups would
+            # silently be a mapping no list rule reads (docs/scoped-retrieval.md).
+            names = ", ".join(str(key) for key in bare[:5]) + (", ..." if len(bare) > 5 else "")
+            named = f"{path[-1]}: " if path and isinstance(path[-1], str) else ""
+            yield (
+                container,
+                bare[0],
+                f"{_where(path)} is written as a set ({names}), which YAML reads as a mapping "
+                "of each name to null, not a list",
+                f"write a list, e.g. {named}[{names}]; {SET_FIX}",
+            )
+            open_.discard(id(container))
+            return
         pairs = container.items()
     else:
         assert isinstance(container, (list, tuple))
@@ -223,3 +251,54 @@ def context_digest(context: Mapping[str, Any] | None) -> str | None:
     if text is None:
         return None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- slices by context value -----------------------------------------------------------------
+
+#: What marks a context slice: ``tenant:acme`` (a slice name never holds one: slice names are
+#: plain identifiers, ``golden.model.is_plain_name``, so the two cannot be confused).
+CONTEXT_SLICE_MARK = ":"
+#: The value of a context slice that stands for every value present: ``tenant:*``.
+EVERY_VALUE = "*"
+#: Fix for a context slice without a key or a value.
+CONTEXT_SLICE_FIX = (
+    "write slice=KEY:VALUE for the queries whose context has KEY == VALUE (slice=tenant:acme), "
+    "or slice=KEY:* for one line per value (slice=tenant:*)"
+)
+
+
+def context_slice(name: str | None) -> tuple[str, str] | None:
+    """``(key, value)`` of a context slice (``tenant:acme`` → ``("tenant", "acme")``, split at
+    the first ``:``, so a value may hold one); None for a plain slice name or none. A key or
+    value left blank (``tenant:``, ``:acme``) is a ``ValueError`` (its fix:
+    :data:`CONTEXT_SLICE_FIX`)."""
+    if name is None or CONTEXT_SLICE_MARK not in name:
+        return None
+    key, _mark, value = name.partition(CONTEXT_SLICE_MARK)
+    if not key.strip() or not value.strip():
+        raise ValueError(f"slice {name!r} names no context key or no value")
+    return key, value
+
+
+def slice_values(value: object) -> tuple[str, ...]:
+    """The texts a context value answers a context slice to: a string is itself; a number or
+    ``true``/``false`` its JSON spelling (``3``, ``0.5``, ``true``: the slice is text, so
+    ``priority:3`` selects both ``3`` and ``"3"``); a list each such item of it (``groups:hr``
+    selects ``groups: [hr, legal]``); ``null``, a mapping or a list in a list none (a mapping
+    is not one value: slice by one of its keys' values in a key of its own)."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (bool, int, float)):
+        return (json.dumps(value),)
+    if isinstance(value, (list, tuple)):
+        found: list[str] = []
+        for item in value:
+            if not isinstance(item, (list, tuple, Mapping)):
+                found.extend(slice_values(item))
+        return tuple(dict.fromkeys(found))
+    return ()
+
+
+def in_context_slice(context: Mapping[str, Any], key: str, value: str) -> bool:
+    """True when ``context`` answers the context slice ``key:value`` (:func:`slice_values`)."""
+    return key in context and value in slice_values(context[key])

@@ -31,7 +31,16 @@ from typing import Any
 
 from ..errors import GoldenSetError, Problem
 from ..text import SURROGATE_FIX, surrogate_problem
-from .context import Context, context_problems, freeze_context, thaw_context
+from .context import (
+    CONTEXT_SLICE_FIX,
+    EVERY_VALUE,
+    Context,
+    context_problems,
+    context_slice,
+    freeze_context,
+    slice_values,
+    thaw_context,
+)
 from .leakage import set_problems
 
 QueryId = str
@@ -607,6 +616,50 @@ class GoldenSet:
     def context_keys(self) -> tuple[str, ...]:
         """Every key some query's context has, sorted (empty when no query has a context)."""
         return tuple(sorted({key for q in self.queries for key in q.context}))
+
+    def context_values(self, key: str) -> tuple[str, ...]:
+        """Every value some query's ``context[key]`` answers a context slice to
+        (:func:`~.context.slice_values`), sorted: what ``slice=KEY:*`` expands to."""
+        found = {v for q in self.queries if key in q.context for v in slice_values(q.context[key])}
+        return tuple(sorted(found))
+
+    def slice_problem(self, name: str) -> tuple[str, str] | None:
+        """``(message, fix)`` when ``name`` selects nothing this set can score: a slice no query
+        is tagged with, or a context slice (``tenant:acme``, ``tenant:*``) whose key no query's
+        context has, or whose value none answers (the fix names the keys or values present);
+        None when it selects (``*``, every slice, always does)."""
+        if name == "*":
+            return None
+        try:
+            wanted = context_slice(name)
+        except ValueError as exc:
+            return str(exc), CONTEXT_SLICE_FIX
+        if wanted is None:
+            if name in self.slices:
+                return None
+            return (
+                f"unknown slice {name!r}",
+                f"the golden set has: {', '.join(self.slices) or 'no slices'}",
+            )
+        key, value = wanted
+        if key not in self.context_keys:
+            present = ", ".join(self.context_keys)
+            return (
+                f"slice {name!r}: no query's context has the key {key!r}",
+                f"the contexts' keys are {present}" if present else "no query has a context",
+            )
+        values = self.context_values(key)
+        if not values:
+            return (
+                f"slice {name!r}: context.{key} holds no text, number or list of them to slice by",
+                "slice by a key whose values are text, numbers or lists of them",
+            )
+        if value != EVERY_VALUE and value not in values:
+            return (
+                f"slice {name!r}: no query's context.{key} is {value!r}",
+                f"its values are {', '.join(values)}",
+            )
+        return None
 
     def _subset(self, queries: Iterable[Query]) -> GoldenSet:
         return GoldenSet._from_checked(

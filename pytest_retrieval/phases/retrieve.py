@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..run.retriever import QueryOutcome, QueryRequest
+from ..run.retriever import RETRIEVER_STAGE, QueryOutcome, QueryRequest, RetrieverShapeError
 from ..verdict import Stop
 
 if TYPE_CHECKING:
@@ -161,6 +161,10 @@ class RunPhase:
     #: Why the run failed (every later test fails with it), or was refused.
     run_error: str | None = field(default=None, init=False)
     lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    #: The ``module:function`` spec each stage was built from by the plugin's own fixture
+    #: (``retrieval_retriever``, ``retrieval_reranker``); a stage the user's conftest fixture
+    #: returned is not here. What a shape refusal names as the place to fix.
+    built_from: dict[str, str] = field(default_factory=dict, init=False)
 
     def ensure(
         self,
@@ -213,7 +217,10 @@ class RunPhase:
         if not spec and setting == "retriever":
             self.stop(Stop.refused(NO_RETRIEVER, NO_RETRIEVER_FIX))
         try:
-            return build(spec, f"retrieval_{setting}") if spec else None
+            built = build(spec, f"retrieval_{setting}") if spec else None
+            if spec:
+                self.built_from[setting] = spec
+            return built
         except InputError as exc:
             self.stop(Stop.refused(*exc.reason_and_fix()))
 
@@ -379,15 +386,27 @@ class RunPhase:
                 )
         except TypeError as exc:  # the retriever object has no usable method
             # A refusal with its own fix (drop retrieval_context_filter, build the retriever
-            # without a filter) carries it; the general one is for a shape the plugin can't call.
+            # without a filter) carries it; the general one is for a shape the plugin can't call,
+            # and names where the object came from: the fixture, or the factory setting.
             own = getattr(exc, "fix", None)
+            message, origin = str(exc), f"the {RETRIEVER_STAGE}_under_test fixture"
+            if isinstance(exc, RetrieverShapeError):
+                # The shape's message names the fixture (describe_retriever's reader has one);
+                # a stage the plugin built from its setting has no fixture to fix.
+                spec = self.built_from.get(exc.stage)
+                origin = (
+                    exc.fixture
+                    if spec is None
+                    else f"your factory (retrieval_{exc.stage} = {spec})"
+                )
+                message = exc.naming(origin)
             self.stop(
                 Stop.refused(
-                    str(exc),
+                    message,
                     own
                     if isinstance(own, str)
-                    else "return an object the plugin can call from the retriever_under_test "
-                    "fixture, as said above (docs/frameworks.md lists each framework's shape)",
+                    else f"return an object the plugin can call from {origin}, as said above "
+                    "(docs/frameworks.md lists each framework's shape)",
                 )
             )
         return outcomes, probe, extra

@@ -41,7 +41,7 @@ from ..settings.options import (
 )
 from ..verdict import Status
 from .outcome import LeftOut, RegressionOutcome
-from .snapshot import QuerySnapshot, Snapshot, round_value
+from .snapshot import QuerySnapshot, Snapshot, round_value, unstored_context
 
 if TYPE_CHECKING:
     from ..settings.resolve import Settings
@@ -313,6 +313,11 @@ def pair_queries(
             "per-query detail; budget the tuning split instead",
             status=Status.SKIPPED,
         )
+    unstored = unstored_context(budget.selection)
+    if unstored is not None and any(q.context is None for q in current.queries.values()):
+        # Only a snapshot read from a file lacks contexts (pytest-retrieval compare): the
+        # budget cannot be checked there, which is no regression.
+        return incomparable(unstored, status=Status.SKIPPED)
     added, removed, changed = label_changes(baseline, current)
     note: str | None = None
     if baseline.fingerprint != current.fingerprint or added or removed or changed:
@@ -367,7 +372,11 @@ def pair_queries(
         note = f"intersect mode: comparing the {len(shared)} unchanged queries only ({note})"
 
     def selected(q: QuerySnapshot) -> bool:
-        return budget.selection.matches(q.split, q.slices, heldout_split=options.heldout_split)
+        # A context slice reads the current run's contexts: a paired query's is the
+        # baseline's too (its text hash covers it), and a removed query's is not known.
+        return budget.selection.matches(
+            q.split, q.slices, heldout_split=options.heldout_split, context=q.context
+        )
 
     pairs = []
     for qid in shared:

@@ -134,6 +134,7 @@ def _rescored_query(
         judgments=dict(judgments),
         text=query.text,
         returned=query.returned,
+        context=query.context,
     )
 
 

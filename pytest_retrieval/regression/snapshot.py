@@ -107,6 +107,10 @@ class QuerySnapshot:
     #: from the document ranking: what re-scoring ``distinct@K`` and K counted in results
     #: needs. Empty when nothing repeated (the key is then left out of the file).
     returned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The query's context, known only in the run that built the snapshot (None when read
+    #: from a file: a baseline keeps a hash of what the retriever was handed, never the
+    #: context, as it keeps no text). What a context slice (``slice=tenant:acme``) selects by.
+    context: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Builtins, floats rounded."""
@@ -243,13 +247,29 @@ class Snapshot:
         )
 
 
+#: The fix when a stored run is asked for a context slice (it keeps no contexts).
+CONTEXT_SLICE_FIX = "check it in the pytest run, where the golden set's contexts are at hand"
+
+
+def unstored_context(selection: Selection) -> str | None:
+    """Why a snapshot read from a file cannot answer ``selection`` (a context slice: it keeps
+    no contexts, only their hashes), with :data:`CONTEXT_SLICE_FIX`; None when it can."""
+    if selection.context_slice is None:
+        return None
+    return (
+        f"slice={selection.slice} selects queries by their context, which a stored run does "
+        f"not keep: {CONTEXT_SLICE_FIX}"
+    )
+
+
 def snapshot_mean(
     snapshot: Snapshot, metric: str, selection: Selection, *, heldout_split: str = "heldout"
 ) -> tuple[float | None, int, str]:
     """(mean, queries counted, stage) of a metric over a selection of a snapshot's queries.
 
     Used by ``pytest-retrieval gate`` to re-apply a threshold to a stored run. Raises
-    InputError when the stage or metric is not in the snapshot, or the split is held out.
+    InputError when the stage or metric is not in the snapshot, the split is held out, or the
+    slice is a context slice (:func:`unstored_context`).
     """
     stage = selection.stage or final_stage(snapshot.stages)
     if stage is None or stage not in snapshot.stages:
@@ -273,6 +293,9 @@ def snapshot_mean(
                 fix="gate the held-out split in the pytest run (--retrieval-heldout)",
             )
         )
+    unstored = unstored_context(selection)
+    if unstored is not None:
+        raise InputError(Problem(unstored))
     values = []
     for query in snapshot.queries.values():
         if not selection.matches(query.split, query.slices, heldout_split=heldout_split):
@@ -374,6 +397,7 @@ def build_snapshot(
             judgments=dict(query.judgments),
             text=text_hash(query.text, context_json(query.context)),
             returned=as_returned,
+            context=query.context,
         )
     heldout: dict[str, Any] = {}
     if heldout_ids:
@@ -435,6 +459,7 @@ def average_snapshots(runs: Sequence[Snapshot]) -> Snapshot:
             top=query.top,
             spread=spread,
             returned=query.returned,
+            context=query.context,
         )
     return Snapshot(
         fingerprint=first.fingerprint,

@@ -187,16 +187,23 @@ def id_mismatch(
     *,
     what: str,
     stage: str,
+    stored: bool = False,
 ) -> Stop | None:
     """The refusal when the run's ids (almost) never meet ``known`` (:func:`id_match`); None
     when they do.
 
     ``rankings`` are the visible queries' rankings (query id → ids), ``known`` the judged ids
-    (``what="judged"``) or the corpus ids (``what="corpus"``).
+    (``what="judged"``) or the corpus ids (``what="corpus"``). ``stored``: they were read from
+    run files, where no doc-id setting applies, so the fix is :func:`stored_run_fix`.
     """
     found = id_match(rankings, known)
     if found is None or not found.refused:
         return None
+    own = (
+        stored_run_fix(found.returned or list(found.spelling), known, spelling=bool(found.spelling))
+        if stored
+        else None
+    )
     which = "of a judged document" if what == "judged" else "in the corpus"
     outcome = "every metric would be 0" if not found.matching else "the metrics would be near 0"
     if found.spelling:
@@ -208,7 +215,7 @@ def id_mismatch(
             "for a reason that is not retrieval quality:",
             *(f"  returned {doc!r}, {what} {match!r}" for doc, match in shown),
         ]
-        fix = f"{found.pattern}\n(retrieval_id_check = off turns this check off.)"
+        fix = f"{own or found.pattern}\n(retrieval_id_check = off turns this check off.)"
         return Stop.refused("\n".join(lines), fix)
     lines = [
         f"the returned ids do not match the golden set's: {found.matching} of {found.ranked} "
@@ -218,7 +225,7 @@ def id_mismatch(
         f"  {what} ids, e.g.:   {', '.join(repr(d) for d in found.expected)}",
     ]
     fix = (
-        f"{found.pattern or likely_fix(found.returned, known)}\n"
+        f"{own or found.pattern or likely_fix(found.returned, known)}\n"
         "(If the retriever really finds none of them, set retrieval_id_check = off.)"
     )
     return Stop.refused("\n".join(lines), fix)
@@ -293,15 +300,54 @@ def likely_fix(returned: Sequence[str], known: Collection[str]) -> str:
     )
 
 
-def _pattern_fix(returned: Sequence[str], known: Collection[str]) -> str | None:
-    """The fix when the returned ids have a recognisable wrong shape; None otherwise."""
+def _chunk_separator(returned: Sequence[str], known: Collection[str]) -> str | None:
+    """The separator that cuts ``returned`` chunk ids to ``known`` document ids, if one does."""
     for sep in _SEPARATORS:
         cut = [d.rsplit(sep, 1)[0] for d in returned if sep in d]
         if cut and any(c in known for c in cut):
-            return (
-                f"the returned ids are chunk ids of the judged documents ({returned[0]!r}): set "
-                f"retrieval_doc_id_separator = {sep} to score the document before the last {sep!r}"
-            )
+            return sep
+    return None
+
+
+#: Why no doc-id setting is the fix for ids read from a run file (``--retrieval-run``).
+STORED_RUN = (
+    "a run file is scored as written (retrieval_doc_id, retrieval_doc_id_map and "
+    "retrieval_doc_id_separator apply when the plugin calls the retriever, not to a stored run)"
+)
+
+
+def stored_run_fix(returned: Sequence[str], known: Collection[str], *, spelling: bool) -> str:
+    """The fix when a run file's ids miss ``known``: write the right ids into the file, or
+    gate the retriever itself with the setting that would map them (:data:`STORED_RUN`)."""
+    sep = _chunk_separator(returned, known)
+    if sep is not None:
+        return (
+            f"the run file holds chunk ids of the judged documents ({returned[0]!r}), and "
+            f"{STORED_RUN}: write each id cut before its last {sep!r} into the run file (for "
+            "pytest-retrieval run: have its retriever return document ids), or gate the "
+            f"retriever itself, without --retrieval-run, with retrieval_doc_id_separator = {sep}"
+        )
+    if spelling:
+        return (
+            "write the ids into the run file spelled as the golden set spells them (the same "
+            "case and separators, no path or file extension), or the golden set's ids as the "
+            f"run spells them; {STORED_RUN}"
+        )
+    return (
+        "write the golden set's document ids into the run file (generated node or chunk ids "
+        f"mapped to their document); {STORED_RUN}. Check that the index was built from the "
+        "corpus the golden set was labelled on"
+    )
+
+
+def _pattern_fix(returned: Sequence[str], known: Collection[str]) -> str | None:
+    """The fix when the returned ids have a recognisable wrong shape; None otherwise."""
+    sep = _chunk_separator(returned, known)
+    if sep is not None:
+        return (
+            f"the returned ids are chunk ids of the judged documents ({returned[0]!r}): set "
+            f"retrieval_doc_id_separator = {sep} to score the document before the last {sep!r}"
+        )
     if returned and all(_UUID.match(d) for d in returned):
         return (
             "these are generated node/chunk ids (UUIDs). LlamaIndex: set retrieval_doc_id = "
@@ -547,18 +593,21 @@ def id_problem(
     per_stage: Iterable[StageRankings],
     judged: Collection[str],
     corpus_ids: Collection[str] | None = None,
+    *,
+    stored: bool = False,
 ) -> Stop | None:
     """The refusal when returned ids differ from ``judged`` ids only in their Unicode
     normalisation, or (almost) no ranking of an answerable query holds a judged id (or no
     ranking a corpus id); every stage of ``per_stage`` (:func:`visible_rankings`) is checked,
-    the first finding is the error."""
+    the first finding is the error. ``stored``: the rankings were read from run files (the fix
+    says what applies to one)."""
     for stage, rankings, with_answers in per_stage:
         # The normal-form check first: ids that only look alike are its case, not the generic one.
         problem = normalisation_mismatch(rankings, judged, what="judged", stage=stage)
         if problem is None:
-            problem = id_mismatch(with_answers, judged, what="judged", stage=stage)
+            problem = id_mismatch(with_answers, judged, what="judged", stage=stage, stored=stored)
         if problem is None and corpus_ids:
-            problem = id_mismatch(rankings, corpus_ids, what="corpus", stage=stage)
+            problem = id_mismatch(rankings, corpus_ids, what="corpus", stage=stage, stored=stored)
         if problem is not None:
             return problem
     return None

@@ -137,7 +137,9 @@ def _pipeline(
             context=context,
         )
     except RetrieverShapeError as exc:
-        raise InputError(Problem(str(exc), fix=exc.fix, source=what)) from None
+        # The object came from the --retriever / --reranker factory, not a fixture.
+        origin = f"your --{exc.stage} factory"
+        raise InputError(Problem(exc.naming(origin), fix=exc.fix, source=what)) from None
 
 
 def run_local(

@@ -87,7 +87,9 @@ def refusal(session: RetrievalSession, corpus_ids: Collection[str] | None = None
         return problem
     if session.outcomes and session.settings.id_check != "off":
         judged = runchecks.judged_ids(session.golden, session.duplicates)
-        problem = runchecks.id_problem(_visible_rankings(session), judged, corpus_ids)
+        problem = runchecks.id_problem(
+            _visible_rankings(session), judged, corpus_ids, stored=bool(session.run_files)
+        )
         if problem is not None:
             return problem
     if session.settings.short_rankings == "error":

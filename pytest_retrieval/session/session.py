@@ -37,6 +37,7 @@ from ..gates.gate import (
 )
 from ..gates.judge import judge, unscored
 from ..golden.access import Access, AccessRules, build_access
+from ..golden.context import EVERY_VALUE
 from ..golden.model import GoldenSet, Query
 from ..golden.scope import SEALED_REASON, Scope
 from ..regression import ledger_baseline as runledger
@@ -186,13 +187,25 @@ class RetrievalSession:
             known = ", ".join(self.golden.splits) or "none"
             raise GateUsageError(f"unknown split {split!r}; the golden set has: {known}")
         if slice_name is not None and slice_name not in self.golden.slices:
-            known = ", ".join(self.golden.slices) or "none"
-            raise GateUsageError(f"unknown slice {slice_name!r}; the golden set has: {known}")
+            if slice_name == "*" or selection.context_slice is None:
+                known = ", ".join(self.golden.slices) or "none"
+                raise GateUsageError(f"unknown slice {slice_name!r}; the golden set has: {known}")
+            if selection.context_slice[1] == EVERY_VALUE:
+                raise GateUsageError(
+                    f"slice {slice_name!r} is one line per value in a declared gate; in a test, "
+                    "name one value (slice='KEY:VALUE'), or loop over "
+                    "golden_set.context_values(KEY)"
+                )
+            problem = self.golden.slice_problem(slice_name)
+            if problem is not None:
+                raise GateUsageError(f"{problem[0]}; {problem[1]}")
         if self.scope.sealed(split):
             self.on_sealed(SEALED_REASON)
         heldout = self.scope.heldout
         return [
-            q for q in self.golden if selection.matches(q.split, q.slices, heldout_split=heldout)
+            q
+            for q in self.golden
+            if selection.matches(q.split, q.slices, heldout_split=heldout, context=q.context)
         ]
 
     # --- the run ------------------------------------------------------------------------

@@ -151,6 +151,28 @@ def test_gate_expands_slice_star_into_one_line_per_slice(
     ]
 
 
+def test_a_context_slice_is_skipped_offline_saying_why_and_the_other_lines_still_judge(
+    files: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A stored run keeps no contexts: slice=tenant:acme cannot select its queries here.
+    status, out, _ = run(
+        capsys, "gate", files["worse"], "-t", "ndcg@10 >= 0.6 slice=tenant:acme", "-t",
+        "ndcg@10 >= 0.6",
+    )  # fmt: skip
+    assert status == 0
+    assert out.splitlines() == [
+        "SKIP ndcg@10 >= 0.6 slice=tenant:acme: slice=tenant:acme selects queries by their "
+        "context, which a stored run does not keep: check it in the pytest run, where the "
+        "golden set's contexts are at hand",
+        "PASS ndcg@10 >= 0.6: 0.6500 [stage=retriever split=overall] (n=12)",
+    ]
+    status, out, _ = run(
+        capsys, "compare", files["baseline"], files["worse"], "-b", "ndcg@10 0.02 slice=tenant:*"
+    )
+    assert status == 0  # not checkable there, which is no regression
+    assert "SKIP ndcg@10[budget=0.02,slice=tenant:*]: slice=tenant:* selects queries by" in out
+
+
 def test_gate_with_a_baseline_checks_thresholds_and_budgets_together(
     files: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -41,6 +41,10 @@ def build_reranker():
         return list(reversed(candidates))
 
     return rerank
+
+
+def build_nothing_callable():
+    return 42
 """
 
 #: The same retriever as a fixture, for the in-process run the run file must agree with.
@@ -203,6 +207,21 @@ def test_a_factory_that_cannot_be_imported_is_a_usage_error(
     status = main(["run", "golden.yaml", "--retriever", "nowhere:build", "--output", "r.jsonl"])
     assert status == 2
     assert "--retriever = 'nowhere:build': cannot import 'nowhere'" in capsys.readouterr().err
+
+
+def test_a_factory_whose_object_cannot_be_called_names_the_factory_not_a_fixture(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = factory(project, "build_nothing_callable")
+    status = main(["run", "golden.yaml", "--retriever", spec, "--output", "r.jsonl"])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert (
+        "the retriever under test is a int, which is neither callable nor has an "
+        "invoke/retrieve/search/retrieve_batch/batch method; return a function "
+        "`retrieve(query_text) -> ranked ids` from your --retriever factory"
+    ) in err
+    assert "fixture" not in err
 
 
 def test_the_ray_executor_without_ray_says_how_to_install_it(

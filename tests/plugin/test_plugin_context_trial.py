@@ -65,6 +65,76 @@ queries:
     assert retrieval_project.calls() == []
 
 
+def test_a_yaml_set_in_a_context_is_refused_with_the_list_it_meant_and_null_values_are_kept(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # '? hr' keys and the flow form {hr, legal} are YAML's set syntax: PyYAML reads them as
+    # {hr: None, legal: None}, a mapping the groups rule would never read as groups. Written
+    # with a ':' ('hr:', 'hr: null', '? field' then ': value') they are a mapping, and kept.
+    golden = """\
+version: 1
+queries:
+  - id: acme-q
+    text: Refund window?
+    relevant: [acme-policy]
+    context:
+      tenant: acme
+      groups:
+        ? hr
+        ? legal   # a comment: with a colon
+  - id: globex-q
+    text: Refund window?
+    relevant: [globex-policy]
+    context: {tenant: globex, groups: {support, hr}}
+  - id: kept-q
+    text: Refund window?
+    relevant: [acme-policy]
+    context:
+      tenant: acme
+      flags: {beta: null, dark: }
+      filters:
+        ? field
+        : meta.tenant
+"""
+    retrieval_project.write(golden=golden, conftest=CONFTEST, tests=TESTS)
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    golden_path = retrieval_project.path / "golden.yaml"
+    assert result.stderr.lines[:3] == [
+        f"ERROR: {golden_path}: golden set has 2 problem(s):",
+        f"  - {golden_path}:9:11: query 'acme-q', field 'context': context.groups is written "
+        "as a set (hr, legal), which YAML reads as a mapping of each name to null, not a list "
+        "(write a list, e.g. groups: [hr, legal]; or, for a mapping whose values are null, "
+        "write each as 'name: null')",
+        f"  - {golden_path}:14:40: query 'globex-q', field 'context': context.groups is "
+        "written as a set (support, hr), which YAML reads as a mapping of each name to null, "
+        "not a list (write a list, e.g. groups: [support, hr]; or, for a mapping whose values "
+        "are null, write each as 'name: null')",
+    ]
+    assert retrieval_project.calls() == []
+
+
+def test_a_tagged_yaml_set_in_a_context_is_refused_with_a_list_as_the_fix(
+    retrieval_project: RetrievalProject,
+) -> None:
+    golden = """\
+version: 1
+queries:
+  - id: acme-q
+    text: Refund window?
+    relevant: [acme-policy]
+    context: {tenant: acme, groups: !!set {hr, legal}}
+"""
+    retrieval_project.write(golden=golden, conftest=CONFTEST, tests=TESTS)
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    golden_path = retrieval_project.path / "golden.yaml"
+    assert result.stderr.lines[1] == (
+        f"  - {golden_path}:6:37: unsupported YAML tag 'tag:yaml.org,2002:set' (write a list, "
+        "e.g. [hr, legal])"
+    )
+
+
 # --- 2 and 3: the context filter's refusals and a filter of the wrong type -------------------
 
 GOLDEN = """\

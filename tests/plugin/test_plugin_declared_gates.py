@@ -315,7 +315,7 @@ def test_invalid_declared_gates_are_one_usage_error_listing_each_problem(
                 "(the golden set has: heldout, tune)",
                 "  - retrieval_thresholds: 'recall@3 >= 0.5 colour=red': cannot read "
                 "'colour=red' (options are stage=NAME, split=NAME and slice=NAME (slice=* for "
-                "every slice))",
+                "every slice, slice=KEY:VALUE by context value))",
             ]
         )
     )

@@ -145,6 +145,39 @@ CASES = [
         conftest=retriever("return 42"),
     ),
     Stopped(
+        # Built by the plugin from retrieval_retriever: the fix names the factory, not a
+        # fixture the user never wrote.
+        "retriever-factory-with-no-usable-method",
+        "refused",
+        "the retriever under test is a int, which is neither callable nor has an "
+        "invoke/retrieve/search/retrieve_batch/batch method; return a function "
+        "`retrieve(query_text) -> ranked ids` from your factory (retrieval_retriever = "
+        "shop:build)",
+        "return an object the plugin can call from your factory (retrieval_retriever = "
+        "shop:build), as said above",
+        conftest="",
+        ini={"retrieval_retriever": "shop:build"},
+        files={"shop.py": b"def build():\n    return 42\n"},
+    ),
+    Stopped(
+        # A reranker the plugin cannot call: the fix names the reranker's fixture.
+        "reranker-with-no-usable-method",
+        "refused",
+        "the reranker under test is a int, which is neither callable nor has an "
+        "invoke/rerank/retrieve/search method; return a function "
+        "`rerank(query_text, candidates) -> ranked ids` from the reranker_under_test fixture",
+        "return an object the plugin can call from the reranker_under_test fixture",
+        conftest=CONFTEST
+        + textwrap.dedent(
+            """
+
+            @pytest.fixture(scope="session")
+            def reranker_under_test():
+                return 42
+            """
+        ),
+    ),
+    Stopped(
         "no-retriever",
         "refused",
         "no retriever to test",

@@ -136,6 +136,33 @@ def test_short_stored_rankings_name_the_run_file_not_a_depth_never_asked_for(
     )
 
 
+def test_a_run_file_of_chunk_ids_is_refused_with_a_fix_that_applies_to_a_run_file(
+    retrieval_project: RetrievalProject,
+) -> None:
+    p = retrieval_project.write(conftest=NEVER, tests=TESTS)
+    # The judged documents' chunks ('refund-policy#0'): no ranking holds a judged id, and
+    # retrieval_doc_id_separator (set here) never touches a stored run.
+    write_jsonl(
+        p.path / "run.jsonl",
+        {"refund": ["refund-policy#0"], "sso": ["sso-setup#2", "okta#0"], "invoice": ["faq#1"]},
+    )
+    p.write_ini({"retrieval_doc_id_separator": "#"})
+    result = p.run("--retrieval-run", "run.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [
+            "Fix: the run file holds chunk ids of the judged documents ('refund-policy#0'), and a "
+            "run file is scored as written (retrieval_doc_id, retrieval_doc_id_map and "
+            "retrieval_doc_id_separator apply when the plugin calls the retriever, not to a "
+            "stored run): write each id cut before its last '#' into the run file (for "
+            "pytest-retrieval run: have its retriever return document ids), or gate the "
+            "retriever itself, without --retrieval-run, with retrieval_doc_id_separator = #",
+        ]
+    )
+    assert "set retrieval_doc_id_separator = # to score" not in result.stdout.str()
+    assert p.calls() == []
+
+
 def test_a_missing_held_out_query_is_counted_not_named(
     retrieval_project: RetrievalProject,
 ) -> None:

@@ -455,7 +455,8 @@ def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> CallPlan:
         name = reranker.__qualname__
         raise RetrieverShapeError(
             f"the reranker under test is the class {name}, not an instance of it: return "
-            f"{name}(...) from the reranker_under_test fixture, not {name}"
+            f"{name}(...) from the reranker_under_test fixture, not {name}",
+            stage=RERANKER_STAGE,
         )
     if callable(reranker):
         call, shown = _reranker_call(reranker, use)
@@ -483,7 +484,8 @@ def _reranker_plan(reranker: Any, use: ContextUse = NO_CONTEXT) -> CallPlan:
     raise RetrieverShapeError(
         f"the reranker under test is a {type(reranker).__name__}, which is neither callable nor "
         "has an invoke/rerank/retrieve/search method; return a function "
-        "`rerank(query_text, candidates) -> ranked ids` from the reranker_under_test fixture"
+        "`rerank(query_text, candidates) -> ranked ids` from the reranker_under_test fixture",
+        stage=RERANKER_STAGE,
     )
 
 

@@ -31,11 +31,24 @@ class RetrieverShapeError(TypeError):
     """The retriever under test cannot be called as given (a class, a bare Pipeline, ...).
 
     ``fix`` is the refusal's own fix when it has one (drop a setting, build the retriever
-    otherwise); None: the caller's general one (return an object the plugin can call)."""
+    otherwise); None: the caller's general one (return an object the plugin can call).
+    ``stage`` is the stage refused (``retriever``, ``reranker``): the caller names where that
+    stage's object came from (its fixture, or the ``retrieval_<stage>`` factory)."""
 
-    def __init__(self, message: str, fix: str | None = None) -> None:
+    def __init__(self, message: str, fix: str | None = None, stage: str = "retriever") -> None:
         super().__init__(message)
         self.fix = fix
+        self.stage = stage
+
+    @property
+    def fixture(self) -> str:
+        """``the retriever_under_test fixture``: where the message says the object came from."""
+        return f"the {self.stage}_under_test fixture"
+
+    def naming(self, origin: str) -> str:
+        """The message with ``origin`` (``your factory (retrieval_retriever = m:f)``, ``your
+        --retriever factory``) where it names the fixture: the object came from there."""
+        return str(self).replace(self.fixture, origin)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,10 @@ def test_budgets_and_thresholds_refuse_the_same_unknown_option_with_the_same_fix
         parse_budget("ndcg@10 0.02 slcie=a")
     with pytest.raises(InputError) as threshold_error:
         parse_threshold("ndcg@10 >= 0.5 slcie=a")
-    expected = "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice)"
+    expected = (
+        "options are stage=NAME, split=NAME and slice=NAME (slice=* for every slice, "
+        "slice=KEY:VALUE by context value)"
+    )
     assert expected in str(budget_error.value)
     assert expected in str(threshold_error.value)
 

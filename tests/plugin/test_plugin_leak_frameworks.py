@@ -1,0 +1,241 @@
+"""The zero-tolerance leak gate over real framework retrievers, offline and in memory.
+
+A corpus of two tenants' pages (``retrieval_corpus`` gives each its ``tenant``) and a golden set
+whose queries name their tenant in the context. LangChain: an ``InMemoryVectorStore`` over the
+deterministic fake embedding of ``langchain_core.embeddings``, filtered by the function
+``retrieval_context_filter`` builds from each query's context; Haystack: an
+``InMemoryDocumentStore`` with ``InMemoryBM25Retriever``, given the golden set's ``filters``.
+Wired, ``forbidden@5 == 0`` passes; the same retriever without the filter fails it, and the
+expected leaks (query, document, rank, stage) are the library's own unfiltered top 5 with each
+document of another tenant than the query's, computed here from the same store.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network from the test suite
+
+import json
+import types
+from typing import Any
+
+import pytest
+from plugin_helpers import RetrievalProject, esc
+
+pytest_plugins = ["pytester"]
+
+TENANTS = ("acme", "globex")
+TOPICS = ("refund", "shipping", "invoice")
+#: The corpus: each topic's page once per tenant (the globex pages are longer, so BM25 never
+#: ties two tenants' pages).
+PAGES = [
+    {
+        "_id": f"{tenant}-{topic}",
+        "text": f"{topic}: how the {topic} works"
+        + (", step by step" if tenant == "globex" else ""),
+        "tenant": tenant,
+    }
+    for tenant in TENANTS
+    for topic in TOPICS
+]
+#: (id, text, tenant): the same text for both tenants, and a second acme question.
+QUERIES = [
+    ("acme-refund", "how does the refund work", "acme"),
+    ("globex-refund", "how does the refund work", "globex"),
+    ("acme-invoice", "where is the invoice", "acme"),
+]
+
+#: The stores, one module the project's conftest imports and this test runs too (the expected
+#: rankings are the library's, never the plugin's).
+STORES = """\
+import json
+import os
+
+from haystack import Document as HaystackDocument
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import InMemoryVectorStore
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pages():
+    with open(os.path.join(HERE, "corpus.jsonl"), encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def langchain_store():
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=32))
+    store.add_documents(
+        [Document(id=p["_id"], page_content=p["text"], metadata={"tenant": p["tenant"]})
+         for p in pages()]
+    )
+    return store
+
+
+def haystack_retriever():
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [HaystackDocument(id=p["_id"], content=p["text"], meta={"tenant": p["tenant"]})
+         for p in pages()]
+    )
+    return InMemoryBM25Retriever(store)
+"""
+
+SCOPE = """\
+def tenant_filter(context):
+    tenant = context["tenant"]
+    return lambda doc: doc.metadata["tenant"] == tenant
+"""
+
+CONFTEST = """\
+import pytest
+import leak_stores
+
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    return BUILD
+"""
+
+
+def _golden(haystack_filters: bool) -> str:
+    lines = ["version: 1", "queries:"]
+    for qid, text, tenant in QUERIES:
+        context: dict[str, Any] = {"tenant": tenant}
+        if haystack_filters:
+            context["filters"] = {"field": "meta.tenant", "operator": "==", "value": tenant}
+        lines += [
+            f"  - id: {qid}",
+            f"    text: {text}",
+            f"    relevant: [{tenant}-{qid.split('-')[1]}]",
+            f"    context: {json.dumps(context)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _project(
+    pytester: pytest.Pytester, build: str, *, context_filter: bool, haystack_filters: bool
+) -> RetrievalProject:
+    ini = {
+        "retrieval_corpus": "corpus.jsonl",
+        "retrieval_short_rankings": "off",
+        "retrieval_thresholds": "forbidden@5 == 0",
+    }
+    if context_filter:
+        ini["retrieval_context_filter"] = "leak_scope:tenant_filter"
+    project = RetrievalProject(pytester).write(
+        golden=_golden(haystack_filters),
+        conftest=CONFTEST.replace("BUILD", build),
+        ini=ini,
+        ks="5",
+    )
+    (project.path / "corpus.jsonl").write_text(
+        "".join(json.dumps(page) + "\n" for page in PAGES), encoding="utf-8"
+    )
+    (project.path / "leak_stores.py").write_text(STORES, encoding="utf-8")
+    (project.path / "leak_scope.py").write_text(SCOPE, encoding="utf-8")
+    pytester.syspathinsert()
+    return project
+
+
+def _stores(project: RetrievalProject) -> types.ModuleType:
+    """The project's store module, run in this process on the same corpus."""
+    module = types.ModuleType("leak_stores_here")
+    module.__file__ = str(project.path / "leak_stores.py")
+    exec(compile(STORES, module.__file__, "exec"), module.__dict__)
+    return module
+
+
+def _expected_leaks(rankings: dict[str, list[str]]) -> list[str]:
+    """The failure's lines for these unfiltered top-5 rankings: every page of another tenant
+    than the query's, at its rank."""
+    tenant_of = {page["_id"]: page["tenant"] for page in PAGES}
+    leaks = []
+    for qid, _text, tenant in QUERIES:
+        for rank, doc in enumerate(rankings[qid][:5], start=1):
+            if tenant_of[doc] != tenant:
+                leaks.append(
+                    f"  query {qid} (tenant {tenant}): {doc} at rank {rank} [retriever]: "
+                    f"tenant {tenant_of[doc]}, the query's is {tenant}"
+                )
+    return leaks
+
+
+def _assert_fails_naming(result: pytest.RunResult, leaks: list[str]) -> None:
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # every query's top 5 holds another tenant's page (5 results from 3 pages per tenant)
+    assert len(leaks) >= len(QUERIES)
+    result.stdout.fnmatch_lines(
+        esc(
+            [
+                "forbidden@5 == 0 fails (zero tolerance) [stage=retriever split=overall]",
+                f"{len(leaks)} forbidden documents in the top 5 of {len(QUERIES)} queries:",
+                *leaks,
+            ]
+        )
+    )
+
+
+def test_a_langchain_vector_store_filtered_by_the_context_filter_keeps_forbidden_at_5_at_zero(
+    pytester: pytest.Pytester,
+) -> None:
+    project = _project(
+        pytester,
+        "leak_stores.langchain_store().as_retriever()",
+        context_filter=True,
+        haystack_filters=False,
+    )
+    store = _stores(project).langchain_store()
+    for _qid, text, tenant in QUERIES:  # the filter is what keeps the other tenant out
+        filtered = store.similarity_search(
+            text, k=5, filter=lambda doc, t=tenant: doc.metadata["tenant"] == t
+        )
+        assert {d.metadata["tenant"] for d in filtered} == {tenant}
+    result = project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["PASS forbidden@5 == 0*"])
+
+
+def test_the_same_langchain_retriever_without_the_filter_fails_naming_each_leak_and_rank(
+    pytester: pytest.Pytester,
+) -> None:
+    project = _project(
+        pytester,
+        "leak_stores.langchain_store().as_retriever()",
+        context_filter=False,
+        haystack_filters=False,
+    )
+    store = _stores(project).langchain_store()
+    rankings = {
+        qid: [str(d.id) for d in store.similarity_search(text, k=5)] for qid, text, _t in QUERIES
+    }
+    _assert_fails_naming(project.run(), _expected_leaks(rankings))
+
+
+def test_a_haystack_bm25_retriever_given_the_golden_sets_filters_keeps_forbidden_at_5_at_zero(
+    pytester: pytest.Pytester,
+) -> None:
+    project = _project(
+        pytester, "leak_stores.haystack_retriever()", context_filter=False, haystack_filters=True
+    )
+    result = project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["PASS forbidden@5 == 0*"])
+
+
+def test_the_same_haystack_retriever_without_filters_fails_naming_each_leak_and_rank(
+    pytester: pytest.Pytester,
+) -> None:
+    project = _project(
+        pytester, "leak_stores.haystack_retriever()", context_filter=False, haystack_filters=False
+    )
+    retriever = _stores(project).haystack_retriever()
+    rankings = {
+        qid: [d.id for d in retriever.run(query=text, top_k=5)["documents"]]
+        for qid, text, _t in QUERIES
+    }
+    _assert_fails_naming(project.run(), _expected_leaks(rankings))
