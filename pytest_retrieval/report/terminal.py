@@ -9,6 +9,7 @@ from typing import Any
 from ..golden.model import Query
 from ..golden.scope import DETAILS_HINT
 from ..regression.outcome import describe_left_out
+from ..scoring.metrics import metric_of
 from ..session.session import RetrievalSession
 from ..settings.options import DEFAULT_ALPHA
 from ..text import for_terminal
@@ -594,13 +595,15 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             adjusted = regression.family_size > 1 and regression.multiplicity != "none"
             if regression.p_value_raw is not None and adjusted:
                 p_value += f" adjusted, raw {regression.p_value_raw:.3g}"
+            row = metric_of(regression.metric)  # its direction names the bound and the change
             bound = (
-                f", {regression.upper_level:.0%} upper bound {regression.upper_bound:+.4f}"
+                f", {regression.upper_level:.0%} {row.bound_side} bound "
+                f"{regression.upper_bound:+.4f}"
                 if regression.upper_bound is not None and regression.upper_level is not None
                 else ""
             )
             detectable = (
-                f"; detectable drop {regression.detectable:.4f}"
+                f"; detectable {row.worsening} {regression.detectable:.4f}"
                 if regression.detectable is not None
                 else "; none detectable"
                 if regression.detectable_reason
