@@ -18,7 +18,7 @@ lower-is-better metric a one-sided lower bound above 0. Budgets are absolute
 change for the better beyond the budget is an improvement: the baseline is a floor that should
 move up (a ceiling that should move down), so the report suggests refreshing it (see the README
 on refreshing without ratcheting onto a lucky run). For a lower-is-better metric the verdict of
-a regression says the rise in words first (``stale@3 rose by 0.0840 (budget 0.02): ...``): its
+a regression says the rise in words first (``stale@3 rose by 0.3333 (budget 0.02): ...``): its
 positive delta does not read as a regression the way a negative one does.
 
 Held-out queries never enter a baseline with per-query detail, so regressions are checked on the
@@ -92,7 +92,7 @@ def interval_text(interval: Any, metric: Metric | None = None) -> str:
     if metric is None or not metric.lower_is_better:
         low, high = interval.low, interval.high
     else:
-        low, high = -interval.high, -interval.low
+        low, high = metric.oriented(interval.high), metric.oriented(interval.low)  # never -0.0
     side = metric.bound_side if metric is not None else "upper"
     bound = high if side == "upper" else low
     return (
