@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "compare",
         help="check a stored run (JSON artifact) for regressions against a baseline",
         description=(
-            "Apply the regression rule (drop larger than the budget AND significant in a "
+            "Apply the regression rule (drop, or rise of forbidden@K / stale@K, larger than the "
+            "budget AND significant in a "
             "paired sign-flip test, family-wise over every check as the plugin does) to a "
             "run's JSON artifact against a baseline file, and print the per-query diff. "
             "Exit 0 no regression, 1 regression, 2 usage error."

@@ -257,7 +257,11 @@ class Budget:
         return f"{_plain(self.amount * 100)}%" if self.relative else _plain(self.amount)
 
     def allowed(self, baseline_mean: float) -> float:
-        """The drop allowed, in metric units."""
+        """The change for the worse allowed, in metric units: a drop, or a rise for a
+        lower-is-better metric (``stale@3 0.02``). A relative budget is that share of the
+        baseline mean in either direction (``stale@3 10%`` allows a rise of a tenth of the
+        baseline's stale@3), so over a baseline at 0 it allows none: any significant rise
+        fails (write an absolute budget for a tolerance)."""
         return self.amount * baseline_mean if self.relative else self.amount
 
     def describe(self) -> str:
@@ -304,14 +308,6 @@ def parse_budget(line: str, *, source: str | None = None, line_number: int | Non
         raise problem(
             f"budget {match['amount']!r} is not a number", "write e.g. 0.02 or 2%"
         ) from None
-    if spec.metric.lower_is_better:
-        # The regression rule tests a drop; a rise of a leak metric is its regression, which
-        # the rule does not orient yet: refused rather than read a rise as an improvement.
-        raise problem(
-            f"{spec} is lower-is-better, and regression budgets on it are not supported yet",
-            f"gate it with a threshold instead: {spec} <= 0.0"
-            + (f" or {spec} == 0" if spec.name == "forbidden" else ""),
-        )
     relative = bool(match["pct"])
     if relative:
         amount /= 100.0

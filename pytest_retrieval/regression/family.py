@@ -5,9 +5,11 @@ Every regression check of a session is one family: :func:`family` pairs every bu
 together (``retrieval_multiplicity``, default maxT;
 :func:`~pytest_retrieval.scoring.stats.multiplicity.adjust_family` computes), so the chance that a
 build turns red without a true change stays at or below ``alpha`` however many checks it has.
-Checks that cannot be compared are not members. In beyond-budget mode each member is the shifted
-test (the drop must be significantly larger than its budget). :func:`describe` is the line naming a
-family in a summary.
+Checks that cannot be compared are not members. Each member's deltas are oriented by its
+metric's direction (:meth:`pytest_retrieval.scoring.metrics.Metric.oriented`), so the one-sided
+test is of a worsening: a drop, or a rise of a lower-is-better metric. In beyond-budget mode each
+member is the shifted test (the worsening must be significantly larger than its budget).
+:func:`describe` is the line naming a family in a summary.
 """
 
 from __future__ import annotations
@@ -116,7 +118,9 @@ def family(
             FamilyItem(
                 budget.name,
                 tuple(q for q, _a, _b in paired.pairs),
-                tuple(b - a for _q, a, b in paired.pairs),
+                # Oriented (higher is better, Metric.oriented): the one-sided test of every
+                # member is of a worsening, a rise for stale@K as a drop for recall@K.
+                tuple(budget.spec.metric.oriented(b - a) for _q, a, b in paired.pairs),
                 shift=_shift(budget, paired, options),
             )
         )

@@ -228,7 +228,8 @@ class RegressionOutcome:
     warning: str | None = None
     worse: tuple[QueryDiff, ...] = ()
     better: tuple[QueryDiff, ...] = ()
-    #: The mean drop is larger than the budget (whether or not it is significant).
+    #: The mean change for the worse (a drop; a rise of a lower-is-better metric) is larger
+    #: than the budget (whether or not it is significant).
     over_budget: bool = False
     #: The per-check p-value before the family-wise adjustment (``p_value`` is the adjusted one).
     p_value_raw: float | None = None
@@ -236,10 +237,13 @@ class RegressionOutcome:
     multiplicity: str | None = None
     family_size: int = 0
     alpha: float | None = None
-    #: What was tested: "drop" (H0: no drop) or "beyond-budget" (H0: drop <= budget).
+    #: What was tested: "drop" (H0: no drop) or "beyond-budget" (H0: drop <= budget); a
+    #: lower-is-better metric's "drop" is its rise.
     test: str = "drop"
-    #: The one-sided ``1 - alpha`` upper bound of the mean delta (None: infinite); ``ci`` is the
-    #: two-sided ``1 - 2 alpha`` interval of the same test inversion.
+    #: The one-sided ``1 - alpha`` bound of the mean delta that a regression clears (None:
+    #: infinite): its upper bound, below 0 for a significant drop; for a lower-is-better metric
+    #: (``stale@K``: :attr:`.Metric.bound_side`) its lower bound, above 0 for a significant rise.
+    #: ``ci`` is the two-sided ``1 - 2 alpha`` interval of the same test inversion.
     upper_bound: float | None = None
     ci_level: float | None = None
     upper_level: float | None = None

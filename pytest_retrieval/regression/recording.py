@@ -4,7 +4,8 @@ The session owns its snapshot (one per metric list), the baseline it writes and 
 family (:meth:`~pytest_retrieval.session.session.RetrievalSession.snapshot`, ``baseline_snapshot``,
 ``regression_family``); what goes into them is decided here, from facts:
 
-* :func:`snapshot_specs`: the metrics a snapshot holds;
+* :func:`snapshot_specs`: the metrics a snapshot holds (with :func:`leak_specs`: the
+  forbidden@K / stale@K the run can measure, at every scored K);
 * :func:`snapshot_settings`: the settings a baseline must share to be comparable (the depth,
   which duplicate groups);
 * :func:`ranking_of`, :func:`returned_of`: a query's ranking and its ids as returned, from a
@@ -16,7 +17,7 @@ The comparison options of every regression check of a session are
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..scoring.metrics import MetricSpec
@@ -29,11 +30,27 @@ if TYPE_CHECKING:
 
 
 def snapshot_specs(
-    settings: Settings, budgets: Sequence[Budget], extra: Sequence[MetricSpec] = ()
+    settings: Settings,
+    budgets: Sequence[Budget],
+    extra: Sequence[MetricSpec] = (),
+    *,
+    leaks: Sequence[MetricSpec] = (),
 ) -> tuple[MetricSpec, ...]:
-    """The metrics a snapshot holds: the configured ones, every budget's, then ``extra``."""
+    """The metrics a snapshot holds: the configured ones, every budget's, the leak metrics
+    the run can measure (``leaks``, :func:`leak_specs`), then ``extra``."""
     budgeted = [b.spec for b in budgets]
-    return tuple(dict.fromkeys([*settings.metric_specs, *budgeted, *extra]))
+    return tuple(dict.fromkeys([*settings.metric_specs, *budgeted, *leaks, *extra]))
+
+
+def leak_specs(measurable: Iterable[str], cutoffs: Iterable[int]) -> tuple[MetricSpec, ...]:
+    """``forbidden@K`` and ``stale@K`` at every scored cutoff, for those of the two the run can
+    measure (``measurable``: the golden set lists forbidden documents or the corpus has
+    access rules; the corpus marks documents superseded or retired). A baseline records them
+    so a later budget on them (``stale@3 0.02``) has per-query values to pair with; one the run
+    cannot measure is left out (a budget on it then meets the baseline's "has no stale@3")."""
+    names = [name for name in ("forbidden", "stale") if name in set(measurable)]
+    ks = sorted(set(cutoffs))
+    return tuple(MetricSpec(name, k) for name in names for k in ks)
 
 
 def returned_of(

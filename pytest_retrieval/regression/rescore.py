@@ -16,7 +16,9 @@ What cannot be re-scored is refused by name (:func:`why_not_rescorable`): a vers
 baseline; a baseline of several runs (it keeps one run's rankings beside the means of all); a
 metric that reads past the depth a version 2 baseline cut its rankings at (``map``, ``ndcg``,
 ``mrr``, ``r_precision``) when a stored ranking reaches that cut; ``abstain_rate`` and
-``answer_rate`` (they read the retriever's scores, which a baseline does not store); a run
+``answer_rate`` (they read the retriever's scores, which a baseline does not store);
+``forbidden@K`` and ``stale@K`` (they read the forbidden and stale documents of the golden set
+and corpus the run had, which a baseline does not store); a run
 scored per duplicate group when those groups are not the ones at hand (a snapshot records
 their fingerprint, not the groups).
 
@@ -91,6 +93,13 @@ def why_not_rescorable(
             f"{metric} is measured on the retriever's scores, which a baseline does not store, "
             "so it cannot be re-scored; compare the unchanged queries with "
             "--retrieval-baseline-mode=intersect, or refresh the baseline"
+        )
+    if spec is not None and spec.metric.source == "access":
+        return (
+            f"{metric} is counted from the forbidden and stale documents of the golden set and "
+            "the corpus as they were, which a baseline does not store, so it cannot be "
+            "re-scored; compare the unchanged queries with --retrieval-baseline-mode=intersect, "
+            "or refresh the baseline"
         )
     recorded = recorded_groups(current.settings.get("dedup"))
     given = groups_fingerprint(conventions.duplicates)

@@ -1,19 +1,25 @@
 """The regression rule: is the current run worse than the committed baseline?
 
-**The rule.** A metric (per stage, split and slice) regresses when its mean drop is larger than
-its budget AND a paired sign-flip test says the drop is significant (one-sided) at ``alpha``
-*family-wise*: every regression check of a session is one family, and the p-value that decides
-is the family-adjusted one (:mod:`pytest_retrieval.scoring.stats.multiplicity`,
+**The rule.** A metric (per stage, split and slice) regresses when its mean change for the worse
+(a drop; a rise for a lower-is-better metric such as ``stale@K``, the metric table's direction,
+:meth:`pytest_retrieval.scoring.metrics.Metric.oriented`) is larger than its budget AND a paired
+sign-flip test says the change is significant (one-sided) at ``alpha`` *family-wise*: every
+regression check of a session is one family, and the p-value that decides is the family-adjusted
+one (:mod:`pytest_retrieval.scoring.stats.multiplicity`,
 ``retrieval_multiplicity``, default maxT), so the chance that a build turns red without a true
 change stays at or below ``alpha`` however many checks it has. With ``retrieval_budget_test =
-beyond-budget`` the test is the shifted one: the drop must be significantly *larger than the
-budget*. The interval shown is the sign-flip test's own inversion
+beyond-budget`` the test is the shifted one: the worsening must be significantly *larger than
+the budget*. The interval shown is the sign-flip test's own inversion
 (:func:`pytest_retrieval.scoring.stats.delta_interval`): a significant drop always shows a
-one-sided upper bound below 0 (below ``-budget`` in beyond-budget mode). Budgets are absolute
+one-sided upper bound below 0 (below ``-budget`` in beyond-budget mode), a significant rise of a
+lower-is-better metric a one-sided lower bound above 0. Budgets are absolute
 (``recall@50 0.02``) or relative to the baseline mean
-(``ndcg@10 2%``); see :mod:`pytest_retrieval.gates.declared` for their grammar. A significant rise
-above the budget is an improvement: the baseline is a floor that should move up, so the report
-suggests refreshing it (see the README on refreshing without ratcheting onto a lucky run).
+(``ndcg@10 2%``); see :mod:`pytest_retrieval.gates.declared` for their grammar. A significant
+change for the better beyond the budget is an improvement: the baseline is a floor that should
+move up (a ceiling that should move down), so the report suggests refreshing it (see the README
+on refreshing without ratcheting onto a lucky run). For a lower-is-better metric the verdict of
+a regression says the rise in words first (``stale@3 rose by 0.3333 (budget 0.02): ...``): its
+positive delta does not read as a regression the way a negative one does.
 
 Held-out queries never enter a baseline with per-query detail, so regressions are checked on the
 other splits only. :func:`compare` applies the rule in steps: check the two snapshots are
@@ -38,6 +44,7 @@ from typing import Any
 
 from ..gates.declared import Budget
 from ..run.stages import stage_change
+from ..scoring.metrics import Metric
 from ..verdict import Status
 from .family import Family, family
 from .outcome import QueryDiff, RegressionOutcome
@@ -76,12 +83,21 @@ def _bound(value: float) -> str:
     return f"{value:+.4f}" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
 
 
-def interval_text(interval: Any) -> str:
-    """``one-sided 95% upper bound -0.0040, 90% two-sided interval [-0.0310, -0.0040]``."""
+def interval_text(interval: Any, metric: Metric | None = None) -> str:
+    """``one-sided 95% upper bound -0.0040, 90% two-sided interval [-0.0310, -0.0040]``.
+
+    ``interval`` is of the deltas oriented by ``metric`` (:meth:`.Metric.oriented`; higher is
+    better when None); the text is in the metric's own units: for a lower-is-better metric the
+    bound a regression clears is the lower one (``one-sided 95% lower bound +0.0040``)."""
+    if metric is None or not metric.lower_is_better:
+        low, high = interval.low, interval.high
+    else:
+        low, high = metric.oriented(interval.high), metric.oriented(interval.low)  # never -0.0
+    side = metric.bound_side if metric is not None else "upper"
+    bound = high if side == "upper" else low
     return (
-        f"one-sided {interval.upper_level:.0%} upper bound {_bound(interval.high)}, "
-        f"{interval.two_sided_level:.0%} two-sided interval [{_bound(interval.low)}, "
-        f"{_bound(interval.high)}]"
+        f"one-sided {interval.upper_level:.0%} {side} bound {_bound(bound)}, "
+        f"{interval.two_sided_level:.0%} two-sided interval [{_bound(low)}, {_bound(high)}]"
     )
 
 
@@ -105,6 +121,10 @@ def compare(
     from ..scoring import stats
 
     metric = str(budget.spec)
+    # Every test below reads oriented values (higher is better, Metric.oriented): a rise of
+    # stale@3 is a worsening like a drop of recall; what is reported is in the metric's units.
+    row = budget.spec.metric
+    orient = row.oriented
     paired = pair_queries(baseline, current, budget, options=options, baseline_path=baseline_path)
     if isinstance(paired, RegressionOutcome):
         return paired
@@ -115,9 +135,9 @@ def compare(
     if members is None or budget.name not in members.results:
         members = family(baseline, current, [budget], options=options, baseline_path=baseline_path)
     adjusted = members.results[budget.name]
-    base_values = [a for _q, a, _b in pairs]
-    cur_values = [b for _q, _a, b in pairs]
-    deltas = [b - a for _q, a, b in pairs]
+    base_values = [orient(a) for _q, a, _b in pairs]
+    cur_values = [orient(b) for _q, _a, b in pairs]
+    gains = [orient(b - a) for _q, a, b in pairs]
     better_test = stats.paired_comparison(
         base_values,
         cur_values,
@@ -128,25 +148,27 @@ def compare(
         confidence=options.confidence,
     )
     interval = stats.delta_interval(
-        deltas, alpha=options.alpha, resamples=options.resamples, seed=options.seed
+        gains, alpha=options.alpha, resamples=options.resamples, seed=options.seed
     )
-    mean_before = better_test.mean_baseline
-    mean_current = better_test.mean_current
+    mean_before = orient(better_test.mean_baseline)
+    mean_current = orient(better_test.mean_current)
     allowed = budget.allowed(mean_before)
-    delta = better_test.mean_delta
+    gain = better_test.mean_delta
+    delta = orient(gain)
+    worsening = row.worsening
     beyond = options.budget_test == "beyond-budget"
     # A drop exactly as large as the budget is within it: float noise in the mean of the deltas
     # (0.7 - 0.8 = -0.10000000000000009) must not push it over. Values have DECIMALS decimals,
     # so a real excess is at least 1e-6 / n, far above this for any golden set.
-    exceeds_drop = -delta - allowed > _NOISE
-    exceeds_rise = delta - allowed > _NOISE
+    exceeds_worse = -gain - allowed > _NOISE
+    exceeds_better = gain - allowed > _NOISE
     # The bound shown beside the verdict must agree with it: a regression always shows an upper
     # bound below 0 (below -budget for the shifted test). The adjusted p-value decides; the
     # bound can only make the rule stricter (when a Monte Carlo p and bound disagree by a hair).
     bound_agrees = interval.high < (-allowed if beyond else 0.0)
-    regressed = exceeds_drop and adjusted.significant and bound_agrees
-    improved = exceeds_rise and better_test.significant
-    drop = stats.detectable_drop(deltas, alpha=options.alpha, power=0.8)
+    regressed = exceeds_worse and adjusted.significant and bound_agrees
+    improved = exceeds_better and better_test.significant
+    drop = stats.detectable_drop(gains, alpha=options.alpha, power=0.8)
     detectable = drop.drop
     warning = None
     if 2.0 ** -len(pairs) > options.alpha:
@@ -159,9 +181,9 @@ def compare(
         )
     elif detectable is not None and allowed < detectable and detectable > 0:
         warning = (
-            f"the budget {allowed:.4f} is smaller than the smallest drop this golden set "
+            f"the budget {allowed:.4f} is smaller than the smallest {worsening} this golden set "
             f"can detect ({detectable:.4f} at alpha {options.alpha:g}, power 0.8): it "
-            "cannot tell such a drop from noise; add queries or widen the budget"
+            f"cannot tell such a {worsening} from noise; add queries or widen the budget"
         )
     noise = _noise(baseline, pairs, baseline_stage, metric)
     k = budget.spec.k
@@ -171,16 +193,32 @@ def compare(
         if a != b:
             before_q, after_q = baseline.queries[qid], current.queries[qid]
             moves = _moves(before_q, after_q, sides, k)
-            holes, lost = _holes(before_q, after_q, sides, k, moves) if b < a else (0, None)
+            # Holes are unjudged documents above a lost relevant one: a relevance drop's.
+            holed_drop = b < a and not row.lower_is_better
+            holes, lost = _holes(before_q, after_q, sides, k, moves) if holed_drop else (0, None)
             diffs.append(QueryDiff(qid, a, b, moves, holes=holes, lost=lost))
-    worse = tuple(sorted((d for d in diffs if d.delta < 0), key=lambda d: (d.delta, d.query_id)))
-    better = tuple(sorted((d for d in diffs if d.delta > 0), key=lambda d: (-d.delta, d.query_id)))
+    worse = tuple(
+        sorted(
+            (d for d in diffs if orient(d.delta) < 0),
+            key=lambda d: (orient(d.delta), d.query_id),
+        )
+    )
+    better = tuple(
+        sorted(
+            (d for d in diffs if orient(d.delta) > 0),
+            key=lambda d: (-orient(d.delta), d.query_id),
+        )
+    )
     finite = math.isfinite(interval.low) and math.isfinite(interval.high)
-    ci = (interval.low, interval.high) if finite else None
+    # In the metric's units: the oriented interval turned back (for lower-is-better, negated
+    # and so reversed); the bound stored is the one a regression clears (Metric.bound_side).
+    ends = sorted((orient(interval.low), orient(interval.high)))
+    ci = (ends[0], ends[1]) if finite else None
+    bound = orient(interval.high)
     holed = [d for d in worse if d.holes]
     hole_delta = sum(d.delta for d in holed) / len(pairs) if holed else None
     status = Status.REGRESSION if regressed else Status.IMPROVEMENT if improved else Status.PASS
-    tested = "p (drop > budget)" if beyond else "one-sided p"
+    tested = f"p ({worsening} > budget)" if beyond else "one-sided p"
     if members.method != "none" and members.size > 1:
         method = _METHOD_NAMES.get(members.method, members.method)
         p_text = (
@@ -191,40 +229,48 @@ def compare(
         p_text = f"{tested} = {adjusted.p_value:.4g}"
     head = (
         f"{metric} {mean_before:.4f} → {mean_current:.4f} (Δ {delta:+.4f}, "
-        f"{interval_text(interval)}, {p_text}, n = {len(pairs)}) [{where}]; budget "
+        f"{interval_text(interval, row)}, {p_text}, n = {len(pairs)}) [{where}]; budget "
         f"{budget.describe()} = {allowed:.4f}"
     )
+    moved = (
+        # A negative delta reads as a drop; a positive one as a regression does not, so a
+        # lower-is-better metric's verdict says it in words first.
+        f"{metric} {row.worsened} by {abs(delta):.4f} (budget {budget.describe()}): "
+        if row.lower_is_better
+        else ""
+    )
     if regressed:
-        verdict = f"regression: {head}"
+        verdict = f"regression: {moved}{head}"
     elif improved:
         verdict = (
             f"improvement: {head}; significant (p = {better_test.p_value:.4g}): refresh "
-            "the baseline (--retrieval-update-baseline) so the floor moves up"
+            "the baseline (--retrieval-update-baseline) so the "
+            + ("ceiling moves down" if row.lower_is_better else "floor moves up")
         )
-    elif exceeds_drop and 2.0**-interval.n_nonzero > options.alpha and not beyond:
+    elif exceeds_worse and 2.0**-interval.n_nonzero > options.alpha and not beyond:
         # The sign-flip test only sees queries whose value changed: with m of them its smallest
         # one-sided p-value is 2**-m, so a drop carried by a handful of queries cannot be
         # significant, however large. Say so rather than calling it noise.
         needed = math.ceil(math.log2(1.0 / options.alpha))
         verdict = (
-            f"no regression: {head}; the drop exceeds the budget, but only "
+            f"no regression: {head}; the {worsening} exceeds the budget, but only "
             f"{interval.n_nonzero} queries changed and the sign-flip test needs at least "
             f"{needed} changed queries to reach alpha {options.alpha:g}: look at them below"
         )
-    elif exceeds_drop and beyond:
+    elif exceeds_worse and beyond:
         verdict = (
-            f"no regression: {head}; the drop exceeds the budget but is not significantly "
+            f"no regression: {head}; the {worsening} exceeds the budget but is not significantly "
             f"larger than it (beyond-budget test, family-wise alpha {options.alpha:g})"
         )
-    elif exceeds_drop and adjusted.raw_p_value <= options.alpha < adjusted.p_value:
+    elif exceeds_worse and adjusted.raw_p_value <= options.alpha < adjusted.p_value:
         verdict = (
-            f"no regression: {head}; the drop exceeds the budget and this check alone would be "
-            f"significant, but not family-wise over {members.size} checks (alpha "
+            f"no regression: {head}; the {worsening} exceeds the budget and this check alone "
+            f"would be significant, but not family-wise over {members.size} checks (alpha "
             f"{options.alpha:g})"
         )
-    elif exceeds_drop:
+    elif exceeds_worse:
         verdict = (
-            f"no regression: {head}; the drop exceeds the budget but is not significant at "
+            f"no regression: {head}; the {worsening} exceeds the budget but is not significant at "
             f"alpha {options.alpha:g} (noise-level change)"
         )
     else:
@@ -232,7 +278,7 @@ def compare(
     if interval.n_nonzero > 0:
         shown = f"{detectable:.4f}" if detectable is not None else f"none ({drop.reason})"
         verdict += (
-            f"; smallest detectable drop {shown} (alpha {options.alpha:g}, power 0.8, for "
+            f"; smallest detectable {worsening} {shown} (alpha {options.alpha:g}, power 0.8, for "
             "changes like the ones seen)"
         )
     lines = [verdict]
@@ -292,13 +338,13 @@ def compare(
         warning=warning,
         worse=worse,
         better=better,
-        over_budget=exceeds_drop,
+        over_budget=exceeds_worse,
         p_value_raw=adjusted.raw_p_value,
         multiplicity=members.method,
         family_size=members.size,
         alpha=options.alpha,
         test=options.budget_test,
-        upper_bound=interval.high if math.isfinite(interval.high) else None,
+        upper_bound=bound if math.isfinite(bound) else None,
         ci_level=interval.two_sided_level,
         upper_level=interval.upper_level,
         ci_collapsed=interval.collapsed,

@@ -74,12 +74,18 @@ def label_hash(
     slices: Iterable[str],
     split: str,
     context: str | None = None,
+    forbidden: Iterable[str] = (),
 ) -> str:
-    """A short hash of one query's labels: changes when its text, grades, slices, split or
-    context (canonical JSON; a query without one keeps the hash it always had) do."""
+    """A short hash of one query's labels: changes when its text, grades, slices, split,
+    context (canonical JSON) or ``forbidden`` list do, so a query whose forbidden documents
+    changed is a changed query, as one whose grades did. A query with neither a context nor
+    forbidden documents keeps the hash it always had."""
     parts: list[object] = [text, sorted(judgments.items()), sorted(slices), split]
     if context is not None:
         parts.append(context)
+    listed = sorted(set(forbidden))
+    if listed:  # an object: never equal to a context (a string) in the same place
+        parts.append({"forbidden": listed})
     canonical = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
@@ -389,7 +395,12 @@ def build_snapshot(
             split=query.split,
             slices=query.slices,
             labels=label_hash(
-                query.text, query.judgments, query.slices, query.split, context_json(query.context)
+                query.text,
+                query.judgments,
+                query.slices,
+                query.split,
+                context_json(query.context),
+                query.forbidden,
             ),
             metrics=metrics,
             relevant_ranks=ranks,

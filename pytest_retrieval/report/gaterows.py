@@ -16,6 +16,7 @@ from typing import Any
 from ..gates.gate import gate_source
 from ..regression.outcome import BaselineRef, describe_left_out, left_out_of
 from ..run.determinism import stale_warning
+from ..scoring.metrics import metric_of
 from ..verdict import Shown, Status, Stop, Verdict
 from .phrases import fmt, fmt_p, fmt_signed, scope_label, stage_shown, unscored_reason
 
@@ -33,7 +34,7 @@ class GateRow:
     split: str | None
     slice: str | None
     value: float | None
-    target: str  # "≥ 0.85" or "drop ≤ 0.0200"
+    target: str  # "≥ 0.85", "drop ≤ 0.0200" or "rise ≤ 0.0200" (a lower-is-better metric)
     delta: float | None = None
     ci: tuple[float, float] | None = None
     p_value: float | None = None
@@ -76,7 +77,8 @@ class GateRow:
             return text
         parts = []
         if self.upper_bound is not None and self.upper_level is not None:
-            parts.append(f"{self.upper_level:.0%} upper bound {fmt_signed(self.upper_bound)}")
+            side = metric_of(self.metric).bound_side  # a lower-is-better metric's: its lower
+            parts.append(f"{self.upper_level:.0%} {side} bound {fmt_signed(self.upper_bound)}")
         if self.ci is not None:
             level = f"{self.ci_level:.0%} interval" if self.ci_level is not None else "CI"
             parts.append(f"{level} [{fmt_signed(self.ci[0])}, {fmt_signed(self.ci[1])}]")
@@ -158,7 +160,9 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     ci_raw = outcome.get("ci")
     ci = (float(ci_raw[0]), float(ci_raw[1])) if ci_raw else None
     budget = outcome.get("budget")
-    target = f"drop ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
+    row = metric_of(outcome.get("metric"))  # which way is worse: a drop, or a rise
+    worsening = row.worsening
+    target = f"{worsening} ≤ {fmt(budget)}" if isinstance(budget, (int, float)) else "—"
     since = _text(outcome.get("since"))
     against = against_text(outcome)
     if since is not None and against is None:  # an anchored budget: the drop since its anchor
@@ -168,9 +172,9 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
     note = ""
     if status_word == Status.IMPROVEMENT:
         p_value = outcome.get("p_value_improvement")
-        significance = f"{fmt_p(p_value)}, significant rise"
-        note = (
-            "improvement: refresh the baseline (--retrieval-update-baseline) so the floor moves up"
+        significance = f"{fmt_p(p_value)}, significant {row.improving}"
+        note = "improvement: refresh the baseline (--retrieval-update-baseline) so the " + (
+            "ceiling moves down" if row.lower_is_better else "floor moves up"
         )
     elif status_word in (Status.REGRESSION, Status.PASS) and p_value is not None:
         significant = status_word == Status.REGRESSION or (
@@ -178,9 +182,15 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
         )
         beyond = outcome.get("test") == "beyond-budget"
         significance = f"{fmt_p(p_value)}{_adjusted(outcome)}, " + (
-            ("drop significantly beyond the budget" if beyond else "significant drop")
+            (
+                f"{worsening} significantly beyond the budget"
+                if beyond
+                else f"significant {worsening}"
+            )
             if significant
-            else ("not significantly beyond the budget" if beyond else "no significant drop")
+            else (
+                "not significantly beyond the budget" if beyond else f"no significant {worsening}"
+            )
         )
     if status_word in (Status.INCOMPARABLE, Status.MISSING, Status.SKIPPED):
         note = str(outcome.get("message") or status_word).split("\n", 1)[0]
@@ -188,8 +198,8 @@ def _regression_row(outcome: Mapping[str, Any], level: float) -> GateRow:
         detectable = outcome.get("detectable")
         if isinstance(budget, (int, float)) and isinstance(detectable, (int, float)):
             note = (
-                f"warning: the budget {fmt(budget)} is below the smallest drop this golden set "
-                f"can detect ({fmt(detectable)}): add queries or widen the budget"
+                f"warning: the budget {fmt(budget)} is below the smallest {worsening} this golden "
+                f"set can detect ({fmt(detectable)}): add queries or widen the budget"
             )
         else:
             note = f"warning: {outcome['warning']}"

@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..golden.scope import Scope
+from ..scoring.metrics import Metric, metric_of
 from ..text import for_terminal
 from ..verdict import Shown, Status, Stop
 from . import gaterows, phrases, view
@@ -295,11 +297,12 @@ def _moves(diff: Mapping[str, Any]) -> str:
     return text or "—"
 
 
-def _drop_order(diff: Mapping[str, Any]) -> tuple[float, str]:
-    """Worst drop first, then by query id."""
+def _drop_order(diff: Mapping[str, Any], row: Metric) -> tuple[float, str]:
+    """Worst first (by the change oriented by the metric's direction: the largest drop, or
+    the largest rise of a lower-is-better metric), then by query id."""
     before, after = diff.get("before"), diff.get("after")
     delta = after - before if before is not None and after is not None else 0.0
-    return delta, str(diff.get("query_id"))
+    return row.oriented(delta), str(diff.get("query_id"))
 
 
 def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str]:
@@ -315,8 +318,8 @@ def _regressions_section(artifact: Mapping[str, Any], max_rows: int) -> list[str
         f"check{'s' if len(every) != 1 else ''}, {worse_total} query drops</summary>",
     ]
     for outcome in failing:
-        worse = sorted(outcome.get("worse") or (), key=_drop_order)
         metric = str(outcome.get("metric"))
+        worse = sorted(outcome.get("worse") or (), key=partial(_drop_order, row=metric_of(metric)))
         stage = phrases.stage_shown(outcome.get("stage"), outcome.get("baseline_stage"))
         lines.append("")
         against = gaterows.against_text(outcome)

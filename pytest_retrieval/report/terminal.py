@@ -9,7 +9,8 @@ from typing import Any
 from ..gates.gate import Selection
 from ..golden.model import Query
 from ..golden.scope import DETAILS_HINT
-from ..regression.outcome import describe_left_out
+from ..regression.outcome import RegressionOutcome, describe_left_out
+from ..scoring.metrics import metric_of
 from ..session.session import RetrievalSession
 from ..settings.options import DEFAULT_ALPHA
 from ..text import for_terminal
@@ -571,6 +572,21 @@ def run_source_lines(session: RetrievalSession) -> list[str]:
     return lines
 
 
+def _bound_and_detectable(regression: RegressionOutcome) -> tuple[str, str]:
+    """The one-sided bound and the detectable change of a check's summary line, worded by its
+    metric's direction: ``, 95% upper bound -0.0040`` and ``; detectable drop 0.0120`` (for a
+    lower-is-better metric, ``lower bound`` and ``detectable rise``)."""
+    row, level = metric_of(regression.metric), regression.upper_level
+    bound = (
+        f", {level:.0%} {row.bound_side} bound {regression.upper_bound:+.4f}"
+        if regression.upper_bound is not None and level is not None
+        else ""
+    )
+    if regression.detectable is not None:
+        return bound, f"; detectable {row.worsening} {regression.detectable:.4f}"
+    return bound, "; none detectable" if regression.detectable_reason else ""
+
+
 def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]:
     """The lines of the ``retrieval gates`` section: every gate with its verdict."""
     lines = []
@@ -631,18 +647,7 @@ def render_gates(session: RetrievalSession, *, quiet: bool = False) -> list[str]
             adjusted = regression.family_size > 1 and regression.multiplicity != "none"
             if regression.p_value_raw is not None and adjusted:
                 p_value += f" adjusted, raw {regression.p_value_raw:.3g}"
-            bound = (
-                f", {regression.upper_level:.0%} upper bound {regression.upper_bound:+.4f}"
-                if regression.upper_bound is not None and regression.upper_level is not None
-                else ""
-            )
-            detectable = (
-                f"; detectable drop {regression.detectable:.4f}"
-                if regression.detectable is not None
-                else "; none detectable"
-                if regression.detectable_reason
-                else ""
-            )
+            bound, detectable = _bound_and_detectable(regression)
             lines.append(
                 f"{verdict} {regression.metric} budget {regression.budget:.4f} [{where}]{against}: "
                 f"{regression.baseline_mean:.4f} → {regression.current_mean:.4f} "

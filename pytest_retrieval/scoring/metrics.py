@@ -320,6 +320,39 @@ class Metric:
         """True for a metric where a rise is worse (``forbidden@K``, ``stale@K``)."""
         return self.direction == "lower"
 
+    def oriented(self, value: float) -> float:
+        """``value`` (a metric value, or a delta ``current - baseline``) oriented so that higher
+        is better: itself for a higher-is-better metric, ``-value`` for a lower-is-better one
+        (exact: negating a float loses nothing, and sums of negated values are the negated
+        sums). The one home of "is this change a worsening": a delta whose oriented value is
+        below 0 made the metric worse. The regression rule, the family and the statistics work
+        on oriented values; what they report is turned back with this same function (it is its
+        own inverse)."""
+        # 0.0 - value, not -value: a zero stays +0.0 (a mean of 0 never prints as -0.0000).
+        return 0.0 - value if self.direction == "lower" else value
+
+    @property
+    def worsening(self) -> str:
+        """How a change for the worse is named: ``drop`` (higher is better) or ``rise``."""
+        return "rise" if self.direction == "lower" else "drop"
+
+    @property
+    def worsened(self) -> str:
+        """The past tense of :attr:`worsening`: ``dropped`` or ``rose``."""
+        return "rose" if self.direction == "lower" else "dropped"
+
+    @property
+    def improving(self) -> str:
+        """How a change for the better is named: ``rise`` (higher is better) or ``fall``."""
+        return "fall" if self.direction == "lower" else "rise"
+
+    @property
+    def bound_side(self) -> str:
+        """The side of a delta's one-sided bound that a regression must clear: ``upper`` (a
+        significant drop has its upper bound below 0) or ``lower`` (a significant rise of a
+        lower-is-better metric has its lower bound above 0)."""
+        return "lower" if self.direction == "lower" else "upper"
+
     @property
     def takes_cutoff(self) -> bool:
         """False for a metric that takes no cutoff (``r_precision``, ``abstain_rate``, ...)."""
@@ -378,6 +411,8 @@ METRICS: tuple[Metric, ...] = (
 )
 
 _BY_NAME = {metric.name: metric for metric in METRICS}
+#: What :func:`metric_of` gives for a spelling it cannot parse.
+_DEFAULT_ROW = Metric("unknown", "optional")
 
 #: Canonical metric names, in the order tables list them.
 METRIC_NAMES = tuple(_BY_NAME)
@@ -404,6 +439,16 @@ _TREC_STYLE = re.compile(
 def metric(name: str) -> Metric:
     """The table's row of the metric named ``name`` (canonical); KeyError when there is none."""
     return _BY_NAME[name]
+
+
+def metric_of(text: object) -> Metric:
+    """The table's row of a metric as a stored run spells it (``"stale@3"``, ``"ndcg@10"``: an
+    artifact's or a check's ``metric``); the default row (higher is better) for anything this
+    version cannot parse, so a report of a newer run still reads."""
+    try:
+        return MetricSpec.parse(str(text)).metric
+    except InputError:
+        return _DEFAULT_ROW
 
 
 def takes_cutoff(name: str) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..regression import ledger_baseline as runledger
 from ..regression.ledger_baseline import LedgerBaseline, LedgerRun
-from ..regression.recording import snapshot_settings, snapshot_specs
+from ..regression.recording import snapshot_settings
 
 if TYPE_CHECKING:
     from ..regression.ledger import LedgerEntry
@@ -36,7 +36,7 @@ def rescored(session: RetrievalSession, entry: LedgerEntry) -> Snapshot:
     return runledger.rescored(
         entry,
         visible=session.visible_golden(),
-        specs=snapshot_specs(session.settings, session.budgets),
+        specs=session.snapshot_specs(),
         settings=_wanted(session),
         score_run=session.score_run,
     )

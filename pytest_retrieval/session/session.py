@@ -700,6 +700,22 @@ class RetrievalSession:
 
     # --- baselines and regressions ---------------------------------------------------------
 
+    def snapshot_specs(self, extra: Sequence[MetricSpec] = ()) -> tuple[MetricSpec, ...]:
+        """The metrics this session's snapshots hold (:func:`.runbaseline.snapshot_specs`):
+        the configured ones, every budget's, forbidden@K / stale@K at every scored K when this
+        run can measure them (so a baseline written now can be budgeted on them), ``extra``."""
+        access = self.access
+        measurable = [
+            name
+            for name, why in (
+                ("forbidden", access.forbidden_unmeasured),
+                ("stale", access.stale_unmeasured),
+            )
+            if why is None
+        ]
+        leaks = runbaseline.leak_specs(measurable, self.cutoffs())
+        return runbaseline.snapshot_specs(self.settings, self.budgets, extra, leaks=leaks)
+
     def snapshot(self, extra: Sequence[MetricSpec] = ()) -> Snapshot:
         """Per-query values, relevant ranks and top ids of every visible query, per stage, with
         the settings a baseline must share to be comparable (the depth, the duplicate groups:
@@ -708,7 +724,7 @@ class RetrievalSession:
         unsealed, only their means do."""
         from ..regression.snapshot import build_snapshot
 
-        specs = runbaseline.snapshot_specs(self.settings, self.budgets, extra)
+        specs = self.snapshot_specs(extra)
         key = tuple(str(s) for s in specs)
         with self._lock:
             cached = self._snapshots.get(key)
@@ -740,7 +756,7 @@ class RetrievalSession:
         first = self.snapshot()
         if not self.extra_runs:
             return first
-        specs = runbaseline.snapshot_specs(self.settings, self.budgets)
+        specs = self.snapshot_specs()
         runs = [first]
         for outcomes in self.extra_runs:
             runs.append(

@@ -550,7 +550,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "budget_test",
         "what a regression check tests: drop (default: the drop exceeds the budget and is "
-        "significant) or beyond-budget (the drop is significantly larger than the budget)",
+        "significant) or beyond-budget (the drop is significantly larger than the budget); "
+        "for forbidden@K and stale@K the rise",
         DEFAULT_BUDGET_TEST,
         parse_choice("drop", "beyond-budget"),
         metavar="MODE",

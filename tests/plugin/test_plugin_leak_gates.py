@@ -17,7 +17,7 @@ import pytest
 from pytest_retrieval import Query, evaluate, load_golden
 from pytest_retrieval.errors import GoldenSetError, InputError
 from pytest_retrieval.formats.corpus import read_access_rules
-from pytest_retrieval.gates.declared import parse_budget, parse_threshold
+from pytest_retrieval.gates.declared import parse_threshold
 from pytest_retrieval.golden.access import build_access
 
 pytest_plugins = ["pytester"]
@@ -316,5 +316,3 @@ def test_thresholds_read_the_direction_of_the_metric_table() -> None:
         parse_threshold("recall@10 == 0")
     with pytest.raises(InputError, match="== is the zero-tolerance gate, == 0"):
         parse_threshold("forbidden@10 == 0.5")
-    with pytest.raises(InputError, match="regression budgets on it are not supported yet"):
-        parse_budget("stale@3 0.01")

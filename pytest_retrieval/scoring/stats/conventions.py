@@ -17,7 +17,9 @@ import numpy.typing as npt
 
 #: Direction of the alternative hypothesis, on the deltas ``current - baseline``: ``"less"`` means
 #: the current run is worse (mean delta < 0), ``"greater"`` that it is better, ``"two-sided"``
-#: that it differs either way.
+#: that it differs either way. The deltas are of higher-is-better values: the regression rule
+#: hands a lower-is-better metric's (``stale@K``) oriented by the metric table
+#: (:meth:`pytest_retrieval.scoring.metrics.Metric.oriented`), so "worse" stays ``"less"`` here.
 Alternative: TypeAlias = Literal["less", "greater", "two-sided"]
 
 #: Cells (rows x queries) of one resampling chunk: 2**21 cells keep a chunk's index matrix and

@@ -249,3 +249,31 @@ def test_a_baseline_of_several_runs_says_why_it_cannot_be_rescored() -> None:
         "(retrieval_baseline_runs) and one run's rankings, so it cannot be re-scored"
     ) in outcome.message
     assert "schema version" not in outcome.message
+
+
+def test_stale_at_k_is_refused_in_rescore_mode_with_the_reason() -> None:
+    # A baseline stores rankings, not the forbidden and stale documents its run had: stale@3
+    # cannot be re-scored from them, and the check says so rather than compare Nones.
+    def scored(gold: GoldenSet) -> Snapshot:
+        run = {q.id: base_rankings()[q.id] for q in gold}
+        metrics = (*METRICS, "stale@3")
+        evaluation = evaluate(run, gold.qrels(), metrics, stale={"filler"})
+        return build_snapshot(
+            gold,
+            {STAGE: evaluation},
+            lambda qid, stage: tuple(run[qid]),
+            metric_names=metrics,
+            settings=SETTINGS,
+        )
+
+    baseline = scored(golden())
+    # "filler" at rank 3 of every ranking: stale@3 = 1/3 for each query.
+    assert baseline.queries["q01"].metrics[STAGE]["stale@3"] == pytest.approx(1 / 3)
+    outcome = check(baseline, scored(golden(MERGED)), "rescore", "stale@3 0.01")
+    assert outcome.status == "incomparable"
+    assert outcome.message == (
+        "incomparable in rescore mode: stale@3 is counted from the forbidden and stale documents "
+        "of the golden set and the corpus as they were, which a baseline does not store, so it "
+        "cannot be re-scored; compare the unchanged queries with "
+        "--retrieval-baseline-mode=intersect, or refresh the baseline"
+    )
