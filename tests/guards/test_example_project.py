@@ -123,9 +123,11 @@ def test_the_default_summary_fits_a_120_column_terminal_and_v_shows_the_full_tab
     summary = section(output, "retrieval")
     too_wide = [line for line in summary if len(line) > 120]
     assert not too_wide, too_wide
-    # Two stages, each a pivot of 9 metric rows and a 6-line slice table, the run's facts (the
-    # depth asked among them) and one coverage warning per stage: about 40 lines in all.
-    assert len(summary) <= 47, "\n".join(summary)
+    # Two stages, each a pivot of 9 metric rows and a 6-line slice table, the leak table (its
+    # title, header and a forbidden and a stale row per stage), the run's facts (the depth asked
+    # among them) and one coverage warning per stage: about 47 lines in all.
+    assert len(summary) <= 54, "\n".join(summary)
+    assert "stale [reranker]       0 (0.0000)  0 (0.0000)  0 (0.0000)" in "\n".join(summary)
     # The cutoffs, then the metrics without one (abstain_rate, answer_rate).
     assert "retriever (n=114)    @1      @3      @5      @10     @20     @50     (no K)" in summary
     assert any(line.startswith("paraphrase (n=32)") for line in summary)

@@ -287,3 +287,22 @@ def test_an_unwritable_artifact_path_is_a_usage_error_before_the_retriever_runs(
         ["ERROR: */out.json: cannot write the JSON artifact: the path is a directory (name a file)"]
     )
     assert retrieval_project.calls() == []
+
+
+def test_the_schema_names_every_metric_of_the_metric_table_and_every_gate_operator() -> None:
+    """The schema's metric names and gate operators follow the one metric table and the one
+    operator table: a metric or an operator added there and not here would make every artifact
+    that uses it invalid (forbidden@K, stale@K and ``==`` once were)."""
+    import re
+
+    from pytest_retrieval.gates.gate import OPS
+    from pytest_retrieval.scoring.metrics import METRICS
+
+    schema = load_schema()
+    pattern = re.compile(schema["$defs"]["metric_name"]["pattern"])
+    for metric in METRICS:
+        spelling = f"{metric.name}@10" if metric.takes_cutoff else metric.name
+        assert pattern.search(spelling), spelling
+    assert not pattern.search("unknown@10")
+    gate = schema["$defs"]["gate"]["properties"]["op"]["enum"]
+    assert sorted(gate) == sorted(OPS)
