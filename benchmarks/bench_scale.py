@@ -174,7 +174,10 @@ def measure(
     folder: Path, argv: list[str], env: dict[str, str] | None = None
 ) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one child process (and its waited-for children)."""
-    environment = {**os.environ, "PYTHONPATH": str(folder), **(env or {})}
+    # The project folder first, then the caller's PYTHONPATH: a checkout measured with
+    # PYTHONPATH=<checkout> (not the installed copy) is the plugin its children import.
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    environment = {**os.environ, "PYTHONPATH": path, **(env or {})}
     # Byte-code caches on, as on a developer's machine or a CI runner with a warm venv: without
     # them every process (each xdist worker too) compiles pytest, its plugins and ours again.
     environment.pop("PYTHONDONTWRITEBYTECODE", None)
