@@ -112,14 +112,14 @@ class Report:
         encoder, ASCII-escaped so any id travels, NaN and infinities kept) about 0.07 s.
         """
         return {
-            "outcomes": json.dumps(self.outcomes),
+            "outcomes": json.dumps(self.outcomes, separators=(",", ":")),
             "gates": self.gates,
             "regressions": self.regressions,
             "retriever_name": self.retriever_name,
             "depth_hint": self.depth_hint,
             "run_info": self.run_info,
             "probe": self.probe,
-            "extra_runs": json.dumps(self.extra_runs),
+            "extra_runs": json.dumps(self.extra_runs, separators=(",", ":")),
             "stop": self.stop,
             "depth_plan": self.depth_plan,
         }
