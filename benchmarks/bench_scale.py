@@ -6,12 +6,16 @@
    score the run with our own ``evaluate`` on the same metrics (6 families at K=1,5,10,50,100),
    and write the same per-query content (id, text, split, slices, ranking, metric values,
    latency, error) with ``json.dumps``. The plugin is ``pytest --retrieval-json`` on the same
-   project, with the same retriever function. Each is a fresh process; the table shows its wall
-   time and peak RSS (``wait4``), and the plugin's ratios to the floor.
-2. **xdist.** A CPU-bound retriever (4 ms of CPU per query: threads cannot overlap it), 1,000
+   project, with the same retriever function, then the same with ``--retrieval-markdown`` and
+   with ``--retrieval-html`` (each printed as what it adds, a fraction of the floor). Each is a
+   fresh process; the table shows its wall time, CPU time and peak RSS (``wait4``: the child
+   and what it waited for), and the plugin's ratios to the floor.
+2. **xdist.** A CPU-bound retriever (4 ms of CPU per query: threads cannot overlap it), 3,000
    queries, 4 test files whose tests all need the run: ``pytest -n 0`` against ``pytest -n 2``.
-   Wall time of the whole run, the retrieval phase (first call's start to the last call's end,
-   across processes), how many calls and how many processes made them.
+   Wall and CPU time of the whole run, the retrieval phase (first call's start to the last
+   call's end, across processes, from the retriever's own log), the rest of the run (wall minus
+   retrieval: what xdist must keep small to pay for itself), how many calls and how many
+   processes made them.
 3. **Ray.** ``pytest-retrieval run --executor local`` against ``--executor ray`` (a local Ray
    instance started by the command, 2 actors) on the CPU-bound retriever; whether the two run
    files hold the same rankings. Skipped with a note when Ray is not installed.
@@ -21,8 +25,12 @@
 Every child runs with byte-code caches on (``PYTHONDONTWRITEBYTECODE`` removed from its
 environment) after one warm-up run of each kind, as on a machine with a warm venv.
 
-Run: ``python benchmarks/bench_scale.py [--sizes 10000,100000] [--cpu-queries 1000]
-[--ray-queries 1000] [--skip-ray] [--sleep-queries 400] [--only floor|xdist|ray|sleep]``
+Every figure is the median of three runs (``--repeats``). ``--quick`` is a try in about a
+minute (10,000 queries, one run each, 500 CPU-bound queries, no Ray).
+
+Run: ``python benchmarks/bench_scale.py [--quick] [--repeats 3] [--sizes 10000,100000]
+[--cpu-queries 3000] [--cpu-ms 4] [--ray-queries 1000] [--skip-ray] [--sleep-queries 400]
+[--only floor|xdist|ray|sleep]``
 """
 
 from __future__ import annotations
@@ -31,12 +39,14 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 #: The retriever, one module imported by the floor, the conftest and ``pytest-retrieval run``.
 SEARCH = """
@@ -164,7 +174,10 @@ def measure(
     folder: Path, argv: list[str], env: dict[str, str] | None = None
 ) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one child process (and its waited-for children)."""
-    environment = {**os.environ, "PYTHONPATH": str(folder), **(env or {})}
+    # The project folder first, then the caller's PYTHONPATH: a checkout measured with
+    # PYTHONPATH=<checkout> (not the installed copy) is the plugin its children import.
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    environment = {**os.environ, "PYTHONPATH": path, **(env or {})}
     # Byte-code caches on, as on a developer's machine or a CI runner with a warm venv: without
     # them every process (each xdist worker too) compiles pytest, its plugins and ours again.
     environment.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -185,30 +198,69 @@ def measure(
 
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
 
+#: How many times each figure is measured (its median is printed); ``--repeats`` sets it.
+REPEATS = [3]
+
+
+def median_of(
+    folder: Path, argv: list[str], env: dict[str, str] | None = None, before: Any = None
+) -> tuple[float, float, float]:
+    """Median (wall s, CPU s, peak MiB) of :data:`REPEATS` runs of one child; ``before`` (if
+    given) runs before each repetition (removing a log, an output)."""
+    walls, cpus, peaks = [], [], []
+    for _ in range(REPEATS[0]):
+        if before is not None:
+            before()
+        wall, peak = measure(folder, argv, env)
+        walls.append(wall)
+        cpus.append(LAST_CPU[0])
+        peaks.append(peak)
+    return statistics.median(walls), statistics.median(cpus), statistics.median(peaks)
+
 
 def floor_and_plugin(sizes: list[int]) -> None:
-    print("1. the plugin against the floor: trivial retriever returning 100 ids, 30 metrics")
     print(
-        f"{'queries':>9}  {'floor s':>8}  {'plugin s':>8}  {'time x':>6}  {'CPU x':>6}  "
-        f"{'floor MiB':>9}  {'plugin MiB':>10}  {'memory x':>8}  {'plugin ms/query':>15}"
+        "1. the plugin against the floor: trivial retriever returning 100 ids, 30 metrics "
+        f"(median of {REPEATS[0]})"
+    )
+    print(
+        f"{'queries':>9}  {'output':>11}  {'wall s':>7}  {'CPU s':>7}  {'MiB':>6}  "
+        f"{'time x':>6}  {'CPU x':>6}  {'memory x':>8}  {'ms/query':>8}"
+    )
+    outputs = (
+        ("JSON", ["--retrieval-json", "report.json"]),
+        ("+ Markdown", ["--retrieval-json", "report.json", "--retrieval-markdown", "report.md"]),
+        ("+ HTML", ["--retrieval-json", "report.json", "--retrieval-html", "report.html"]),
     )
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             write_project(folder, n)
-            floor_s, floor_mb = measure(folder, [sys.executable, "floor.py"])
-            floor_cpu = LAST_CPU[0]
-            plugin_s, plugin_mb = measure(folder, [*PYTEST, "--retrieval-json", "report.json"])
-            plugin_cpu = LAST_CPU[0]
+            floor_s, floor_cpu, floor_mb = median_of(folder, [sys.executable, "floor.py"])
             print(
-                f"{n:>9,}  {floor_s:8.2f}  {plugin_s:8.2f}  {plugin_s / floor_s:6.2f}  "
-                f"{plugin_cpu / floor_cpu:6.2f}  {floor_mb:9.0f}  {plugin_mb:10.0f}  {plugin_mb / floor_mb:8.2f}  "
-                f"{plugin_s / n * 1000:15.3f}"
+                f"{n:>9,}  {'floor':>11}  {floor_s:7.2f}  {floor_cpu:7.2f}  {floor_mb:6.0f}  "
+                f"{'1.00':>6}  {'1.00':>6}  {'1.00':>8}  {floor_s / n * 1000:8.3f}"
             )
+            json_s = json_cpu = 0.0
+            for label, flags in outputs:
+                wall, cpu, peak = median_of(folder, [*PYTEST, *flags])
+                print(
+                    f"{n:>9,}  {label:>11}  {wall:7.2f}  {cpu:7.2f}  {peak:6.0f}  "
+                    f"{wall / floor_s:6.2f}  {cpu / floor_cpu:6.2f}  {peak / floor_mb:8.2f}  "
+                    f"{wall / n * 1000:8.3f}"
+                )
+                if label == "JSON":
+                    json_s, json_cpu = wall, cpu
+                else:
+                    print(
+                        f"{n:>9,}  {label:>11}  adds {(wall - json_s) / floor_s:+.2f}x the "
+                        f"floor's wall time, {(cpu - json_cpu) / floor_cpu:+.2f}x its CPU time"
+                    )
     print(
         "floor = load the JSONL, call the retriever, evaluate(), json.dumps the per-query rows; "
-        "plugin = pytest --retrieval-json (golden-set checks, summary, gates, snapshot, artifact); "
-        "time x, CPU x: the plugin's wall and CPU (user + system) seconds over the floor's."
+        "JSON = pytest --retrieval-json (golden-set checks, summary, gates, snapshot, artifact); "
+        "+ Markdown / + HTML = the same with that report written too; time x, CPU x, memory x: "
+        "over the floor's wall, CPU (user + system) seconds and peak RSS."
     )
 
 
@@ -220,30 +272,52 @@ def _calls(log: Path) -> tuple[int, int, float]:
     return len(rows), len({r[0] for r in rows}), max(ends) - min(starts)
 
 
-def xdist(n: int) -> None:
+def xdist(n: int, cpu_ms: float) -> None:
     print()
-    print(f"2. xdist: {n:,} queries, a retriever burning 4 ms of CPU per query, 4 test files")
     print(
-        f"{'mode':>6}  {'wall s':>7}  {'retrieval s':>11}  {'calls':>6}  {'processes calling':>17}"
+        f"2. xdist: {n:,} queries, a retriever burning {cpu_ms:g} ms of CPU per query, "
+        f"4 test files (median of {REPEATS[0]})"
+    )
+    print(
+        f"{'mode':>6}  {'wall s':>7}  {'CPU s':>7}  {'retrieval s':>11}  {'other s':>7}  "
+        f"{'calls':>6}  {'processes calling':>17}"
     )
     figures = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_project(folder, n, test_files=4)
         log = folder / "calls.log"
+        env = {"BENCH_CPU": str(cpu_ms / 1000), "BENCH_LOG": str(log)}
         for mode in ("0", "2"):
-            if log.exists():
-                log.unlink()
-            env = {"BENCH_CPU": "0.004", "BENCH_LOG": str(log)}
-            wall, _rss = measure(folder, [*PYTEST, "-n", mode], env=env)
-            calls, processes, span = _calls(log)
+            walls, cpus, spans, others = [], [], [], []
+            for _ in range(REPEATS[0]):
+                if log.exists():
+                    log.unlink()
+                wall, _rss = measure(folder, [*PYTEST, "-n", mode], env=env)
+                calls, processes, span = _calls(log)
+                if calls != n:
+                    raise SystemExit(f"-n {mode}: {calls} retriever calls for {n} queries")
+                walls.append(wall)
+                cpus.append(LAST_CPU[0])
+                spans.append(span)
+                others.append(wall - span)
+            wall, cpu = statistics.median(walls), statistics.median(cpus)
+            span, other = statistics.median(spans), statistics.median(others)
             figures[mode] = (wall, span)
             label = "serial" if mode == "0" else f"-n {mode}"
-            print(f"{label:>6}  {wall:7.2f}  {span:11.2f}  {calls:>6}  {processes:>17}")
+            print(
+                f"{label:>6}  {wall:7.2f}  {cpu:7.2f}  {span:11.2f}  {other:7.2f}  {calls:>6}  "
+                f"{processes:>17}"
+            )
     (serial_wall, serial_span), (two_wall, two_span) = figures["0"], figures["2"]
     print(
         f"speedup of -n 2: {serial_span / two_span:.2f}x on the retrieval phase, "
         f"{serial_wall / two_wall:.2f}x on the whole run (which includes starting the workers)"
+    )
+    print(
+        "retrieval s = the first call's start to the last call's end, across processes (from the "
+        "retriever's own log); other s = wall - retrieval: start-up, collection, the golden set, "
+        "scoring, the reports, and under xdist the workers' start-up and the shard hand-offs"
     )
 
 
@@ -314,24 +388,40 @@ def warm_up() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--cpu-queries", type=int, default=1000)
+    parser.add_argument("--sizes", default=None, help="golden-set sizes (default 10000,100000)")
+    parser.add_argument("--repeats", type=int, default=None, help="runs per figure (default 3)")
+    parser.add_argument("--cpu-queries", type=int, default=None, help="default 3000")
+    parser.add_argument("--cpu-ms", type=float, default=4.0)
     parser.add_argument("--ray-queries", type=int, default=1000)
     parser.add_argument("--skip-ray", action="store_true")
-    parser.add_argument("--sleep-queries", type=int, default=400)
+    parser.add_argument("--sleep-queries", type=int, default=None, help="default 400")
     parser.add_argument("--sleep-ms", type=float, default=20.0)
     parser.add_argument("--only", choices=("floor", "xdist", "ray", "sleep"), default=None)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a try in about a minute: 10,000 queries, 1 run per figure, 500 CPU-bound "
+        "queries, 100 sleeping ones, no Ray (the flags above still win)",
+    )
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    quick = args.quick
+    sizes = args.sizes or ("10000" if quick else "10000,100000")
+    REPEATS[0] = args.repeats or (1 if quick else 3)
+    cpu_queries = args.cpu_queries or (500 if quick else 3000)
+    sleep_queries = args.sleep_queries or (100 if quick else 400)
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
+        f"median of {REPEATS[0]}"
+    )
     warm_up()
     if args.only in (None, "floor"):
-        floor_and_plugin([int(s) for s in args.sizes.split(",")])
+        floor_and_plugin([int(s) for s in sizes.split(",")])
     if args.only in (None, "xdist"):
-        xdist(args.cpu_queries)
-    if args.only in (None, "ray") and not args.skip_ray:
+        xdist(cpu_queries, args.cpu_ms)
+    if args.only in (None, "ray") and not (args.skip_ray or quick):
         ray(args.ray_queries)
     if args.only in (None, "sleep"):
-        concurrency(args.sleep_queries, args.sleep_ms)
+        concurrency(sleep_queries, args.sleep_ms)
 
 
 if __name__ == "__main__":

@@ -734,6 +734,41 @@ def test_a_hanging_query_times_out_without_holding_up_the_session(
     )
 
 
+def test_no_timeout_and_concurrency_1_call_the_retriever_in_pytests_own_thread(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # A retriever over a sqlite3 connection made in the fixture: sqlite3 refuses a connection
+    # used from another thread, so with worker threads every query failed with "SQLite objects
+    # created in a thread can only be used in that same thread". retrieval_timeout = 0 (no
+    # limit) with one query at a time leaves nothing for a thread to do: the calls run in
+    # pytest's thread and the standard rankings come back.
+    body = """
+        import sqlite3
+        connection = sqlite3.connect(":memory:")
+        connection.execute("create table ranks (query text, rank integer, doc text)")
+        connection.executemany(
+            "insert into ranks values (?, ?, ?)",
+            [(q, r, d) for q, docs in RANKINGS.items() for r, d in enumerate(docs)],
+        )
+
+        def search(text, k):
+            rows = connection.execute(
+                "select doc from ranks where query = ? order by rank limit ?", (text, k)
+            )
+            return [doc for (doc,) in rows]
+        return search
+        """
+    retrieval_project.write(
+        conftest=retriever(body),
+        ini={"retrieval_timeout": "0", "retrieval_concurrency": "1"},
+        tests=STANDARD_RUN_TEST,
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert "SQLite objects" not in result.stdout.str()
+
+
 def test_a_retriever_that_cannot_be_called_refuses_the_run_as_a_usage_error(
     retrieval_project: RetrievalProject,
 ) -> None:

@@ -35,6 +35,11 @@ ALLOWED: dict[tuple[str, str, str, bool], tuple[int, str]] = {
         1,
         "a sync retriever call in a worker thread: its error becomes the query's",
     ),
+    ("pytest_retrieval.run.retriever.calling", "_run_inline", "BaseException", False): (
+        1,
+        "a sync retriever call in pytest's thread (no timeout, one at a time): its error becomes "
+        "the query's; a KeyboardInterrupt is re-raised before it",
+    ),
     ("pytest_retrieval.run.retriever.calling", "_run_async.call", "BaseException", False): (
         1,
         "an async retriever call: its error becomes the query's",

@@ -462,6 +462,9 @@ RAW_READS = {
     ("pytest_retrieval.run.shards", "decode_outcomes", "json.loads"): (
         "outcomes this session's workers encoded into the shard store"
     ),
+    ("pytest_retrieval.session.payload", "Report.from_dict", "json.loads"): (
+        "outcomes this session's xdist workers encoded for the controller"
+    ),
     ("pytest_retrieval.run.executors", "_decoded", "json.loads"): (
         "outcomes Ray's actors encoded for this process"
     ),

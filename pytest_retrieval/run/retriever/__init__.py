@@ -72,6 +72,10 @@ Conventions (the one chunk → document rule)
   passes the depth; the reranker gets the items of the query's last call.
 * Scores, when the items carry them (``(id, score)`` pairs, a ``score`` key or attribute, LangChain
   ``metadata["score"]``), are kept beside the ranking: the score of each document's best item.
+* Threads: a synchronous retriever is called on ``concurrency`` long-lived worker threads that
+  take the queries in batches (one hand-off per batch, sized from the calls' latency), each call
+  timed on its own; with no timeout and a concurrency of 1 it is called in the caller's thread
+  (nothing to abandon, nothing to overlap). An ``async def`` runs on one private event loop.
 * An exception or a timeout in one query is recorded for that query (type and message); the other
   queries finish. The timeout covers the whole call, including iterating a lazy result (a
   generator) and awaiting a coroutine; an exception raised while a generator is consumed is that

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..stages import RERANKER_STAGE, RETRIEVER_STAGE
@@ -81,6 +82,56 @@ def _error_text(exc: BaseException) -> tuple[str, str]:
 
 Done = Callable[[int, Any, BaseException | None, float], None]
 
+#: What one batch of calls should take: long enough that a batch's one hand-off between threads
+#: is noise next to its calls (a retriever answering in microseconds spent most of its run in
+#: hand-offs when each call was one), short enough that the workers finish together, the
+#: progress line moves and a run stops soon after Ctrl-C.
+_BATCH_SECONDS = 0.02
+#: The largest batch: the results a worker holds before it hands them over.
+_MAX_BATCH = 256
+
+
+def _has_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _run_inline(fn: Callable[[int], Any], count: int, on_done: Done) -> None:
+    """Call ``fn(i)`` for i in range(count) in this thread, one after the other: no timeout to
+    enforce and one query at a time, so a thread would only add its hand-offs (and a retriever
+    bound to the thread that built it, such as a ``sqlite3`` connection, works).
+
+    What a call raises is that query's error, as in a worker thread; a KeyboardInterrupt is
+    Ctrl-C reaching pytest's own thread, so it ends the run instead.
+    """
+    for job in range(count):
+        start = time.perf_counter()
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = fn(job)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            error = exc
+        on_done(job, value, error, time.perf_counter() - start)
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One worker thread's batch (mutable, shared with the waiting thread under the run's lock):
+    the call under way (``current``, a position in ``batch``, since ``started``) and the results
+    the worker holds until it hands the batch over."""
+
+    batch: list[int]
+    started: float
+    current: int = 0
+    results: list[tuple[int, Any, BaseException | None, float]] = field(default_factory=list)
+    abandoned: bool = False
+
 
 def _run_threads(
     fn: Callable[[int], Any],
@@ -90,94 +141,147 @@ def _run_threads(
     timeout: float | None,
     on_done: Done,
 ) -> None:
-    """Call ``fn(i)`` for i in range(count) on daemon threads; report each result via on_done.
+    """Call ``fn(i)`` for i in range(count) and report each result via ``on_done`` (in this
+    thread): in this thread when there is no timeout and one query at a time
+    (:func:`_run_inline`), otherwise on ``concurrency`` long-lived daemon threads.
 
-    A call that runs past ``timeout`` seconds is reported as a TimeoutError and abandoned: its
-    thread is a daemon, replaced by a fresh worker, so a hanging retriever cannot hang pytest.
+    The threads take the queries in batches, one hand-off each way per batch: a batch is sized
+    from the mean latency of the calls made so far to last about :data:`_BATCH_SECONDS` (one
+    query while nothing is known, and never more than an even share of what is left). Each call
+    has its own ``timeout``: a call that runs past it is reported as a TimeoutError and
+    abandoned with its thread (a daemon, so a hanging retriever cannot hang pytest); the results
+    of that batch already made are reported, and its queries not yet called go to a fresh
+    worker.
     """
-    jobs: queue.SimpleQueue[int | None] = queue.SimpleQueue()
-    results: queue.SimpleQueue[tuple[int, Any, BaseException | None, float]] = queue.SimpleQueue()
+    if timeout is None and concurrency == 1 and not _has_running_loop():
+        _run_inline(fn, count, on_done)
+        return
     lock = threading.Lock()
-    running: dict[int, tuple[int, float]] = {}  # worker id -> (job, start)
+    running: dict[int, _Slot] = {}  # worker id -> its batch
+    left: collections.deque[int] = collections.deque(range(count))
+    latency = [0.0, 0]  # seconds of the calls made so far, how many
+    workers = min(concurrency, count)
     next_worker = [0]
+    alive = [0]  # workers not yet gone (out of queries, or abandoned with a timed-out call)
+    done_batches: queue.SimpleQueue[list[tuple[int, Any, BaseException | None, float]]] = (
+        queue.SimpleQueue()
+    )
     # Set when the run ends early (Ctrl-C reaches the waiting main thread): no worker starts
     # another query, so an interrupted run stops calling (and billing) the retriever at once.
     stop = threading.Event()
 
+    def claim(wid: int) -> _Slot | None:
+        with lock:
+            if stop.is_set() or not left:
+                alive[0] -= 1
+                return None
+            size = 1
+            if latency[1]:
+                mean = latency[0] / latency[1]
+                size = int(_BATCH_SECONDS / mean) if mean > 0 else _MAX_BATCH
+            size = max(1, min(size, _MAX_BATCH, len(left) // workers))
+            slot = _Slot([left.popleft() for _ in range(size)], time.perf_counter())
+            running[wid] = slot
+            return slot
+
     def work(wid: int) -> None:
-        while True:
-            job = jobs.get()
-            if job is None or stop.is_set():
-                return
-            start = time.perf_counter()
+        while (slot := claim(wid)) is not None:
+            for position, job in enumerate(slot.batch):
+                start = slot.started  # set by this thread, under the lock, before the call
+                value: Any = None
+                error: BaseException | None = None
+                try:
+                    value = fn(job)
+                except BaseException as exc:
+                    error = exc
+                elapsed = time.perf_counter() - start
+                # One lock per call: the result handed in and the next call's start recorded
+                # together, so the waiting thread never sees a finished call as under way.
+                with lock:
+                    if slot.abandoned:
+                        return  # timed out and replaced: drop the late result
+                    slot.results.append((job, value, error, elapsed))
+                    latency[0] += elapsed
+                    latency[1] += 1
+                    if stop.is_set():
+                        alive[0] -= 1
+                        return
+                    slot.current = position + 1
+                    slot.started = time.perf_counter()
             with lock:
-                running[wid] = (job, start)
-            value: Any = None
-            error: BaseException | None = None
-            try:
-                value = fn(job)
-            except BaseException as exc:
-                error = exc
-            elapsed = time.perf_counter() - start
-            with lock:
-                mine = running.pop(wid, None)
-            if mine is None:
-                return  # timed out and replaced: drop the late result
-            results.put((job, value, error, elapsed))
+                if slot.abandoned:
+                    return
+                del running[wid]
+            done_batches.put(slot.results)
 
     def spawn() -> None:
-        wid = next_worker[0]
-        next_worker[0] += 1
-        threading.Thread(target=work, args=(wid,), name=f"retrieval-{wid}", daemon=True).start()
+        """Start workers until ``workers`` are alive or each query left has one (after a
+        timeout: the abandoned worker's place, and of any that ran out of queries meanwhile)."""
+        with lock:
+            fresh = min(workers - alive[0], len(left))
+            alive[0] += max(0, fresh)
+        for _ in range(fresh):
+            wid = next_worker[0]
+            next_worker[0] += 1
+            threading.Thread(target=work, args=(wid,), name=f"retrieval-{wid}", daemon=True).start()
 
-    for job in range(count):
-        jobs.put(job)
-    for _ in range(min(concurrency, count)):
-        spawn()
+    spawn()
     try:
-        _collect(count, timeout, results, running, lock, on_done, spawn)
+        _collect(count, timeout, done_batches, running, left, lock, alive, on_done, spawn)
     finally:
         stop.set()
-        for _ in range(next_worker[0]):
-            jobs.put(None)
 
 
 def _collect(
     count: int,
     timeout: float | None,
-    results: queue.SimpleQueue[tuple[int, Any, BaseException | None, float]],
-    running: dict[int, tuple[int, float]],
+    done_batches: queue.SimpleQueue[list[tuple[int, Any, BaseException | None, float]]],
+    running: dict[int, _Slot],
+    left: collections.deque[int],
     lock: threading.Lock,
+    alive: list[int],
     on_done: Done,
     spawn: Callable[[], None],
 ) -> None:
-    """Wait for every job's result (or its timeout) and report it; the main loop of
-    :func:`_run_threads`."""
+    """Wait for every query's result (or its timeout) and report it; the main loop of
+    :func:`_run_threads`. A timed-out call's batch is abandoned: what it made is reported, the
+    call is a TimeoutError naming the limit, and the rest of its batch goes back to the front of
+    ``left`` for the fresh worker spawned in its place."""
     done = 0
     while done < count:
         wait: float | None = None
         if timeout is not None:
             with lock:
-                starts = [start for _job, start in running.values()]
+                starts = [slot.started for slot in running.values()]
             now = time.perf_counter()
             wait = max(0.0, min((s + timeout - now for s in starts), default=timeout)) + 0.005
         try:
-            job, value, error, elapsed = results.get(timeout=wait)
+            batch = done_batches.get(timeout=wait)
         except queue.Empty:
             now = time.perf_counter()
-            expired = []
+            expired: list[_Slot] = []
             with lock:
-                for wid, (job, start) in list(running.items()):
-                    if timeout is not None and now - start >= timeout:
+                for wid, slot in list(running.items()):
+                    under_way = slot.current < len(slot.batch)  # else handing the batch in
+                    if under_way and timeout is not None and now - slot.started >= timeout:
                         del running[wid]
-                        expired.append((job, now - start))
-            for job, elapsed in expired:
-                on_done(job, None, TimeoutError(f"no answer within {timeout:g} s"), elapsed)
-                done += 1
+                        slot.abandoned = True
+                        alive[0] -= 1
+                        left.extendleft(reversed(slot.batch[slot.current + 1 :]))
+                        expired.append(slot)
+            for slot in expired:
+                for job, value, error, elapsed in slot.results:
+                    on_done(job, value, error, elapsed)
+                job = slot.batch[slot.current]
+                error = TimeoutError(f"no answer within {timeout:g} s")
+                on_done(job, None, error, now - slot.started)
+                done += len(slot.results) + 1
+            if expired:
                 spawn()
             continue
-        on_done(job, value, error, elapsed)
-        done += 1
+        for job, value, error, elapsed in batch:
+            on_done(job, value, error, elapsed)
+        done += len(batch)
 
 
 #: How long the event loop may stay silent (its heartbeat ticks every _HEARTBEAT s) before the run
