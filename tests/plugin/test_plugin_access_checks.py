@@ -14,6 +14,8 @@ import json
 
 import pytest
 
+from pytest_retrieval.cli import EXIT_FAILED, main
+
 pytest_plugins = ["pytester"]
 
 CORPUS = [
@@ -162,3 +164,42 @@ def test_groups_that_are_no_list_of_names_are_refused_not_read_as_no_groups(
         f"{given}, and the groups rule of {corpus} reads a list of group names (or one name) "
         f"(write the names as strings: {fix})"
     ]
+
+
+def test_validate_with_a_corpus_refuses_what_the_run_refuses_with_the_same_lines(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = "\n".join(
+        [
+            "version: 1",
+            "queries:",
+            "  - {id: typo, text: invoices, relevant: [faq], context: {tenant: acmee}}",
+            "  - {id: number, text: invoices, relevant: [faq], context: {tenant: 7}}",
+            "  - {id: denied, text: pay, relevant: [salary-bands], context: {groups: [support]}}",
+            "  - {id: fine, text: invoices, relevant: [acme-invoices], context: {tenant: acme}}",
+        ]
+    )
+    _project(pytester, golden + "\n")
+    run_lines = _refused(pytester)
+    capsys.readouterr()
+    code = main(
+        [
+            "golden",
+            "validate",
+            str(pytester.path / "golden.yaml"),
+            "--corpus",
+            str(pytester.path / "corpus.jsonl"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILED
+    validate_lines = [line for line in err.splitlines() if "  - " in line]
+    assert validate_lines == run_lines
+    assert [line.split("query ")[1].split(",")[0] for line in run_lines] == [
+        "'typo'",
+        "'number'",
+        "'denied'",
+    ]
+    assert err.splitlines()[0] == (
+        f"3 query(ies) contradict the access rules of {pytester.path / 'corpus.jsonl'}:"
+    )
