@@ -203,3 +203,23 @@ def test_validate_with_a_corpus_refuses_what_the_run_refuses_with_the_same_lines
     assert err.splitlines()[0] == (
         f"3 query(ies) contradict the access rules of {pytester.path / 'corpus.jsonl'}:"
     )
+
+
+def test_a_forbidden_id_not_in_the_corpus_is_refused_with_the_closest_id(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(pytester, _yaml("{tenant: acme}", forbidden="globex-invoice"))
+    golden = pytester.path / "golden.yaml"
+    expected = (
+        f"  - {golden}:3: query 'q1', field 'forbidden': 1 forbidden doc id(s) not in the corpus "
+        f"({pytester.path / 'corpus.jsonl'}): 'globex-invoice' (did you mean 'globex-invoices'?) "
+        "(a forbidden id no document has is never retrieved, so it forbids nothing: fix its "
+        "spelling, or drop it if the document was removed)"
+    )
+    assert _refused(pytester) == [expected]
+    capsys.readouterr()
+    code = main(
+        ["golden", "validate", str(golden), "--corpus", str(pytester.path / "corpus.jsonl")]
+    )
+    assert code == EXIT_FAILED
+    assert [line for line in capsys.readouterr().err.splitlines() if "  - " in line] == [expected]
