@@ -1,7 +1,9 @@
 """``pytest-retrieval golden``: validate, summarise and convert golden sets.
 
 ``golden validate PATH [--corpus IDS]`` exits 0 if the golden set is valid and 1 with the full
-problem list otherwise; it also lists judged documents that are duplicates of each other (from
+problem list otherwise (with a corpus, its access rules are checked as the run checks them:
+an unknown or mistyped tenant, groups that are no names, a denied document judged relevant); it
+also lists judged documents that are duplicates of each other (from
 ``--duplicates FILE``, or computed from the corpus' texts: ``--dedup exact`` by default when the
 corpus has texts, ``--dedup near[=T]``). ``golden stats PATH`` prints counts per split and slice,
 judged docs per query, the grade histogram, the no-answer count and the fingerprint;
@@ -127,6 +129,12 @@ def run_validate(args: argparse.Namespace) -> int:
     golden = load_input(args, args.path, args.corpus)
     if isinstance(golden, int):
         return golden
+    if args.corpus:
+        try:
+            _check_access(golden, args.corpus)
+        except GoldenSetError as exc:
+            echo(exc, err=True)
+            return EXIT_FAILED
     splits = Counter(q.split for q in golden)
     per_split = ", ".join(f"{name} {splits[name]}" for name in golden.splits)
     checked = f", every judged doc is in {args.corpus}" if args.corpus else ""
@@ -143,6 +151,20 @@ def run_validate(args: argparse.Namespace) -> int:
         for line in duplicate_lines(golden, groups):
             echo(line)
     return EXIT_OK
+
+
+def _check_access(golden: GoldenSet, corpus: str) -> None:
+    """Refuse what the run would refuse of ``golden`` under the access rules of ``corpus``
+    (its tenant, groups and superseded_by metadata): the same checks and messages, from their
+    one home (:func:`pytest_retrieval.golden.access.access_problems`). A file of bare ids has
+    no metadata, so nothing to check."""
+    from ..formats.corpus import read_access_rules
+    from ..golden.access import access_error, access_problems
+
+    rules = read_access_rules(corpus)
+    problems = access_problems(golden.queries, rules, source=golden.source)
+    if problems:
+        raise access_error(problems, rules)
 
 
 def _duplicate_groups(args: argparse.Namespace) -> DuplicateGroups | None:

@@ -243,11 +243,17 @@ def corpus_problems(
     corpus: str | None = None,
 ) -> list[Problem]:
     """One problem per query judging doc ids missing from ``known`` (the ids of the corpus
-    file ``corpus``, named in the fix when given)."""
+    file ``corpus``, named in the fix when given), and one per query listing ``forbidden`` ids
+    missing from it (a typo would never be retrieved, so it would forbid nothing), each with
+    the closest corpus id when there is one."""
     version = f" (labelled for corpus_version {corpus_version!r})" if corpus_version else ""
     named = f" ({corpus})" if corpus else ""
     problems: list[Problem] = []
     for index, query in enumerate(queries):
+        line = lines[index] if lines is not None else None
+        unknown = [doc for doc in query.forbidden if doc not in known]
+        if unknown:
+            problems.append(_unknown_forbidden(query, unknown, known, named, source, line))
         stale = [doc for doc in query.judgments if doc not in known]
         if not stale:
             continue
@@ -260,7 +266,7 @@ def corpus_problems(
                 "the documents were removed or given new ids since labelling: re-label them, "
                 f"or check that the corpus{named} matches the index build",
                 source=source,
-                line=lines[index] if lines is not None else None,
+                line=line,
                 query_id=query.id,
                 field="relevant",
             )
@@ -268,9 +274,40 @@ def corpus_problems(
     return problems
 
 
+def _unknown_forbidden(
+    query: Query,
+    unknown: Sequence[str],
+    known: frozenset[str],
+    named: str,
+    source: str | None,
+    line: int | None,
+) -> Problem:
+    """The problem of ``query``'s forbidden ids that no corpus document has, each shown with
+    the closest corpus id (difflib, only on this error path: a corpus can be large)."""
+    import difflib
+
+    shown = []
+    for doc in unknown[:_LISTED_STALE_IDS]:
+        close = difflib.get_close_matches(doc, known, n=1, cutoff=0.8)
+        shown.append(f"{doc!r} (did you mean {close[0]!r}?)" if close else repr(doc))
+    more = (
+        f" and {len(unknown) - _LISTED_STALE_IDS} more" if len(unknown) > _LISTED_STALE_IDS else ""
+    )
+    return Problem(
+        f"{len(unknown)} forbidden doc id(s) not in the corpus{named}: {', '.join(shown)}{more}",
+        "a forbidden id no document has is never retrieved, so it forbids nothing: fix its "
+        "spelling, or drop it if the document was removed",
+        source=source,
+        line=line,
+        query_id=query.id,
+        field="forbidden",
+    )
+
+
 def check_corpus(golden: GoldenSet, corpus: CorpusSpec) -> None:
     """Raise :class:`~pytest_retrieval.errors.GoldenSetError` if a judged doc id is not in
-    ``corpus`` (any form :func:`read_corpus_ids` accepts), listing the stale ids per query.
+    ``corpus`` (any form :func:`read_corpus_ids` accepts), listing the stale ids per query
+    (forbidden ids too).
 
     Every judged id counts, grade 0 included.
     """

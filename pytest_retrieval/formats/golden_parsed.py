@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
-from ..golden.context import BARE_KEY
+from ..golden.context import BARE_KEY, context_json
 from ..golden.model import Query
 
 #: ``(line, column)``, 1-based, either unknown (None).
@@ -98,20 +98,28 @@ class Parsed:
     corpus_version: str | None = None
     #: The file that ``lines`` refer to, when not ``source`` itself (a BEIR folder).
     line_source: str | None = None
-    #: ``(id, text, split)`` of every query with a usable id, valid or not, for the
-    #: cross-query checks; ``entry_lines`` holds their lines.
-    entries: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    #: ``(id, text, split, context_json)`` of every query with a usable id, valid or not, for
+    #: the cross-query checks; ``entry_lines`` holds their lines.
+    entries: list[tuple[str, str | None, str | None, str | None]] = field(default_factory=list)
     entry_lines: list[int | None] = field(default_factory=list)
 
     def add(self, query: Query, line: int | None) -> None:
         """Append a valid query read from ``line``."""
         self.queries.append(query)
         self.lines.append(line)
-        self.note(query.id, query.text, query.split, line)
+        self.note(query.id, query.text, query.split, line, context_json(query.context))
 
-    def note(self, query_id: str, text: str | None, split: str | None, line: int | None) -> None:
-        """Remember a query for the cross-query checks even if it is invalid."""
-        self.entries.append((query_id, text, split))
+    def note(
+        self,
+        query_id: str,
+        text: str | None,
+        split: str | None,
+        line: int | None,
+        context: str | None = None,
+    ) -> None:
+        """Remember a query for the cross-query checks even if it is invalid (``context``: its
+        context's canonical JSON, None when it has none or it is invalid)."""
+        self.entries.append((query_id, text, split, context))
         self.entry_lines.append(line)
 
     def fail(self, message: str, fix: str | None = None, **where: Any) -> None:

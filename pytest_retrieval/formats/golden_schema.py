@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..golden.context import CONTEXT_FIX, context_problems
+from ..golden.context import CONTEXT_FIX, context_json, context_problems
 from ..golden.model import (
     DEFAULT_SPLIT,
     MAX_GRADE,
@@ -280,7 +280,7 @@ class SchemaReader:
         forbidden = self._forbidden(record, judgments, qid, label)
         if len(self.parsed.problems) != before:
             if qid is not None:
-                self.parsed.note(qid, text, split, line)
+                self.parsed.note(qid, text, split, line, context_json(context))
             return
         assert qid is not None
         assert text is not None

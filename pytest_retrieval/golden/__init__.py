@@ -11,8 +11,10 @@ Modules:
   no format.
 * ``access``: who may see what: the corpus's access rules (tenant, groups) against a query's
   context and its forbidden documents (``AccessRules.denial``, one document at a time), and the
-  stale documents (``superseded_by``, ``status: retired``); ``build_access`` refuses an unknown
-  tenant or a denied document judged relevant.
+  stale documents (``superseded_by``, ``status: retired``); ``access_problems`` (the one home
+  of the checks, which ``build_access`` raises and ``golden validate --corpus`` prints) finds an
+  unknown tenant, a tenant that is not a string, groups that are no list of names and a denied
+  document judged relevant.
 * ``context``: a query's context as data: the plain-data check (``context_problems``), the
   frozen form and a fresh copy per call (``freeze_context``, ``thaw_context``), the canonical
   text and its digest (``context_json``, ``context_digest``) that the fingerprint, the cache

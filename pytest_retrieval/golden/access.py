@@ -10,11 +10,14 @@ The access rules (one home, docs/scoped-retrieval.md "Leak gates"), read from a 
 document's metadata and the query's context:
 
 * **tenant**: a document with ``tenant: T`` is forbidden for a query whose context names
-  another tenant (``context.tenant`` a string other than ``T``). A query whose context names
-  no tenant is not scoped by tenant; a document without a tenant is shared.
+  another tenant (``context.tenant`` a string other than ``T``). A query whose context has no
+  ``tenant`` key is not scoped by tenant; a document without a tenant is shared. A tenant that
+  is not a string (``7``, a list, ``null``) is refused while the corpus names tenants
+  (:func:`access_problems`): read as "no tenant" it would unscope the query.
 * **groups**: a document with ``groups: [G, ...]`` (a non-empty list) is forbidden unless the
   query's context ``groups`` (a list of strings, or one string) shares one of them: a query
-  with no groups sees no group-restricted document. A document without groups is open.
+  with no groups sees no group-restricted document. A document without groups is open. Groups
+  that are neither are refused while some document is restricted to groups.
 
 The context keys read are exactly ``tenant`` and ``groups``. The module is pure: the corpus
 reader (:mod:`pytest_retrieval.formats.corpus`) builds the :class:`AccessRules`.
@@ -202,47 +205,138 @@ class Access:
         }
 
 
-def build_access(queries: Iterable[Query], rules: AccessRules | None) -> Access:
-    """Every query's forbidden documents and the stale ones; a clear error for a contradiction.
+def _spelled(value: object) -> str:
+    """A context value as the golden set writes it (JSON: ``7``, ``["acme", "globex"]``)."""
+    import json
 
-    Refused, naming the query (one :class:`~pytest_retrieval.errors.GoldenSetError` listing
-    all): a context tenant the corpus does not know (when its documents name tenants), and a
-    document the rules deny a query that the query judges relevant (it cannot be both).
+    from .context import thaw_context
+
+    return json.dumps(thaw_context(value), sort_keys=True)
+
+
+def _tenant_type_problem(value: object, where: str, tenants: Collection[str]) -> tuple[str, str]:
+    """``(message, fix)`` for a ``context.tenant`` that is not a string: the tenant rule
+    compares strings, so reading it as "no tenant" would leave the query unscoped."""
+    message = (
+        f"context.tenant is {_spelled(value)}, not a string, and the tenant rule of {where} "
+        f"compares a tenant's id as text (its documents name {', '.join(sorted(tenants))}): "
+        "the query would not be scoped by tenant at all"
+    )
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        fix = "a query is asked for one tenant: write one query per tenant, each with its own "
+        fix += "tenant: ID"
+    elif value is None:
+        fix = "drop the tenant key for a query scoped to no tenant"
+    elif isinstance(value, (bool, int, float)):
+        fix = f'quote it: tenant: "{_spelled(value)}"'
+    else:
+        fix = "write the tenant's id as a string, e.g. tenant: acme"
+    return message, fix
+
+
+def _groups_type_problem(value: object, where: str) -> tuple[str, str] | None:
+    """``(message, fix)`` for a ``context.groups`` that is neither a string nor a list of
+    strings (None when it is one): read as "no groups", it would hide the mistake."""
+    if isinstance(value, str):
+        return None
+    items = list(value) if isinstance(value, Sequence) else None
+    if items is not None and all(isinstance(item, str) for item in items):
+        return None
+    message = (
+        f"context.groups is {_spelled(value)}, and the groups rule of {where} reads a list of "
+        "group names (or one name)"
+    )
+    if value is None:
+        return message, "write groups: [] (or drop the key) for a query with no groups"
+    if isinstance(value, Mapping):  # {hr: true}: the names are its keys
+        items = list(value)
+    elif items is None:
+        items = [value]
+    names = [item if isinstance(item, str) else _spelled(item) for item in items]
+    import json
+
+    return message, f"write the names as strings: groups: {json.dumps(names)}"
+
+
+def access_problems(
+    queries: Iterable[Query], rules: AccessRules | None, *, source: str | None = None
+) -> list[Problem]:
+    """Every way ``queries`` contradict the corpus's access ``rules``, one
+    :class:`~pytest_retrieval.errors.Problem` each, naming the query (and the golden file,
+    ``source``). The one home of these checks: the run (:func:`build_access`) and
+    ``pytest-retrieval golden validate --corpus`` both call it.
+
+    * a ``context.tenant`` that is not a string, when the corpus's documents name tenants (the
+      rule would not scope the query), or one no document names (a typo would scope it to
+      nothing);
+    * a ``context.groups`` that is neither a string nor a list of strings, when some document
+      is restricted to groups;
+    * a document the rules deny a query that the query judges relevant (it cannot be both).
     """
-    queries = list(queries)
-    where = rules.source if rules is not None and rules.source else "the corpus"
+    if rules is None:
+        return []
+    where = rules.source or "the corpus"
     problems: list[Problem] = []
-    tenants = set(rules.tenants) if rules is not None else set()
+    tenants = set(rules.tenants)
+
+    def problem(query: Query, message: str, fix: str, field: str) -> None:
+        problems.append(Problem(message, fix, source=source, query_id=query.id, field=field))
+
     for query in queries:
-        tenant = query.context.get(TENANT_KEY)
-        if tenants and isinstance(tenant, str) and tenant not in tenants:
-            problems.append(
-                Problem(
+        if tenants and TENANT_KEY in query.context:
+            tenant = query.context[TENANT_KEY]
+            if not isinstance(tenant, str):
+                problem(query, *_tenant_type_problem(tenant, where, tenants), "context")
+            elif tenant not in tenants:
+                problem(
+                    query,
                     f"context.tenant {tenant!r} is no tenant of {where} (its documents name "
                     f"{', '.join(sorted(tenants))})",
                     f"fix the tenant's spelling, or give its documents 'tenant: {tenant}' in "
                     "the corpus",
-                    query_id=query.id,
-                    field="context",
+                    "context",
                 )
-            )
+        if rules.has_groups and GROUPS_KEY in query.context:
+            found = _groups_type_problem(query.context[GROUPS_KEY], where)
+            if found is not None:
+                problem(query, *found, "context")
         for doc in query.relevant:
-            why = rules.denial(query, doc) if rules is not None else None
+            why = rules.denial(query, doc)
             if why is not None:
-                problems.append(
-                    Problem(
-                        f"doc {doc!r} is judged relevant, but {where} denies it to this query "
-                        f"({why})",
-                        "a document the user must not see cannot be their answer: fix the "
-                        "query's context, the document's tenant or groups, or the judgment",
-                        query_id=query.id,
-                        field="relevant",
-                    )
+                problem(
+                    query,
+                    f"doc {doc!r} is judged relevant, but {where} denies it to this query ({why})",
+                    "a document the user must not see cannot be their answer: fix the "
+                    "query's context, the document's tenant or groups, or the judgment",
+                    "relevant",
                 )
+    return problems
+
+
+def access_error(problems: Sequence[Problem], rules: AccessRules | None) -> GoldenSetError:
+    """The one error :func:`access_problems`' findings are raised and printed as."""
+    where = rules.source if rules is not None and rules.source else "the corpus"
+    return GoldenSetError(
+        list(problems), title=f"{len(problems)} query(ies) contradict the access rules of {where}"
+    )
+
+
+def build_access(
+    queries: Iterable[Query], rules: AccessRules | None, *, source: str | None = None
+) -> Access:
+    """Every query's forbidden documents and the stale ones; a clear error for a contradiction.
+
+    Refused, naming the query (one :class:`~pytest_retrieval.errors.GoldenSetError` listing
+    all): what :func:`access_problems` finds (a tenant that is no string or no tenant of the
+    corpus, groups that are no list of names, a denied document judged relevant). ``source``
+    is the golden file the queries came from, named in each problem.
+    """
+    queries = list(queries)
+    where = rules.source if rules is not None and rules.source else "the corpus"
+    problems = access_problems(queries, rules, source=source)
     if problems:
-        raise GoldenSetError(
-            problems, title=f"{len(problems)} query(ies) contradict the access rules of {where}"
-        )
+        raise access_error(problems, rules)
+    tenants = set(rules.tenants) if rules is not None else set()
     has_rules = rules is not None and (bool(tenants) or rules.has_groups)
     forbidden_unmeasured = None
     if not has_rules and not any(q.forbidden for q in queries):

@@ -1,9 +1,13 @@
 """The leakage guard: the checks that span the queries of a golden set.
 
-Two queries may not share an id, and one query text (compared by :func:`normalise_text`, never
-as written) may not be in two splits: a text that is both tuned on and held out leaks the
-held-out split. :class:`~pytest_retrieval.golden.model.GoldenSet` runs these checks when it is
-built, and every loader runs them over the queries of a file (valid or not), with their lines.
+Two queries may not share an id, and one query (its text compared by :func:`normalise_text`,
+never as written, together with its context) may not be in two splits: a query that is both
+tuned on and held out leaks the held-out split. The context counts because it is part of what
+the retriever is asked (the cache, run files and fingerprint key a query by it): "How long is
+the refund window?" for tenant acme and for tenant globex are two queries, which may sit in
+two splits; the same text with the same context (or both without one) may not.
+:class:`~pytest_retrieval.golden.model.GoldenSet` runs these checks when it is built, and every
+loader runs them over the queries of a file (valid or not), with their lines.
 """
 
 from __future__ import annotations
@@ -45,8 +49,10 @@ def _where(index: int, lines: Sequence[int | None] | None) -> str:
     return f"on line {line}" if line is not None else f"by query #{index + 1}"
 
 
-#: What the cross-query checks need of a query: id, text and split (None where invalid).
-Entry = tuple[str, str | None, str | None]
+#: What the cross-query checks need of a query: id, text, split (None where invalid) and its
+#: context as canonical JSON (:func:`~pytest_retrieval.golden.context.context_json`; None: no
+#: context, or an invalid one).
+Entry = tuple[str, str | None, str | None, str | None]
 
 
 def set_problems(
@@ -55,16 +61,18 @@ def set_problems(
     source: str | None = None,
     lines: Sequence[int | None] | None = None,
 ) -> list[Problem]:
-    """Problems that span queries: duplicate ids and the same text in two splits (leakage).
+    """Problems that span queries: duplicate ids and the same query in two splits (leakage).
 
-    ``entries[i]`` is ``(id, text, split)`` of the i-th query of the file, ``lines[i]`` its
-    line where the format has lines. A loader also passes the queries that failed other checks
-    (with None for their invalid parts), so a duplicate id is reported even then.
+    ``entries[i]`` is ``(id, text, split, context_json)`` of the i-th query of the file,
+    ``lines[i]`` its line where the format has lines. Two entries leak when their normalised
+    texts and their contexts are equal and their splits differ. A loader also passes the
+    queries that failed other checks (with None for their invalid parts), so a duplicate id is
+    reported even then.
     """
     problems: list[Problem] = []
     first_of_id: dict[str, int] = {}
-    first_of_text: dict[str, dict[str, int]] = {}
-    for index, (query_id, text, split) in enumerate(entries):
+    first_of_text: dict[tuple[str, str | None], dict[str, int]] = {}
+    for index, (query_id, text, split, context) in enumerate(entries):
         line = lines[index] if lines is not None else None
         if query_id in first_of_id:
             problems.append(
@@ -81,16 +89,18 @@ def set_problems(
         first_of_id[query_id] = index
         if text is None or split is None:
             continue
-        splits = first_of_text.setdefault(normalise_text(text), {})
+        splits = first_of_text.setdefault((normalise_text(text), context), {})
         if splits and split not in splits:
             other_split, other = next(iter(splits.items()))
+            # The context is never shown: either query may be held out.
+            same = "the same text and context" if context is not None else "the same text"
             problems.append(
                 Problem(
-                    f"leakage: the same text as query {entries[other][0]!r} "
+                    f"leakage: {same} as query {entries[other][0]!r} "
                     f"({_where(other, lines)}) is in split {split!r} and in split "
                     f"{other_split!r}",
-                    "a query text must be in one split only: delete one of the two queries "
-                    "or move both into the same split",
+                    "a query (its text and context) must be in one split only: delete one "
+                    "of the two queries or move both into the same split",
                     source=source,
                     line=line,
                     query_id=query_id,

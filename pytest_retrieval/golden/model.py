@@ -35,6 +35,7 @@ from .context import (
     CONTEXT_SLICE_FIX,
     EVERY_VALUE,
     Context,
+    context_json,
     context_problems,
     context_slice,
     freeze_context,
@@ -522,7 +523,7 @@ class GoldenSet:
                 )
             )
         if not problems:
-            entries = [(q.id, q.text, q.split) for q in queries]
+            entries = [(q.id, q.text, q.split, context_json(q.context)) for q in queries]
             problems = set_problems(entries, source=self.source)
         if problems:
             title = f"{self.source or 'golden set'}: {len(problems)} problem(s)"

@@ -387,7 +387,9 @@ class RetrievalSession:
     def access(self) -> Access:
         """The forbidden and stale documents (:func:`.access.build_access`, once)."""
         if self._access is None:
-            self._access = build_access(self.golden.queries, self.access_rules)
+            self._access = build_access(
+                self.golden.queries, self.access_rules, source=self.golden.source
+            )
         return self._access
 
     def leaks(

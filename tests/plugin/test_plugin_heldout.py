@@ -317,10 +317,60 @@ def test_the_same_text_in_two_splits_is_a_usage_error_before_anything_runs(
             "ERROR: */golden.yaml: golden set has 1 problem(s):",
             f"  - */golden.yaml:*: query 'leaked-copy', field 'text': leakage: the same text as "
             f"query '{HELDOUT_ID}' (on line *) is in split 'tune' and in split 'heldout' (a query "
-            "text must be in one split only: delete one of the two queries or move both into the "
-            "same split)",
+            "(its text and context) must be in one split only: delete one of the two queries or "
+            "move both into the same split)",
         ]
     )
     # Refused at configuration time: no test was even collected.
     result.stdout.no_fnmatch_line("collected*")
+    assert retrieval_project.calls() == []
+
+
+#: One question asked for two tenants, held out for acme; the tune copy's context is TUNE.
+SCOPED = """\
+version: 1
+queries:
+  - id: acme-refund
+    text: How long is the refund window?
+    relevant: [refund-policy]
+    split: heldout
+    context: {tenant: acme}
+  - id: other-refund
+    text: How long is the refund window?
+    relevant: [refund-policy]
+    context: TUNE
+"""
+
+
+def test_the_same_text_for_another_tenant_may_be_tuned_on_while_one_tenant_is_held_out(
+    retrieval_project: RetrievalProject,
+) -> None:
+    # Two queries: the cache, run files and fingerprint key them apart by their context.
+    retrieval_project.write(
+        golden=SCOPED.replace("TUNE", "{tenant: globex}"),
+        tests="def test_plain(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.OK
+    assert "leakage" not in result.stderr.str() + result.stdout.str()
+    assert retrieval_project.calls() == ["How long is the refund window?"]  # held-out: sealed
+
+
+def test_the_same_text_and_context_in_two_splits_is_still_leakage(
+    retrieval_project: RetrievalProject,
+) -> None:
+    retrieval_project.write(
+        golden=SCOPED.replace("TUNE", "{tenant: acme}"),
+        tests="def test_plain(retrieval_run): pass",
+    )
+    result = retrieval_project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "  - */golden.yaml:8: query 'other-refund', field 'text': leakage: the same "
+            "text and context as query 'acme-refund' (on line 3) is in split 'tune' and in "
+            "split 'heldout' (a query (its text and context) must be in one split only: "
+            "delete one of the two queries or move both into the same split)",
+        ]
+    )
     assert retrieval_project.calls() == []

@@ -239,3 +239,127 @@ def test_the_same_haystack_retriever_without_filters_fails_naming_each_leak_and_
         for qid, text, _t in QUERIES
     }
     _assert_fails_naming(project.run(), _expected_leaks(rankings))
+
+
+# A query without a context is filtered too: retrieval_context_filter is called with {} for it
+# (docs/scoped-retrieval.md: such a query "gets context={}"), never skipped, which would hand it
+# every restricted document. The corpus: a public page of acme's, a shared public page and a
+# page restricted to the legal group (its "audience" metadata is what the stores filter on).
+OPEN_PAGES = [
+    {"_id": "acme-refund", "text": "refund: acme", "tenant": "acme", "audience": "public"},
+    {"_id": "shared-refund", "text": "refund: everyone", "audience": "public"},
+    {
+        "_id": "legal-refund",
+        "text": "refund: legal terms",
+        "groups": ["legal"],
+        "audience": "legal",
+    },
+]
+OPEN_GOLDEN = """\
+version: 1
+queries:
+  - id: acme-refund
+    text: how does the refund work
+    relevant: [acme-refund]
+    context: {tenant: acme}
+  - id: anyone-refund
+    text: how does the refund work
+    relevant: [shared-refund]
+"""
+OPEN_STORES = """\
+import json
+import os
+
+from haystack import Document as HaystackDocument
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import InMemoryVectorStore
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pages():
+    with open(os.path.join(HERE, "corpus.jsonl"), encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def langchain_store():
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=32))
+    store.add_documents(
+        [Document(id=p["_id"], page_content=p["text"], metadata={"audience": p["audience"]})
+         for p in pages()]
+    )
+    return store
+
+
+def haystack_retriever():
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [HaystackDocument(id=p["_id"], content=p["text"], meta={"audience": p["audience"]})
+         for p in pages()]
+    )
+    return InMemoryBM25Retriever(store)
+"""
+OPEN_SCOPE = """\
+import json
+import os
+
+LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "filter-calls.log")
+
+
+def _log(context):
+    with open(LOG, "a", encoding="utf-8") as log:
+        log.write(json.dumps(context, sort_keys=True) + "\\n")
+
+
+def langchain_filter(context):
+    _log(context)
+    legal = "legal" in context.get("groups", [])
+    return lambda doc: legal or doc.metadata["audience"] == "public"
+
+
+def haystack_filter(context):
+    _log(context)
+    if "legal" in context.get("groups", []):
+        return None
+    return {"field": "meta.audience", "operator": "==", "value": "public"}
+"""
+
+
+@pytest.mark.parametrize(
+    ("build", "function"),
+    [
+        ("open_stores.langchain_store().as_retriever()", "langchain_filter"),
+        ("open_stores.haystack_retriever()", "haystack_filter"),
+    ],
+    ids=["langchain", "haystack"],
+)
+def test_the_context_filter_is_called_with_an_empty_context_for_a_query_without_one(
+    pytester: pytest.Pytester, build: str, function: str
+) -> None:
+    project = RetrievalProject(pytester).write(
+        golden=OPEN_GOLDEN,
+        conftest=CONFTEST.replace("leak_stores", "open_stores").replace("BUILD", build),
+        ini={
+            "retrieval_corpus": "corpus.jsonl",
+            "retrieval_short_rankings": "off",
+            "retrieval_thresholds": "forbidden@5 == 0",
+            "retrieval_context_filter": f"open_scope:{function}",
+        },
+        ks="5",
+    )
+    (project.path / "corpus.jsonl").write_text(
+        "".join(json.dumps(page) + "\n" for page in OPEN_PAGES), encoding="utf-8"
+    )
+    (project.path / "open_stores.py").write_text(OPEN_STORES, encoding="utf-8")
+    (project.path / "open_scope.py").write_text(OPEN_SCOPE, encoding="utf-8")
+    pytester.syspathinsert()
+    # Unfiltered, the three pages all sit in every top 5, so legal-refund (groups legal) would
+    # leak into anyone-refund's, whose context gives no groups.
+    result = project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["PASS forbidden@5 == 0*"])
+    calls = (project.path / "filter-calls.log").read_text(encoding="utf-8").splitlines()
+    assert sorted(calls) == ['{"tenant": "acme"}', "{}"]

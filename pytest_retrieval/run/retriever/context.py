@@ -244,17 +244,18 @@ def call_filtered(
 
 def langchain_filter_route(use: ContextUse, store: object = None) -> Route | None:
     """``filter=`` for a LangChain retriever that passes keyword arguments on to its search:
-    what ``retrieval_context_filter`` builds (no filter where it returns None, or for a query
-    without a context). ``store`` is the retriever's vector store when it has one: a filter of
-    the wrong type for it (not a function for ``InMemoryVectorStore``) fails the query naming
-    the setting, not deep in the store."""
+    what ``retrieval_context_filter`` builds (called with ``{}`` for a query without a context;
+    no filter where it returns None). ``store`` is the retriever's vector store when it has
+    one: a filter of the wrong type for it (not a function for ``InMemoryVectorStore``) fails
+    the query naming the setting, not deep in the store."""
     if not use.active or use.build_filter is None:
         return None
 
     def kwargs(context: Mapping[str, Any] | None) -> dict[str, Any]:
-        if not context:
-            return {}
-        built = _built_filter(use, context)
+        # A query without a context is filtered too, built from {}: "no tenant, no groups"
+        # is the user's function's call (it may admit only the shared documents), never
+        # "no filter", which would hand that query every restricted document.
+        built = _built_filter(use, context or {})
         if built is not None and not callable(built) and _takes_a_function(store):
             raise ContextFilterError(
                 f"{FILTER_SETTING} = {use.filter_spec} returned a {type(built).__name__}, and "
@@ -268,11 +269,12 @@ def langchain_filter_route(use: ContextUse, store: object = None) -> Route | Non
 
 def haystack_filters(use: ContextUse, context: Mapping[str, Any] | None) -> Any:
     """The ``filters`` of one Haystack call: ``retrieval_context_filter(context)`` when it is
-    set, else ``context["filters"]`` (a fresh copy); None for none."""
+    set (``{}`` for a query without a context, as LangChain's filter is built), else
+    ``context["filters"]`` (a fresh copy); None for none."""
+    if use.build_filter is not None:
+        return _built_filter(use, context or {})
     if not context:
         return None
-    if use.build_filter is not None:
-        return _built_filter(use, context)
     found = context.get("filters")
     return None if found is None else thaw_context(found)
 

@@ -186,6 +186,16 @@ def test_duplicate_ids_and_leakage_are_refused_when_building_from_code() -> None
         )
 
 
+def test_leakage_compares_the_context_with_the_text_when_building_from_code() -> None:
+    acme = Query("a", "Refund window?", [], (), "heldout", context={"tenant": "acme"})
+    globex = Query("b", "refund  WINDOW", [], context={"tenant": "globex"})
+    assert len(GoldenSet((acme, globex))) == 2
+    with pytest.raises(GoldenSetError, match="leakage: the same text and context as query 'a'"):
+        GoldenSet((acme, Query("b", "refund window", [], context={"tenant": "acme"})))
+    with pytest.raises(GoldenSetError, match="leakage: the same text as query 'a'"):
+        GoldenSet((Query("a", "Refund", [], (), "heldout"), Query("b", "refund", [])))
+
+
 def test_the_same_text_twice_in_one_split_is_not_leakage() -> None:
     golden = GoldenSet((Query("a", "Refund window?", []), Query("b", "refund window", [])))
     assert len(golden) == 2
