@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..golden.model import Query
 from ..golden.scope import DETAILS_HINT
-from ..scoring.evaluate import Evaluation
+from ..scoring.evaluate import Evaluation, ranked_within
 from ..scoring.metrics import MetricSpec
 from ..text import for_terminal
 
@@ -263,11 +263,14 @@ def find_leaks(
     *,
     redacted: Callable[[Query], bool],
     cached: Callable[[QueryOutcome], bool],
+    cutoff_unit: str = "documents",
 ) -> list[Leak]:
     """Every ``metric`` (``forbidden`` or ``stale``) document in the top ``k`` of ``queries``'
     rankings at ``stage``, in query order then rank, each with why it counts
     (:meth:`.access.Access.reason`), whether its ranking came from the cache and whether the
-    query is redacted (held out: counted, never named)."""
+    query is redacted (held out: counted, never named). The top ``k`` and the rank are in
+    ``cutoff_unit`` (:func:`.scoring.evaluate.ranked_within`, what ``forbidden@K`` counts):
+    under ``"results"`` the rank is the result's position as returned."""
     found: list[Leak] = []
     for query in queries:
         outcome = outcomes.get(query.id)
@@ -275,7 +278,10 @@ def find_leaks(
             continue
         hidden = redacted(query)
         from_cache: bool | None = None
-        for rank, doc in enumerate(outcome.rankings.get(stage, ())[:k], start=1):
+        within = ranked_within(
+            outcome.rankings.get(stage, ()), outcome.returned.get(stage), k, cutoff_unit
+        )
+        for rank, doc in within:
             why = access.reason(metric, query.id, doc)
             if why is None:
                 continue

@@ -408,6 +408,7 @@ class RetrievalSession:
             self.access,
             redacted=self.scope.redacted,
             cached=lambda o: cache and served_from_cache(o),
+            cutoff_unit=self.settings.cutoff_unit,
         )
 
     def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
