@@ -704,7 +704,9 @@ class RetrievalSession:
     def snapshot_specs(self, extra: Sequence[MetricSpec] = ()) -> tuple[MetricSpec, ...]:
         """The metrics this session's snapshots hold (:func:`.runbaseline.snapshot_specs`):
         the configured ones, every budget's, forbidden@K / stale@K at every scored K when this
-        run can measure them (so a baseline written now can be budgeted on them), ``extra``."""
+        run can measure them (so a baseline written now can be budgeted on them), every
+        declared threshold's (so ``pytest-retrieval gate`` re-judges each from the artifact),
+        ``extra``."""
         access = self.access
         measurable = [
             name
@@ -715,7 +717,13 @@ class RetrievalSession:
             if why is None
         ]
         leaks = runbaseline.leak_specs(measurable, self.cutoffs())
-        return runbaseline.snapshot_specs(self.settings, self.budgets, extra, leaks=leaks)
+        return runbaseline.snapshot_specs(
+            self.settings,
+            self.budgets,
+            extra,
+            leaks=leaks,
+            gated=[t.spec for t in self.thresholds],
+        )
 
     def snapshot(self, extra: Sequence[MetricSpec] = ()) -> Snapshot:
         """Per-query values, relevant ranks and top ids of every visible query, per stage, with
