@@ -73,6 +73,11 @@ def test_compare_fails_a_regression_with_exit_1_and_the_per_query_diff(
         "FAIL ndcg@10[budget=0.02]: regression: ndcg@10 0.9000 → 0.6500 (Δ -0.2500, "
     )
     assert "one-sided p = 0.01562, n = 12" in lines[0]
+    # The six changed queries all dropped by 0.5: no spread to size a detectable drop from.
+    assert lines[0].endswith(
+        "; smallest detectable drop not estimated (the 6 changed queries all moved by the same "
+        "amount: no spread to size it from)"
+    )
     assert "    queries that got worse (6), worst first:" in lines
     assert "      a0: ndcg@10 1.0000 → 0.5000" in lines
 
