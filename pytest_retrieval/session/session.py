@@ -311,7 +311,7 @@ class RetrievalSession:
             self.retriever_name = retriever_name
         with self._lock:
             self.gate_outcomes = list(gate_outcomes)
-            self.regression_outcomes = list(regression_outcomes)
+            self.regression_outcomes = self._declared_order(regression_outcomes)
 
     def enter_test(self, nodeid: str | None, ensure_run: Callable[[], None] | None = None) -> None:
         """A test starts: gate records name it, and ``ensure_run`` runs the retriever on the
@@ -830,6 +830,18 @@ class RetrievalSession:
             return self.ledger_baselines.get(None)
         return None
 
+    def _declared_order(self, outcomes: Iterable[RegressionOutcome]) -> list[RegressionOutcome]:
+        """``outcomes`` in the order their budgets were declared (:attr:`budgets`, slice=*
+        expanded), whatever order the checks ran in: serial runs them in collection order,
+        xdist workers interleave them, and the artifact, the summary and the ledger must be the
+        same in both. An outcome of no declared budget comes last, by name; ties by stage and
+        message."""
+        position = {b.name: i for i, b in enumerate(self.budgets)}
+        return sorted(
+            outcomes,
+            key=lambda r: (position.get(r.name, len(position)), r.name, r.stage or "", r.message),
+        )
+
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
@@ -845,7 +857,9 @@ class RetrievalSession:
         if source is not None and source.skip is not None:
             # No entry to compare with (a new ledger): skipped with the fix, never red.
             with self._lock:
-                self.regression_outcomes.append(runledger.skipped(budget, source.skip))
+                self.regression_outcomes = self._declared_order(
+                    [*self.regression_outcomes, runledger.skipped(budget, source.skip)]
+                )
             self.on_skip(source.skip)
         against = self.against(budget)
         # The stages compared (stage=S with S; else the final stage of each side, whatever
@@ -868,7 +882,7 @@ class RetrievalSession:
         if ref is not None and outcome.status is not Status.MISSING:
             outcome = dataclasses.replace(outcome, baseline=ref)  # which one, structured
         with self._lock:
-            self.regression_outcomes.append(outcome)
+            self.regression_outcomes = self._declared_order([*self.regression_outcomes, outcome])
         if outcome.status is Status.SKIPPED:
             self.on_skip(outcome.message)
         return outcome
