@@ -340,13 +340,17 @@ def retriever_under_test():
 """
 
 
-def _chunk_project(pytester: pytest.Pytester, unit: str, thresholds: str) -> None:
+VPN_QUERY = (
+    "version: 1\nqueries:\n  - id: vpn\n    text: How do I connect to the VPN?\n"
+    "    relevant: [initech-vpn]\n    context: {tenant: initech}\n"
+)
+
+
+def _chunk_project(
+    pytester: pytest.Pytester, unit: str, thresholds: str, golden: str = VPN_QUERY
+) -> None:
     pytester.makefile(".jsonl", corpus="\n".join(json.dumps(doc) for doc in CHUNK_CORPUS))
-    pytester.makefile(
-        ".yaml",
-        golden="version: 1\nqueries:\n  - id: vpn\n    text: How do I connect to the VPN?\n"
-        "    relevant: [initech-vpn]\n    context: {tenant: initech}\n",
-    )
+    pytester.makefile(".yaml", golden=golden)
     pytester.makeconftest(CHUNK_CONFTEST)
     pytester.makeini(
         "[pytest]\nretrieval_golden = golden.yaml\nretrieval_corpus = corpus.jsonl\n"
@@ -400,5 +404,26 @@ def test_under_cutoff_unit_documents_forbidden_at_k_counts_the_first_k_documents
             "2 forbidden documents in the top 3 of 1 query:",
             "  query vpn (tenant initech): acme-plans at rank 2 [[]retriever[]]: *",
             "  query vpn (tenant initech): acme-faq at rank 3 [[]retriever[]]: *",
+        ]
+    )
+
+
+def test_under_cutoff_unit_results_the_worst_query_line_names_what_the_first_k_results_missed(
+    pytester: pytest.Pytester,
+) -> None:
+    # No tenant: acme-plans is this query's answer. It is result 4 (initech-vpn#1, #0, #2 come
+    # first), so recall@3 = 0 under results: the line names it missed, first relevant at
+    # rank 4 (the document ranking initech-vpn, acme-plans would say rank 2 and miss nothing).
+    golden = (
+        "version: 1\nqueries:\n  - id: plans\n    text: Which annual plans are there?\n"
+        "    relevant: [acme-plans]\n"
+    )
+    _chunk_project(pytester, "results", "recall@3 >= 1.0\n", golden)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "  plans 'Which annual plans are there?': recall@3 = 0.0000; missed acme-plans; "
+            "first relevant at rank 4; returned initech-vpn, acme-plans*",
         ]
     )
