@@ -217,7 +217,11 @@ def _leak_arguments(
     if args.forbidden is not None:
         from ..formats.trec import read_forbidden
 
-        given["forbidden"] = read_forbidden(args.forbidden, qrels)
+        given["forbidden"] = read_forbidden(
+            args.forbidden,
+            qrels,
+            warn=lambda problem: echo(f"pytest-retrieval evaluate: warning: {problem}", err=True),
+        )
     rules = None
     if args.corpus is not None:
         from ..formats.corpus import read_access_rules

@@ -351,12 +351,15 @@ def _run_gate(args: argparse.Namespace) -> int:
         )
     slices = _scorable_slices(snapshot)
     ok = True
+    # Every threshold is judged before any verdict is printed: a threshold the run cannot
+    # answer is an error (exit 2) before a partial list of verdicts, never after one.
+    verdicts: list[str] = []
     for declared in thresholds:
         for threshold in expand_slices(declared, slices):
             selection = threshold.selection
             unstored = unstored_context(selection)
             if unstored is not None:  # a run's own context-slice gate: not checkable here
-                echo(f"SKIP {threshold}: {unstored}")
+                verdicts.append(f"SKIP {threshold}: {unstored}")
                 continue
             value, n, stage = snapshot_mean(
                 snapshot, str(threshold.spec), selection, heldout_split=heldout
@@ -364,11 +367,13 @@ def _run_gate(args: argparse.Namespace) -> int:
             passed = value is not None and OPS[threshold.op](value, threshold.value)
             shown = "n/a" if value is None else f"{value:.4f}"
             where = Selection(stage, selection.split or "overall", selection.slice).label()
-            echo(
+            verdicts.append(
                 f"{'PASS' if passed else 'FAIL'} {threshold.spec} {threshold.op} "
                 f"{threshold.value:g}: {shown} [{where}] (n={n})"
             )
             ok = ok and passed
+    for line in verdicts:
+        echo(line)
     if args.baseline:
         ok = _check_regressions(args.baseline, args, document, snapshot) and ok
     return 0 if ok else 1

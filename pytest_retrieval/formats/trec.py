@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TextIO
 
 from ..errors import InputError, Problem, RunFileError
@@ -150,7 +150,10 @@ def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
 
 
 def read_forbidden(
-    path: str | os.PathLike[str], qrels: dict[str, dict[str, int]] | None = None
+    path: str | os.PathLike[str],
+    qrels: dict[str, dict[str, int]] | None = None,
+    *,
+    warn: Callable[[Problem], None] | None = None,
 ) -> dict[str, frozenset[str]]:
     """Read a forbidden-documents file, ``qid docid`` per line (white space separated, ``#``
     comments as in qrels), into ``{query id: doc ids}``: the documents each query must not be
@@ -158,10 +161,14 @@ def read_forbidden(
 
     Every bad line is reported in one :class:`~pytest_retrieval.errors.RunFileError` naming the
     file and line: a line without exactly two fields, and (given the ``qrels``) a document the
-    same query judges relevant (grade above 0): it cannot be both the answer and a leak."""
+    same query judges relevant (grade above 0): it cannot be both the answer and a leak.
+    Given the ``qrels`` and ``warn``, each query with forbidden lines but no qrels line is
+    passed to ``warn`` once (its first line, how many lines): the judged queries are the
+    evaluated ones, so its lines count nowhere, as a run query without judgments is ignored."""
     name = os.fspath(path)
     found: dict[str, set[str]] = {}
     problems: list[Problem] = []
+    unjudged: dict[str, list[int]] = {}
     for number, fields in field_lines(path, what="forbidden-documents file"):
         if len(fields) != 2:
             problems.append(
@@ -188,11 +195,27 @@ def read_forbidden(
                 )
             )
             continue
+        if qrels is not None and qid not in qrels:
+            unjudged.setdefault(qid, []).append(number)
         found.setdefault(qid, set()).add(doc)
     if problems:
         raise RunFileError(
             problems, title=f"{name}: cannot read forbidden documents ({len(problems)} problems)"
         )
+    if warn is not None:
+        for qid, numbers in unjudged.items():
+            lines = f"{len(numbers)} forbidden lines are" if len(numbers) > 1 else "its line is"
+            warn(
+                Problem(
+                    f"the qrels have no line for this query, so it is not evaluated and {lines} "
+                    "ignored",
+                    fix="add a qrels line for it, a grade-0 line makes it a scored no-answer "
+                    "query; or drop the line",
+                    source=name,
+                    line=numbers[0],
+                    query_id=qid,
+                )
+            )
     return {qid: frozenset(docs) for qid, docs in found.items()}
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..golden.model import Query
 from ..golden.scope import DETAILS_HINT
-from ..scoring.evaluate import Evaluation
+from ..scoring.evaluate import Evaluation, ranked_within
 from ..scoring.metrics import MetricSpec
 from ..text import for_terminal
 
@@ -75,8 +75,16 @@ def worst_queries(
     redacted: Callable[[Query], bool],
     min_grade: int,
     limit: int,
+    returned: Callable[[str], tuple[str, ...] | None] = lambda qid: None,
+    cutoff_unit: str = "documents",
 ) -> list[WorstQuery]:
-    """The ``limit`` lowest-scoring queries (never a perfect one, never a redacted one)."""
+    """The ``limit`` lowest-scoring queries (never a perfect one, never a redacted one).
+
+    What a query missed is what its metric looked at: the top K in ``cutoff_unit``
+    (:func:`.scoring.evaluate.ranked_within`: under ``"results"`` the documents within the
+    first K results as returned, ``returned`` giving them where ids repeated), the top R for
+    R-precision, else the whole document ranking; the first relevant rank is in the same
+    unit (a result position for a metric at K under ``"results"``)."""
     column = evaluation.columns[str(spec)]
     by_id = {q.id: q for q in queries}
     scored = [
@@ -93,11 +101,15 @@ def worst_queries(
         relevant = [d for d, g in query.judgments.items() if g >= min_grade]
         # What the metric looked at: the top K, the top R for R-precision, else everything.
         depth = len(relevant) if spec.name == "r_precision" else spec.k
-        top = ranked if depth is None else ranked[:depth]
-        shown = set(top)
+        unit = cutoff_unit if spec.k is not None else "documents"
+        as_returned = returned(qid) if unit == "results" else None
+        if depth is None:
+            shown = set(ranked)
+        else:
+            shown = {d for _rank, d in ranked_within(ranked, as_returned, depth, unit)}
         missed = tuple(d for d in relevant if d not in shown)
         relevant_set = set(relevant)
-        first = next((i for i, d in enumerate(ranked, 1) if d in relevant_set), None)
+        first = next((i for i, d in enumerate(as_returned or ranked, 1) if d in relevant_set), None)
         worst.append(WorstQuery(qid, query.text, value, missed, first, ranked[:RETURNED_SHOWN]))
     return worst
 
@@ -150,6 +162,10 @@ def explain_score(
         outcome = outcomes.get(qid)
         return outcome.rankings.get(stage, ()) if outcome else ()
 
+    def returned(qid: str) -> tuple[str, ...] | None:
+        outcome = outcomes.get(qid)
+        return outcome.returned.get(stage) if outcome else None
+
     worst = (
         []
         if spec.metric.source != "judgments"
@@ -161,6 +177,8 @@ def explain_score(
             redacted=redacted,
             min_grade=conventions.min_grade,
             limit=limit,
+            returned=returned,
+            cutoff_unit=conventions.cutoff_unit,
         )
     )
     if spec.metric.source == "scores":
@@ -263,11 +281,14 @@ def find_leaks(
     *,
     redacted: Callable[[Query], bool],
     cached: Callable[[QueryOutcome], bool],
+    cutoff_unit: str = "documents",
 ) -> list[Leak]:
     """Every ``metric`` (``forbidden`` or ``stale``) document in the top ``k`` of ``queries``'
     rankings at ``stage``, in query order then rank, each with why it counts
     (:meth:`.access.Access.reason`), whether its ranking came from the cache and whether the
-    query is redacted (held out: counted, never named)."""
+    query is redacted (held out: counted, never named). The top ``k`` and the rank are in
+    ``cutoff_unit`` (:func:`.scoring.evaluate.ranked_within`, what ``forbidden@K`` counts):
+    under ``"results"`` the rank is the result's position as returned."""
     found: list[Leak] = []
     for query in queries:
         outcome = outcomes.get(query.id)
@@ -275,7 +296,10 @@ def find_leaks(
             continue
         hidden = redacted(query)
         from_cache: bool | None = None
-        for rank, doc in enumerate(outcome.rankings.get(stage, ())[:k], start=1):
+        within = ranked_within(
+            outcome.rankings.get(stage, ()), outcome.returned.get(stage), k, cutoff_unit
+        )
+        for rank, doc in within:
             why = access.reason(metric, query.id, doc)
             if why is None:
                 continue

@@ -35,11 +35,14 @@ def snapshot_specs(
     extra: Sequence[MetricSpec] = (),
     *,
     leaks: Sequence[MetricSpec] = (),
+    gated: Sequence[MetricSpec] = (),
 ) -> tuple[MetricSpec, ...]:
     """The metrics a snapshot holds: the configured ones, every budget's, the leak metrics
-    the run can measure (``leaks``, :func:`leak_specs`), then ``extra``."""
+    the run can measure (``leaks``, :func:`leak_specs`), every declared threshold's
+    (``gated``: ``mrr >= 0.6`` is scored on the whole ranking, not the table's ``mrr@K``, so
+    ``pytest-retrieval gate`` can judge it again from the artifact), then ``extra``."""
     budgeted = [b.spec for b in budgets]
-    return tuple(dict.fromkeys([*settings.metric_specs, *budgeted, *leaks, *extra]))
+    return tuple(dict.fromkeys([*settings.metric_specs, *budgeted, *leaks, *gated, *extra]))
 
 
 def leak_specs(measurable: Iterable[str], cutoffs: Iterable[int]) -> tuple[MetricSpec, ...]:

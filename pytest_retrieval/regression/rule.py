@@ -275,7 +275,15 @@ def compare(
         )
     else:
         verdict = f"no regression: {head}"
-    if interval.n_nonzero > 0:
+    if interval.n_nonzero > 0 and detectable == 0.0:
+        # Zero spread among the changed queries: the power model has nothing to size a change
+        # against (it returns 0, any common shift of them), and "0.0000" would read as if the
+        # set could detect a change of nothing. Say what was seen instead.
+        verdict += (
+            f"; smallest detectable {worsening} not estimated (the {interval.n_nonzero} changed "
+            "queries all moved by the same amount: no spread to size it from)"
+        )
+    elif interval.n_nonzero > 0:
         shown = f"{detectable:.4f}" if detectable is not None else f"none ({drop.reason})"
         verdict += (
             f"; smallest detectable {worsening} {shown} (alpha {options.alpha:g}, power 0.8, for "

@@ -575,13 +575,17 @@ def run_source_lines(session: RetrievalSession) -> list[str]:
 def _bound_and_detectable(regression: RegressionOutcome) -> tuple[str, str]:
     """The one-sided bound and the detectable change of a check's summary line, worded by its
     metric's direction: ``, 95% upper bound -0.0040`` and ``; detectable drop 0.0120`` (for a
-    lower-is-better metric, ``lower bound`` and ``detectable rise``)."""
+    lower-is-better metric, ``lower bound`` and ``detectable rise``). A detectable change of 0
+    (every changed query moved by the same amount: nothing to size it from, the check's message
+    says so) is not shown."""
     row, level = metric_of(regression.metric), regression.upper_level
     bound = (
         f", {level:.0%} {row.bound_side} bound {regression.upper_bound:+.4f}"
         if regression.upper_bound is not None and level is not None
         else ""
     )
+    if regression.detectable == 0.0:
+        return bound, ""
     if regression.detectable is not None:
         return bound, f"; detectable {row.worsening} {regression.detectable:.4f}"
     return bound, "; none detectable" if regression.detectable_reason else ""

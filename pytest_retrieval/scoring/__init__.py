@@ -13,7 +13,8 @@ Modules:
   spelling per metric.
 * ``evaluate``: batch scoring, a run x judgments -> ``Evaluation``; ``Conventions`` (every
   convention that changes a number, in one value, built once per scoring path); the
-  zero-relevant and ``min_grade`` conventions; what K counts (``measured_unit``).
+  zero-relevant and ``min_grade`` conventions; what K counts (``measured_unit``) and which
+  documents (at which rank) a cutoff reaches in it (``ranked_within``).
 * ``abstention``: no-answer queries: ``abstain_rate`` / ``answer_rate`` per query (their
   domains, the score floor, "cannot be measured"), the sweep of candidate floors.
 * ``dedup``: duplicate groups (``DuplicateGroups``: from a file, ``exact``, ``near`` with
@@ -31,7 +32,9 @@ Decisions that live here:
   script's flags in ``cli.evaluate``) and carried by every ``Evaluation``; which score floor a
   stage has: ``Conventions.floor_for``;
 * a repeated id in a ranking, what K counts (``retrieval_cutoff_unit``), how long a ranking
-  must be for a metric at K: ``evaluate`` (``evaluate_documents``, ``measured_unit``);
+  must be for a metric at K, which documents K reaches (what ``forbidden@K`` counts and the
+  leak finder names): ``evaluate`` (``evaluate_documents``, ``measured_unit``,
+  ``ranked_within``);
 * relevance per duplicate group, ``distinct@K``, which groups a recorded ``dedup`` setting
   stands for: ``dedup`` (``recorded_groups``);
 * when a ranking answers, the abstention domains: ``abstention``;

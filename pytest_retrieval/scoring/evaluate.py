@@ -59,6 +59,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any, Literal, Protocol
 
 from .abstention import abstention_columns
@@ -426,6 +427,32 @@ def measured_unit(spec: MetricSpec, cutoff_unit: str) -> CutoffUnit:
     return "documents"
 
 
+def ranked_within(
+    documents: Sequence[str],
+    returned: Sequence[str] | None,
+    k: int,
+    cutoff_unit: str,
+) -> list[tuple[int, str]]:
+    """The documents a cutoff K reaches, each once with its rank in the unit K counts (the
+    rule of :func:`measured_unit`; docs/metrics.md, "Repeated ids and what K counts").
+
+    ``documents`` is the document ranking, ``returned`` the ids as returned (repeats kept;
+    None or empty when none repeated, the two are then the same). Under ``"documents"`` the
+    top K documents with their document rank; under ``"results"`` the distinct ids among the
+    top K results as returned, each at the result rank of its first occurrence ("the K
+    chunks the LLM sees"). ``forbidden@K`` / ``stale@K`` count these and the leak finder
+    names these ranks, so a gate's number and the ranks its message names agree."""
+    if cutoff_unit == "results" and returned:
+        seen: set[str] = set()
+        out: list[tuple[int, str]] = []
+        for rank, doc in enumerate(returned[:k], start=1):
+            if doc not in seen:
+                seen.add(doc)
+                out.append((rank, doc))
+        return out
+    return list(enumerate(islice(dict.fromkeys(documents), k), start=1))
+
+
 def split_repeats(
     run: Mapping[str, Sequence[str]],
 ) -> tuple[Mapping[str, Sequence[str]], dict[str, Sequence[str]]]:
@@ -637,9 +664,19 @@ def evaluate_documents(
                 unmeasured[str(spec)] = reason
                 continue
             none: frozenset[str] = frozenset()
+            # The documents K reaches in the unit K counts (results: the distinct ids among
+            # the top K results as returned), so forbidden@K follows the rule recall@K does.
             columns[str(spec)] = [
                 share_at_k(
-                    documents.get(qid, ()),
+                    [
+                        doc
+                        for _rank, doc in ranked_within(
+                            documents.get(qid, ()),
+                            returned.get(qid),
+                            spec.k,
+                            conventions.cutoff_unit,
+                        )
+                    ],
                     (stale or none) if spec.name == "stale" else (forbidden or {}).get(qid, none),
                     spec.k,
                 )

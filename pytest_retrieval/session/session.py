@@ -311,7 +311,7 @@ class RetrievalSession:
             self.retriever_name = retriever_name
         with self._lock:
             self.gate_outcomes = list(gate_outcomes)
-            self.regression_outcomes = list(regression_outcomes)
+            self.regression_outcomes = self._declared_order(regression_outcomes)
 
     def enter_test(self, nodeid: str | None, ensure_run: Callable[[], None] | None = None) -> None:
         """A test starts: gate records name it, and ``ensure_run`` runs the retriever on the
@@ -410,6 +410,7 @@ class RetrievalSession:
             self.access,
             redacted=self.scope.redacted,
             cached=lambda o: cache and served_from_cache(o),
+            cutoff_unit=self.settings.cutoff_unit,
         )
 
     def evaluation(self, stage: str, specs: Sequence[MetricSpec]) -> Evaluation:
@@ -705,7 +706,9 @@ class RetrievalSession:
     def snapshot_specs(self, extra: Sequence[MetricSpec] = ()) -> tuple[MetricSpec, ...]:
         """The metrics this session's snapshots hold (:func:`.runbaseline.snapshot_specs`):
         the configured ones, every budget's, forbidden@K / stale@K at every scored K when this
-        run can measure them (so a baseline written now can be budgeted on them), ``extra``."""
+        run can measure them (so a baseline written now can be budgeted on them), every
+        declared threshold's (so ``pytest-retrieval gate`` re-judges each from the artifact),
+        ``extra``."""
         access = self.access
         measurable = [
             name
@@ -716,7 +719,13 @@ class RetrievalSession:
             if why is None
         ]
         leaks = runbaseline.leak_specs(measurable, self.cutoffs())
-        return runbaseline.snapshot_specs(self.settings, self.budgets, extra, leaks=leaks)
+        return runbaseline.snapshot_specs(
+            self.settings,
+            self.budgets,
+            extra,
+            leaks=leaks,
+            gated=[t.spec for t in self.thresholds],
+        )
 
     def snapshot(self, extra: Sequence[MetricSpec] = ()) -> Snapshot:
         """Per-query values, relevant ranks and top ids of every visible query, per stage, with
@@ -823,6 +832,18 @@ class RetrievalSession:
             return self.ledger_baselines.get(None)
         return None
 
+    def _declared_order(self, outcomes: Iterable[RegressionOutcome]) -> list[RegressionOutcome]:
+        """``outcomes`` in the order their budgets were declared (:attr:`budgets`, slice=*
+        expanded), whatever order the checks ran in: serial runs them in collection order,
+        xdist workers interleave them, and the artifact, the summary and the ledger must be the
+        same in both. An outcome of no declared budget comes last, by name; ties by stage and
+        message."""
+        position = {b.name: i for i, b in enumerate(self.budgets)}
+        return sorted(
+            outcomes,
+            key=lambda r: (position.get(r.name, len(position)), r.name, r.stage or "", r.message),
+        )
+
     def regression(self, budget: Budget, *, baseline_path: str) -> RegressionOutcome:
         """Check one budget against the loaded baseline (or its ledger entry: the merge-base's);
         record and return the outcome."""
@@ -838,7 +859,9 @@ class RetrievalSession:
         if source is not None and source.skip is not None:
             # No entry to compare with (a new ledger): skipped with the fix, never red.
             with self._lock:
-                self.regression_outcomes.append(runledger.skipped(budget, source.skip))
+                self.regression_outcomes = self._declared_order(
+                    [*self.regression_outcomes, runledger.skipped(budget, source.skip)]
+                )
             self.on_skip(source.skip)
         against = self.against(budget)
         # The stages compared (stage=S with S; else the final stage of each side, whatever
@@ -861,7 +884,7 @@ class RetrievalSession:
         if ref is not None and outcome.status is not Status.MISSING:
             outcome = dataclasses.replace(outcome, baseline=ref)  # which one, structured
         with self._lock:
-            self.regression_outcomes.append(outcome)
+            self.regression_outcomes = self._declared_order([*self.regression_outcomes, outcome])
         if outcome.status is Status.SKIPPED:
             self.on_skip(outcome.message)
         return outcome

@@ -146,3 +146,22 @@ def test_a_forbidden_document_the_qrels_judge_relevant_is_refused_naming_the_lin
     err = capsys.readouterr().err
     assert f"{bad}:2" in err
     assert "doc 'a' is forbidden, but the qrels judge it relevant (grade 1)" in err
+
+
+def test_a_forbidden_line_for_a_query_without_qrels_is_warned_naming_file_line_and_query(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # q9 has no qrels line: evaluate scores the judged queries only (q9 is not in the run
+    # either), so its two lines count nowhere; q1's x still counts (forbidden@2 as before).
+    listed = tmp_path / "listed.tsv"
+    listed.write_text("q1 x\nq9 a\nq9 b\n", "utf-8")
+    args = [*_base(files), "--forbidden", str(listed), "-m", "forbidden@2", "--json"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"pytest-retrieval evaluate: warning: {listed}:2: query 'q9': the qrels have no line "
+        "for this query, so it is not evaluated and 2 forbidden lines are ignored (add a qrels "
+        "line for it, a grade-0 line makes it a scored no-answer query; or drop the line)\n"
+    )
+    # q1 x at rank 2 (1/2), q2 and q3 nothing listed: mean 1/6, 1 document in 1 query.
+    assert json.loads(captured.out)["leaks"] == {"forbidden@2": {"documents": 1, "queries": 1}}

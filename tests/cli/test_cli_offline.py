@@ -73,6 +73,11 @@ def test_compare_fails_a_regression_with_exit_1_and_the_per_query_diff(
         "FAIL ndcg@10[budget=0.02]: regression: ndcg@10 0.9000 → 0.6500 (Δ -0.2500, "
     )
     assert "one-sided p = 0.01562, n = 12" in lines[0]
+    # The six changed queries all dropped by 0.5: no spread to size a detectable drop from.
+    assert lines[0].endswith(
+        "; smallest detectable drop not estimated (the 6 changed queries all moved by the same "
+        "amount: no spread to size it from)"
+    )
     assert "    queries that got worse (6), worst first:" in lines
     assert "      a0: ndcg@10 1.0000 → 0.5000" in lines
 
@@ -301,3 +306,60 @@ def plugin_family_line(outcome: dict[str, object]) -> str:
     """The family line the plugin's record implies (method, size and alpha it recorded)."""
     assert (outcome["multiplicity"], outcome["family_size"], outcome["alpha"]) == ("maxt", 1, 0.05)
     return "1 regression check, family-wise alpha 0.05, maxT (Westfall-Young, joint sign flips)"
+
+
+UNCUT_CONFTEST = """\
+import pytest
+
+RANKINGS = {"q1": ["a", "x", "b"], "q2": ["x", "c", "y"]}
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text, k):
+        return RANKINGS[text][:k]
+    return search
+"""
+
+
+def test_gate_rejudges_every_threshold_without_a_cutoff_the_run_declared(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # q1: relevant a, b; ranked a, x, b. q2: relevant c; ranked x, c, y.
+    # MRR = (1 + 1/2) / 2 = 0.75. MAP = ((1 + 2/3) / 2 + 1/2) / 2 = 2/3.
+    # R-precision: q1 top 2 = a, x -> 1/2; q2 top 1 = x -> 0; mean 0.25.
+    # NDCG: q1 (1 + 1/log2 4) / (1 + 1/log2 3) = 0.91972, q2 (1/log2 3) / 1 = 0.63093;
+    # mean 0.7753 (pytrec_eval agrees on all four). The table holds recall@3 only.
+    pytester.makefile(
+        ".yaml",
+        golden="version: 1\nqueries:\n"
+        "  - {id: q1, text: q1, relevant: [a, b]}\n  - {id: q2, text: q2, relevant: [c]}\n",
+    )
+    pytester.makeconftest(UNCUT_CONFTEST)
+    pytester.makeini(
+        "[pytest]\nretrieval_golden = golden.yaml\nretrieval_metrics = recall\nretrieval_ks = 3\n"
+        "retrieval_short_rankings = off\nretrieval_json = out.json\nretrieval_thresholds =\n"
+        "    mrr >= 0.7\n    map >= 0.6\n    ndcg >= 0.7\n    r_precision >= 0.3\n"
+    )
+    ran = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert ran.ret == pytest.ExitCode.TESTS_FAILED  # r_precision 0.25 < 0.3
+    status, out, err = run(capsys, "gate", str(pytester.path / "out.json"))
+    assert (status, err) == (1, "")
+    assert out.splitlines() == [
+        "PASS mrr >= 0.7: 0.7500 [stage=retriever split=overall] (n=2)",
+        "PASS map >= 0.6: 0.6667 [stage=retriever split=overall] (n=2)",
+        "PASS ndcg >= 0.7: 0.7753 [stage=retriever split=overall] (n=2)",
+        "FAIL r_precision >= 0.3: 0.2500 [stage=retriever split=overall] (n=2)",
+    ]
+
+
+def test_gate_reports_a_threshold_the_run_did_not_record_before_any_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The stored run holds ndcg@10 only: mrr cannot be judged, so nothing is judged.
+    report = write_json(
+        tmp_path / "run.json",
+        artifact(snapshot(AFTER), thresholds=["ndcg@10 >= 0.6", "mrr >= 0.5"]),
+    )
+    status, out, err = run(capsys, "gate", report)
+    assert (status, out) == (2, "")
+    assert "the run did not record mrr" in err

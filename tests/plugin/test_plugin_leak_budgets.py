@@ -119,6 +119,12 @@ def test_a_rise_of_stale_at_3_beyond_its_budget_fails_naming_the_rise(
             "*q0: stale@3 0.0000 → 0.3333",
         ]
     )
+    # Six equal rises: no spread among them to size a smallest detectable rise from.
+    assert (
+        "; smallest detectable rise not estimated (the 6 changed queries all moved by the same "
+        "amount: no spread to size it from)"
+    ) in result.stdout.str()
+    assert "detectable rise 0.0000" not in result.stdout.str()
     assert "improvement" not in result.stdout.str()
     markdown = Path(pytester.path, "report.md").read_text()
     assert "rise ≤ 0.0200" in markdown
@@ -141,7 +147,7 @@ def test_a_fall_of_stale_at_3_passes_and_reads_as_an_improvement(
     result.stdout.fnmatch_lines(
         [
             "PASS stale@3 budget 0.0200 [[]stage=retriever[]]: 0.3333 → 0.0000 (Δ -0.3333, "
-            "95% lower bound -0.3333, p = 1, n = 6; detectable rise 0.0000) — improvement: "
+            "95% lower bound -0.3333, p = 1, n = 6) — improvement: "
             "refresh the baseline",
         ]
     )

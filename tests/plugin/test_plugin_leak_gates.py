@@ -316,3 +316,114 @@ def test_thresholds_read_the_direction_of_the_metric_table() -> None:
         parse_threshold("recall@10 == 0")
     with pytest.raises(InputError, match="== is the zero-tolerance gate, == 0"):
         parse_threshold("forbidden@10 == 0.5")
+
+
+# Chunks of one document share its id before the '#': the retriever returns three chunks of the
+# query's own page before another tenant's plans (two chunks) and FAQ.
+CHUNK_CORPUS = [
+    {"_id": "initech-vpn", "text": "Connect to the Initech VPN", "tenant": "initech"},
+    {"_id": "acme-plans", "text": "Acme annual plans", "tenant": "acme"},
+    {"_id": "acme-faq", "text": "Acme billing FAQ", "tenant": "acme"},
+]
+
+CHUNK_CONFTEST = """\
+import pytest
+
+RESULTS = ["initech-vpn#1", "initech-vpn#0", "initech-vpn#2", "acme-plans#0", "acme-plans#1",
+           "acme-faq#0"]
+
+@pytest.fixture(scope="session")
+def retriever_under_test():
+    def search(text, k):
+        return RESULTS[:k]
+    return search
+"""
+
+
+VPN_QUERY = (
+    "version: 1\nqueries:\n  - id: vpn\n    text: How do I connect to the VPN?\n"
+    "    relevant: [initech-vpn]\n    context: {tenant: initech}\n"
+)
+
+
+def _chunk_project(
+    pytester: pytest.Pytester, unit: str, thresholds: str, golden: str = VPN_QUERY
+) -> None:
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(doc) for doc in CHUNK_CORPUS))
+    pytester.makefile(".yaml", golden=golden)
+    pytester.makeconftest(CHUNK_CONFTEST)
+    pytester.makeini(
+        "[pytest]\nretrieval_golden = golden.yaml\nretrieval_corpus = corpus.jsonl\n"
+        "retrieval_doc_id_separator = #\nretrieval_ks = 3,5\n"
+        f"retrieval_cutoff_unit = {unit}\nretrieval_thresholds =\n"
+        + textwrap.indent(thresholds, "    ")
+    )
+
+
+def test_under_cutoff_unit_results_forbidden_at_k_counts_the_first_k_results_as_recall_does(
+    pytester: pytest.Pytester,
+) -> None:
+    # The run is asked for 5 results: initech-vpn#1, #0, #2, acme-plans#0, #1.
+    # The first 3 results hold initech-vpn only: recall@3 = 1, forbidden@3 = 0/3 = 0 (the
+    # document ranking initech-vpn, acme-plans would put acme-plans at rank 2 of 3: 1/3).
+    # The first 5 results hold initech-vpn and acme-plans (first at result 4):
+    # forbidden@5 = 1/5 = 0.2, the leak named at rank 4, the rank in the unit K counts.
+    _chunk_project(pytester, "results", "forbidden@3 == 0\nrecall@3 >= 1.0\nforbidden@5 == 0\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--retrieval-json", "out.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "forbidden@5 == 0 fails (zero tolerance) [[]stage=retriever split=overall[]]",
+            "1 forbidden document in the top 5 of 1 query:",
+            "  query vpn (tenant initech): acme-plans at rank 4 [[]retriever[]]: tenant acme, "
+            "the query's is initech",
+        ]
+    )
+    result.stdout.fnmatch_lines(["PASS forbidden@3 == 0*", "PASS recall@3 >= 1*"])
+    artifact = json.loads((pytester.path / "out.json").read_text("utf-8"))
+    counted = {
+        r["metric"]: (r["documents"], r["queries"], round(r["share"], 4))
+        for r in artifact["leaks"]["results"]
+        if r["metric"].startswith("forbidden")
+    }
+    assert counted == {"forbidden@3": (0, 0, 0.0), "forbidden@5": (1, 1, 0.2)}
+    (query,) = artifact["queries"]
+    assert [(leak["rank"], leak["doc"]) for leak in query["leaks"]] == [(4, "acme-plans")]
+
+
+def test_under_cutoff_unit_documents_forbidden_at_k_counts_the_first_k_documents(
+    pytester: pytest.Pytester,
+) -> None:
+    # K counts documents: the run asks deeper until 3 documents are filled (all 6 results):
+    # initech-vpn, acme-plans, acme-faq; forbidden@3 = 2/3, named at document ranks 2 and 3.
+    _chunk_project(pytester, "documents", "forbidden@3 == 0\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "2 forbidden documents in the top 3 of 1 query:",
+            "  query vpn (tenant initech): acme-plans at rank 2 [[]retriever[]]: *",
+            "  query vpn (tenant initech): acme-faq at rank 3 [[]retriever[]]: *",
+        ]
+    )
+
+
+def test_under_cutoff_unit_results_the_worst_query_line_names_what_the_first_k_results_missed(
+    pytester: pytest.Pytester,
+) -> None:
+    # No tenant: acme-plans is this query's answer. It is result 4 (initech-vpn#1, #0, #2 come
+    # first), so recall@3 = 0 under results: the line names it missed, first relevant at
+    # rank 4 (the document ranking initech-vpn, acme-plans would say rank 2 and miss nothing).
+    golden = (
+        "version: 1\nqueries:\n  - id: plans\n    text: Which annual plans are there?\n"
+        "    relevant: [acme-plans]\n"
+    )
+    _chunk_project(pytester, "results", "recall@3 >= 1.0\n", golden)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "  plans 'Which annual plans are there?': recall@3 = 0.0000; missed acme-plans; "
+            "first relevant at rank 4; returned initech-vpn, acme-plans*",
+        ]
+    )

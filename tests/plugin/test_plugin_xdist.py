@@ -12,6 +12,8 @@ import re
 from typing import Any
 
 import pytest
+from baseline_helpers import BASELINE, golden
+from baseline_helpers import CONFTEST as BASELINE_CONFTEST
 from plugin_helpers import QUIET_PLUGINS, RetrievalProject, conftest_with, esc
 
 CONFTEST = conftest_with(
@@ -464,3 +466,35 @@ def test_a_several_run_baseline_whose_extra_runs_died_with_their_worker_is_not_w
         "(--retrieval-baseline-runs) and only the first reached the controller (the xdist "
         "worker that made the others died); run it again"
     ) in flat
+
+
+def test_n2_writes_the_regression_checks_in_the_serial_order_the_budgets_were_declared(
+    pytester: pytest.Pytester,
+) -> None:
+    project = RetrievalProject(pytester)
+    # Declared recall@3, mrr, hit_rate@1: not the names' alphabetical order.
+    project.write(
+        golden=golden(),
+        conftest=BASELINE_CONFTEST,
+        ini={
+            "retrieval_baseline": BASELINE,
+            "retrieval_regression": "recall@3 0.05\nmrr 0.02\nhit_rate@1 0.1",
+        },
+    )
+    # Two test files, so that both workers run a budget.
+    project.tests("def test_a(retrieval_run):\n    pass\n", name="test_a.py")
+    project.tests("def test_b(retrieval_run):\n    pass\n", name="test_b.py")
+    updated = project.run_subprocess("--retrieval-update-baseline")
+    assert updated.ret == pytest.ExitCode.OK
+    # q01..q06: their document drops from rank 1 to rank 2 (mrr and hit_rate@1 fall).
+    (project.path / "rankings.json").write_text(
+        json.dumps({f"{n:02d}": ["filler-a", f"doc-{n:02d}"] for n in range(1, 7)}), "utf-8"
+    )
+    serial = project.run_subprocess("-n", "0", "--retrieval-json", "serial.json")
+    parallel = project.run_xdist("--retrieval-json", "parallel.json")
+    assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
+    one, two = project.artifact("serial.json"), project.artifact("parallel.json")
+    names = ["recall@3[budget=0.05]", "mrr[budget=0.02]", "hit_rate@1[budget=0.1]"]
+    assert [r["name"] for r in one["regressions"]] == names
+    assert json.dumps(one["regressions"]) == json.dumps(two["regressions"])
+    assert comparable(one) == comparable(two)

@@ -158,9 +158,12 @@ def detectable_drop(
             f"only {m} of {n} queries changed; the sign-flip test needs at least {needed} "
             f"changed queries to ever reach alpha {alpha:g}"
         )
-    s = float(np.std(changed, ddof=1))
-    if s == 0.0:
+    # Every changed query moved by the same amount: compared as values, since the sd of m equal
+    # floats is rounding noise (6e-17 for six 0.333333), which the search below would turn
+    # into a "smallest detectable drop" of 1e-16 instead of this case's 0.
+    if bool(np.all(changed == changed[0])):
         return DetectableDrop(0.0, None, n, m, alpha, power)
+    s = float(np.std(changed, ddof=1))
     if m <= EXACT_CUTOFF:
         excess = _simulated_power(m, s, alpha, power)
     else:

@@ -184,3 +184,18 @@ def test_r_precision_looks_at_the_top_r_whatever_else_is_asked() -> None:
     qrels = {"q": {"d1": 1, "d2": 1, "d3": 1}}
     for metrics in (["r_precision"], ["r_precision", "precision@1"], ["r_precision", "map"]):
         assert evaluate(run, qrels, metrics).means["r_precision"] == pytest.approx(2 / 3)
+
+
+def test_forbidden_at_k_counts_the_documents_k_reaches_in_the_cutoff_unit() -> None:
+    # As returned: a, a, a, f, g (f and g forbidden). Documents: a, f, g.
+    run = {"q": ["a", "a", "a", "f", "g"]}
+    qrels = {"q": {"a": 1}}
+    metrics = ["forbidden@3", "forbidden@5", "recall@3"]
+    forbidden = {"q": {"f", "g"}}
+    by_results = evaluate(run, qrels, metrics, cutoff_unit="results", forbidden=forbidden)
+    # first 3 results: a only -> 0/3; first 5 results: a, f, g -> 2/5
+    assert by_results.means["forbidden@3"] == 0.0
+    assert by_results.means["forbidden@5"] == pytest.approx(2 / 5)
+    by_documents = evaluate(run, qrels, metrics, forbidden=forbidden)
+    # first 3 documents: a, f, g -> 2/3
+    assert by_documents.means["forbidden@3"] == pytest.approx(2 / 3)

@@ -17,6 +17,7 @@ from pytest_retrieval.scoring.stats import (
     PairedComparison,
     bootstrap_ci,
     conservative_delta_sd,
+    detectable_drop,
     minimum_detectable_drop,
     paired_comparison,
 )
@@ -429,3 +430,11 @@ def test_bad_minimum_detectable_drop_inputs_are_rejected(
 def test_a_single_value_has_no_conservative_delta_sd() -> None:
     with pytest.raises(ValueError, match="at least 2"):
         conservative_delta_sd([0.5])
+
+
+def test_changed_queries_that_all_moved_alike_have_a_detectable_drop_of_exactly_zero() -> None:
+    # Six equal deltas (0.333333, stored rounded) and six unchanged queries: no spread among the
+    # changed ones, the documented case of drop 0, whatever the float sd of the six says (6e-17).
+    for sign in (1.0, -1.0):
+        found = detectable_drop([sign * 0.333333] * 6 + [0.0] * 6)
+        assert (found.drop, found.reason, found.n_changed) == (0.0, None, 6)
