@@ -128,7 +128,7 @@ class QuerySnapshot:
                 stage: {m: None if v is None else round(v, DECIMALS) for m, v in values.items()}
                 for stage, values in self.metrics.items()
             },
-            "relevant_ranks": {s: dict(r) for s, r in self.relevant_ranks.items()},
+            "relevant_ranks": self.ranks_dict(),
             "top": {s: list(t) for s, t in self.top.items()},
         }
         if self.spread:
@@ -143,6 +143,10 @@ class QuerySnapshot:
         if self.returned:
             out["returned"] = {s: list(r) for s, r in self.returned.items()}
         return out
+
+    def ranks_dict(self) -> dict[str, dict[str, int | None]]:
+        """``relevant_ranks`` as :meth:`to_dict` writes it (stage -> doc -> rank)."""
+        return {s: dict(r) for s, r in self.relevant_ranks.items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuerySnapshot:
@@ -192,8 +196,11 @@ class Snapshot:
         if lazy:
             from ..files import LazyMapping
 
+            # The reports read each query's relevant ranks: built alone, without its values.
             queries: Mapping[str, Any] = LazyMapping(
-                sorted(self.queries), lambda qid: self.queries[qid].to_dict()
+                sorted(self.queries),
+                lambda qid: self.queries[qid].to_dict(),
+                {"relevant_ranks": lambda qid: self.queries[qid].ranks_dict()},
             )
         else:
             queries = {qid: q.to_dict() for qid, q in sorted(self.queries.items())}

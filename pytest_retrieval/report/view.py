@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ..files import LazyMapping
 from ..run.stages import final_stage
 from ..text import parse_int
 from .gaterows import (
@@ -203,10 +204,17 @@ def _relevant_ranks(
     artifact: Mapping[str, Any], query_id: str, stage: str
 ) -> Mapping[str, int | None] | None:
     snapshot = artifact.get("snapshot") or {}
-    query = (snapshot.get("queries") or {}).get(query_id)
-    if query is None:
-        return None
-    ranks: Mapping[str, int | None] | None = (query.get("relevant_ranks") or {}).get(stage)
+    queries = snapshot.get("queries") or {}
+    if isinstance(queries, LazyMapping):  # the artifact being written: the ranks alone
+        if query_id not in queries:
+            return None
+        by_stage = queries.member(query_id, "relevant_ranks")
+    else:
+        query = queries.get(query_id)
+        if query is None:
+            return None
+        by_stage = query.get("relevant_ranks")
+    ranks: Mapping[str, int | None] | None = (by_stage or {}).get(stage)
     return ranks
 
 
