@@ -48,6 +48,31 @@ def round_value(value: float | None) -> float | None:
     return None if value is None else round(value, DECIMALS)
 
 
+#: Rounded values by value (:func:`_rounded`), at most this many: a run's per-query values
+#: repeat (ranks are few), and ``round(x, 6)`` costs ten dict look-ups.
+_ROUNDED_KEPT = 65536
+_ROUNDED: dict[float, float] = {}
+
+
+def _rounded(values: Mapping[str, float | None]) -> dict[str, float | None]:
+    """``{metric: round_value(v)}``, each distinct value rounded once. Exact: two floats that
+    compare equal, nonzero and not NaN, have the same bits (so the same rounding); zeros keep
+    their sign and NaN is rounded each time; anything but a float is rounded as it is."""
+    out: dict[str, float | None] = {}
+    memo = _ROUNDED
+    for metric, value in values.items():
+        if value is None or type(value) is not float or not value:
+            out[metric] = None if value is None else round(value, DECIMALS)
+            continue
+        found = memo.get(value)
+        if found is None:
+            found = round(value, DECIMALS)
+            if len(memo) < _ROUNDED_KEPT and value == value:
+                memo[value] = found
+        out[metric] = found
+    return out
+
+
 def _round_all(value: Any) -> Any:
     """``value`` (builtins) with every float in it rounded to :data:`DECIMALS` decimals."""
     if isinstance(value, float):
@@ -124,10 +149,7 @@ class QuerySnapshot:
             "split": self.split,
             "slices": list(self.slices),
             "labels": self.labels,
-            "metrics": {
-                stage: {m: None if v is None else round(v, DECIMALS) for m, v in values.items()}
-                for stage, values in self.metrics.items()
-            },
+            "metrics": {stage: _rounded(values) for stage, values in self.metrics.items()},
             "relevant_ranks": self.ranks_dict(),
             "top": {s: list(t) for s, t in self.top.items()},
         }
