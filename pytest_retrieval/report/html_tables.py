@@ -3,6 +3,8 @@
 Built with the escaping builder (:mod:`.markup`) from the view (:mod:`.view`); nothing here
 formats user text into markup. The page (:mod:`.html`) places them; its script sorts and
 filters the query table by the ids given here (``q-table``, ``q-search``, ``q-count``).
+The query table has a row per query, so each row is written as one string, escaped exactly as
+``el`` escapes (``_query_row``; a test compares the bytes with the ``el``-built rows).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""What the Markdown and HTML reports show, read from the JSON artifact (builtins only).
+"""What the Markdown and HTML reports show, read from the JSON artifact (builtins only, or
+the artifact being written, whose per-query parts are :mod:`~pytest_retrieval.files` lazy
+containers: a query's relevant ranks are then read alone, without its snapshot values).
 
 Both renderers (:mod:`.markdown`, :mod:`.html`) work from the artifact dict that
 :func:`~pytest_retrieval.report.artifact.build_artifact` writes, so the plugin and the
