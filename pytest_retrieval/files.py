@@ -89,12 +89,22 @@ class LazyList(Sequence[Any]):
 
 class LazyMapping(Mapping[str, Any]):
     """A read-only mapping over ``keys`` whose values are built on access (``build(key)``); see
-    :class:`LazyList`."""
+    :class:`LazyList`. ``members`` builds one member of a value alone (``members[name](key)``
+    is ``build(key)[name]``), for a reader that needs only that one (:meth:`member`)."""
 
-    def __init__(self, keys: Sequence[str], build: Callable[[str], Any]) -> None:
+    def __init__(
+        self,
+        keys: Sequence[str],
+        build: Callable[[str], Any],
+        members: Mapping[str, Callable[[str], Any]] | None = None,
+    ) -> None:
         self._keys = list(keys)
         self._known = set(self._keys)
         self._build = build
+        self._members = dict(members or {})
+        # The last value built: a report reads one key a few times in a row (a query's
+        # relevant ranks for two cells), and builds it once; one entry, so memory stays flat.
+        self._last: tuple[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -102,10 +112,28 @@ class LazyMapping(Mapping[str, Any]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._known  # without building the value (Mapping's would)
+
     def __getitem__(self, key: str) -> Any:
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
         if key not in self._known:
             raise KeyError(key)
-        return self._build(key)
+        value = self._build(key)
+        self._last = (key, value)
+        return value
+
+    def member(self, key: str, name: str) -> Any:
+        """``self[key].get(name)``, built alone when ``members`` can (None: no such key)."""
+        if key not in self._known:
+            return None
+        build = self._members.get(name)
+        if build is None:
+            value = self[key]
+            return value.get(name) if isinstance(value, Mapping) else None
+        return build(key)
 
 
 #: A container with more members than this is written in slices of this many members.

@@ -48,6 +48,31 @@ def round_value(value: float | None) -> float | None:
     return None if value is None else round(value, DECIMALS)
 
 
+#: Rounded values by value (:func:`_rounded`), at most this many: a run's per-query values
+#: repeat (ranks are few), and ``round(x, 6)`` costs ten dict look-ups.
+_ROUNDED_KEPT = 65536
+_ROUNDED: dict[float, float] = {}
+
+
+def _rounded(values: Mapping[str, float | None]) -> dict[str, float | None]:
+    """``{metric: round_value(v)}``, each distinct value rounded once. Exact: two floats that
+    compare equal, nonzero and not NaN, have the same bits (so the same rounding); zeros keep
+    their sign and NaN is rounded each time; anything but a float is rounded as it is."""
+    out: dict[str, float | None] = {}
+    memo = _ROUNDED
+    for metric, value in values.items():
+        if value is None or type(value) is not float or not value:
+            out[metric] = None if value is None else round(value, DECIMALS)
+            continue
+        found = memo.get(value)
+        if found is None:
+            found = round(value, DECIMALS)
+            if len(memo) < _ROUNDED_KEPT and value == value:
+                memo[value] = found
+        out[metric] = found
+    return out
+
+
 def _round_all(value: Any) -> Any:
     """``value`` (builtins) with every float in it rounded to :data:`DECIMALS` decimals."""
     if isinstance(value, float):
@@ -124,11 +149,8 @@ class QuerySnapshot:
             "split": self.split,
             "slices": list(self.slices),
             "labels": self.labels,
-            "metrics": {
-                stage: {m: None if v is None else round(v, DECIMALS) for m, v in values.items()}
-                for stage, values in self.metrics.items()
-            },
-            "relevant_ranks": {s: dict(r) for s, r in self.relevant_ranks.items()},
+            "metrics": {stage: _rounded(values) for stage, values in self.metrics.items()},
+            "relevant_ranks": self.ranks_dict(),
             "top": {s: list(t) for s, t in self.top.items()},
         }
         if self.spread:
@@ -143,6 +165,10 @@ class QuerySnapshot:
         if self.returned:
             out["returned"] = {s: list(r) for s, r in self.returned.items()}
         return out
+
+    def ranks_dict(self) -> dict[str, dict[str, int | None]]:
+        """``relevant_ranks`` as :meth:`to_dict` writes it (stage -> doc -> rank)."""
+        return {s: dict(r) for s, r in self.relevant_ranks.items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuerySnapshot:
@@ -192,8 +218,11 @@ class Snapshot:
         if lazy:
             from ..files import LazyMapping
 
+            # The reports read each query's relevant ranks: built alone, without its values.
             queries: Mapping[str, Any] = LazyMapping(
-                sorted(self.queries), lambda qid: self.queries[qid].to_dict()
+                sorted(self.queries),
+                lambda qid: self.queries[qid].to_dict(),
+                {"relevant_ranks": lambda qid: self.queries[qid].ranks_dict()},
             )
         else:
             queries = {qid: q.to_dict() for qid, q in sorted(self.queries.items())}

@@ -353,11 +353,15 @@ def _query_rows(
         stage: {qid: i for i, qid in enumerate(e.query_ids)} for stage, e in columns.items()
     }
 
+    # Per stage, the metric names and their value columns, in the evaluation's order.
+    tables = {stage: (list(e.columns), list(e.columns.values())) for stage, e in columns.items()}
+
     def metrics(stage: str, query_id: str) -> dict[str, float | None]:
         row = positions[stage].get(query_id)
         if row is None:
             return {}
-        return {name: values[row] for name, values in columns[stage].columns.items()}
+        names, values = tables[stage]
+        return dict(zip(names, [column[row] for column in values]))
 
     def depth(outcome: QueryOutcome) -> dict[str, dict[str, int | None]]:
         asked = outcome.asked if outcome.asked is not None or first is None else first

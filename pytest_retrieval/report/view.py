@@ -1,4 +1,6 @@
-"""What the Markdown and HTML reports show, read from the JSON artifact (builtins only).
+"""What the Markdown and HTML reports show, read from the JSON artifact (builtins only, or
+the artifact being written, whose per-query parts are :mod:`~pytest_retrieval.files` lazy
+containers: a query's relevant ranks are then read alone, without its snapshot values).
 
 Both renderers (:mod:`.markdown`, :mod:`.html`) work from the artifact dict that
 :func:`~pytest_retrieval.report.artifact.build_artifact` writes, so the plugin and the
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ..files import LazyMapping
 from ..run.stages import final_stage
 from ..text import parse_int
 from .gaterows import (
@@ -203,10 +206,17 @@ def _relevant_ranks(
     artifact: Mapping[str, Any], query_id: str, stage: str
 ) -> Mapping[str, int | None] | None:
     snapshot = artifact.get("snapshot") or {}
-    query = (snapshot.get("queries") or {}).get(query_id)
-    if query is None:
-        return None
-    ranks: Mapping[str, int | None] | None = (query.get("relevant_ranks") or {}).get(stage)
+    queries = snapshot.get("queries") or {}
+    if isinstance(queries, LazyMapping):  # the artifact being written: the ranks alone
+        if query_id not in queries:
+            return None
+        by_stage = queries.member(query_id, "relevant_ranks")
+    else:
+        query = queries.get(query_id)
+        if query is None:
+            return None
+        by_stage = query.get("relevant_ranks")
+    ranks: Mapping[str, int | None] | None = (by_stage or {}).get(stage)
     return ranks
 
 

@@ -35,7 +35,11 @@ def short_rankings(session: RetrievalSession) -> list[ShortRankings]:
     if not session.outcomes:
         return []
     cutoffs = unit_cutoffs(session.scored_specs(), session.settings.cutoff_unit)
-    return find_short_rankings(session.ranked_run(), cutoffs)
+    run = session.ranked_run()
+    # Read by the refusal, the artifact (its warnings and the depth hint) and the terminal:
+    # one pass over every ranking per run.
+    key = ("short_rankings", repr(cutoffs), run.stages, run.depth, repr(run.plan), run.stored)
+    return list(session.remember(key, lambda: find_short_rankings(run, cutoffs)))
 
 
 def coverage(session: RetrievalSession) -> list[Coverage]:

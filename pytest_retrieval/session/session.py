@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from ..gates.explain import Leak, explain_leaks, explain_score, find_leaks
 from ..gates.gate import (
@@ -64,6 +64,8 @@ if TYPE_CHECKING:
     from ..run.source import RunInfo
     from ..scoring.abstention import Sweep
     from ..scoring.dedup import DuplicateGroups
+
+T = TypeVar("T")
 
 
 def __tracebackhide__(excinfo: Any) -> bool:
@@ -152,6 +154,9 @@ class RetrievalSession:
     #: Snapshots by metric list: every budget and the artifact ask for one (a pass over every
     #: query each); the run does not change between them.
     _snapshots: dict[tuple[str, ...], Snapshot] = field(default_factory=dict)
+    #: Findings of the run by what they depend on besides it (:meth:`remember`): the
+    #: short-ranking check is read by the refusal, the artifact (twice) and the terminal.
+    _findings: dict[tuple[object, ...], Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -231,6 +236,20 @@ class RetrievalSession:
                 self.depth_hint = depth_hint
             self._cache.clear()
             self._snapshots.clear()
+            self._findings.clear()
+
+    def remember(self, key: tuple[object, ...], build: Callable[[], T]) -> T:
+        """``build()`` once per run and ``key`` (everything the value depends on besides the
+        run's outcomes, hashable): a finding of the run that several reports read. Forgotten
+        when the outcomes change (:meth:`set_outcomes`)."""
+        with self._lock:
+            if key in self._findings:
+                found: T = self._findings[key]
+                return found
+        value = build()
+        with self._lock:
+            self._findings[key] = value
+        return value
 
     def set_run_info(self, info: RunInfo) -> None:
         """Store where the run came from (what :func:`.runsource.obtain` returned)."""
