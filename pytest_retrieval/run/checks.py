@@ -116,7 +116,10 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
         return None
     matching = sum(1 for r in ranked.values() if any(doc in known for doc in r))
     small = len(ranked) < MIN_QUERIES_FOR_SHARE
-    spelling = spelling_pairs(ranked, known)
+    # When every ranking holds a known id, no count of misspelled ones can exceed it: the
+    # spelling pass (a fold of every unknown returned id, the run's largest check at scale)
+    # could only be discarded below, so it is skipped; the outcome is the same.
+    spelling = spelling_pairs(ranked, known) if matching < len(ranked) else {}
     spelled = sum(1 for r in ranked.values() if any(doc in spelling for doc in r))
     if spelled <= matching:  # a stray variant beside ids that match: not the explanation
         spelling = {}
