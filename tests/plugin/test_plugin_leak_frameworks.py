@@ -441,3 +441,54 @@ def test_the_context_filter_is_called_for_every_query_of_a_golden_set_without_co
     result.stdout.fnmatch_lines(["PASS forbidden@5 == 0*"])
     calls = (project.path / "filter-calls.log").read_text(encoding="utf-8").splitlines()
     assert calls == ["{}", "{}"]
+
+
+ONE_QUERY_GOLDEN = """\
+version: 1
+queries:
+  - id: anyone-refund
+    text: how does the refund work
+    relevant: [shared-refund]
+"""
+UNJUDGED_GOLDEN = (
+    ONE_QUERY_GOLDEN
+    + """\
+  - id: anyone-terms
+    text: where are the refund terms
+    relevant: []
+"""
+)
+
+
+def test_a_passing_leak_gate_counts_its_one_query_in_the_singular(
+    pytester: pytest.Pytester,
+) -> None:
+    ini = {**OPEN_INI, "retrieval_context_filter": "open_scope:langchain_filter"}
+    del ini["retrieval_cache"], ini["retrieval_index_version"]
+    project = _open_project(pytester, ONE_QUERY_GOLDEN, ini)
+    project.run("--retrieval-json", "run.json").assert_outcomes(passed=1)
+    artifact = json.loads((project.path / "run.json").read_text(encoding="utf-8"))
+    messages = [gate["message"] for gate in artifact["gates"]]
+    assert messages == [
+        "forbidden@5 == 0 holds: no forbidden document in the top 5 of 1 query "
+        "[stage=retriever split=overall]"
+    ]
+
+
+def test_a_failing_leak_gate_says_it_scored_every_query_a_query_without_relevant_documents_too(
+    pytester: pytest.Pytester,
+) -> None:
+    # Unfiltered, legal-refund sits in both top 5s; anyone-terms judges nothing relevant and is
+    # still scored by forbidden@5 (it needs no relevant document), so nothing is "skipped".
+    ini = {k: v for k, v in OPEN_INI.items() if not k.startswith("retrieval_cache")}
+    del ini["retrieval_index_version"]
+    ini["retrieval_no_relevant"] = "skip"
+    result = _open_project(pytester, UNJUDGED_GOLDEN, ini).run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "forbidden@5 == 0 fails (zero tolerance) *",
+            "queries scored: 2 (every query: forbidden@K needs no relevant document)",
+        ]
+    )
+    assert "skipped (no relevant document)" not in result.stdout.str()
