@@ -1,9 +1,11 @@
-"""Text where identity or safety matters: the one integer parser, the leakage key, and the
-escaping of user text on its way to a terminal, a CI log or Markdown.
+"""Text where identity or safety matters: the one integer parser, the leakage key, the one
+plural helper, and the escaping of user text on its way to a terminal, a CI log or Markdown.
 
 * :func:`parse_int` accepts ASCII digits only. ``str.isdigit()`` says yes to ``"²"`` and
   ``int()`` to ``"١٢"``, ``"1_000"`` and ``" 7 "``; a setting, a cutoff or a grade is none of
   those, and 5,000 digits would hit Python's integer-string limit.
+* :func:`plural` is how a message counts things (``1 query``, ``2 queries``): never
+  ``query(ies)``.
 * :func:`leakage_key` is the form two query texts share when a person would call them the same
   question (NFKC + case folding): NFC and NFD spellings of "café" are one text.
 * :func:`for_terminal` escapes control characters in user text (an id, a doc id, an exception
@@ -31,6 +33,12 @@ import unicodedata
 MAX_INT_DIGITS = 18
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+\Z", re.ASCII)
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """``count`` and the noun that fits it: ``1 query``, ``2 queries`` (``many`` defaults to
+    ``one`` + ``s``)."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 def parse_int(text: str, *, signed: bool = False) -> int | None:

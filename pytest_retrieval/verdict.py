@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from .text import plural
+
 #: pytest's exit statuses this plugin sets (the values of ``pytest.ExitCode``).
 EXIT_OK = 0
 EXIT_TESTS_FAILED = 1
@@ -82,10 +84,6 @@ class Status(str, Enum):
         if self is Status.SKIPPED:
             return Shown.SKIP
         return Shown.PASS if self.passed else Shown.FAIL
-
-
-def _plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 #: The two states of a run that has no numbers (:attr:`Stop.status`, the artifact's ``status``).
@@ -262,18 +260,18 @@ class Verdict:
             detail = []
             regressed = self.failed_regressions - self.incomparable - self.missing
             if regressed:
-                detail.append(_plural(regressed, "regression"))
+                detail.append(plural(regressed, "regression"))
             if self.incomparable:
                 detail.append(f"{self.incomparable} incomparable")
             if self.missing:
                 detail.append(f"{self.missing} without a baseline")
             if self.failed_gates:
-                detail.append(_plural(self.failed_gates, "threshold"))
+                detail.append(plural(self.failed_gates, "threshold"))
             parts.append(f"{self.failed} of {self.gates} gates failed ({', '.join(detail)})")
         else:
-            parts.append(f"all {_plural(self.gates, 'gate')} passed")
+            parts.append(f"all {plural(self.gates, 'gate')} passed")
         if self.failed_queries:
-            parts.append(f"{_plural(self.failed_queries, 'query', 'queries')} failed to run")
+            parts.append(f"{plural(self.failed_queries, 'query', 'queries')} failed to run")
         return "; ".join(parts)
 
     @property
@@ -289,7 +287,7 @@ class Verdict:
         if self.stop is not None:
             return f"retrieval: run {self.stop.status} (exit status {self.stop.exit_status})"
         if self.failed_queries:
-            ran = f"{self.failed_queries} of {_plural(self.queries, 'query', 'queries')}"
+            ran = f"{self.failed_queries} of {plural(self.queries, 'query', 'queries')}"
             gates = f"{self.failed} failed" if self.failed else f"{self.gates} passed"
             return f"retrieval gates: {gates}; {ran} failed to run"
         return (
@@ -309,7 +307,7 @@ class Verdict:
         if self.failed_queries:
             return (
                 f"pytest-retrieval: {self.failed_queries} of "
-                f"{_plural(self.queries, 'query', 'queries')} failed in the retriever "
+                f"{plural(self.queries, 'query', 'queries')} failed in the retriever "
                 f"(exit status {EXIT_TESTS_FAILED})"
             )
         return None

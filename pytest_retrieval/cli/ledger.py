@@ -31,6 +31,7 @@ from ..errors import InputError, Problem
 from ..files import same_file
 from ..regression.commitinfo import RECORDED_BRANCH
 from ..regression.ledger_baseline import DEFAULT_LEDGER
+from ..text import plural
 from .args import positive_int
 from .output import echo
 
@@ -243,11 +244,6 @@ def record_at(args: argparse.Namespace) -> int:
     labelled = f", labelled {args.label}" if args.label else ""
     echo(f"pytest-retrieval ledger: recorded {commit[:12]} ({args.at}) in {path}{labelled}")
     return EXIT_OK
-
-
-def plural(count: int, one: str, many: str) -> str:
-    """``1 entry``, ``2 entries``."""
-    return f"{count} {one if count == 1 else many}"
 
 
 def merge_ledgers(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ..errors import GoldenSetError, Problem
 from ..golden.access import AccessRules, DocumentAccess
 from ..golden.model import CorpusSpec, GoldenSet, Query
+from ..text import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +323,6 @@ def check_corpus(golden: GoldenSet, corpus: CorpusSpec) -> None:
     if problems:
         raise GoldenSetError(
             problems,
-            title=f"{golden.source or 'golden set'}: {len(problems)} query(ies) judge doc ids "
-            "missing from the corpus",
+            title=f"{golden.source or 'golden set'}: {plural(len(problems), 'query', 'queries')} "
+            f"{'judges' if len(problems) == 1 else 'judge'} doc ids missing from the corpus",
         )

@@ -25,6 +25,7 @@ from ..golden.model import (
     join_golden_sets,
 )
 from ..reading import exists
+from ..text import plural
 from .corpus import corpus_problems, read_corpus_ids
 
 if TYPE_CHECKING:
@@ -215,7 +216,9 @@ def write_golden(
     ]
     if textless:
         raise GoldenSetError(
-            textless, title=f"cannot write {target}: {len(textless)} query(ies) without text"
+            textless,
+            title=f"cannot write {target}: {plural(len(textless), 'query', 'queries')} "
+            "without text",
         )
     from . import golden_files
 

@@ -138,6 +138,9 @@ def explain_score(
         lines = [f"no-answer queries scored: {n} (abstain_rate is defined on them only)"]
     elif spec.name == "answer_rate":
         lines = [f"answerable queries scored: {n} (answer_rate is defined on them only)"]
+    elif spec.metric.source == "access":
+        # A leak metric scores every query, one with no relevant document too: no "skipped".
+        lines = [f"queries scored: {n} (every query: {spec.name}@K needs no relevant document)"]
     else:
         lines = [
             f"queries scored: {n}, skipped (no relevant document): "

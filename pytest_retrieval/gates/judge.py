@@ -12,6 +12,7 @@ the reports and the artifact list it like every other gate. The session records 
 from __future__ import annotations
 
 from ..scoring.metrics import MetricSpec
+from ..text import plural
 from .gate import OPS, ZERO_TOLERANCE, GateOutcome, Score, Selection, describe_op_failure
 
 
@@ -33,8 +34,8 @@ def judge(
     if op == ZERO_TOLERANCE:
         # No statistics: one leak fails it, and the explanation names every leak.
         message = (
-            f"{spec} == 0 holds: no forbidden document in the top {spec.k} of {score.n} "
-            f"queries [{where}]"
+            f"{spec} == 0 holds: no {spec.name} document in the top {spec.k} of "
+            f"{plural(score.n, 'query', 'queries')} [{where}]"
             if passed
             else "\n".join([f"{spec} == 0 fails (zero tolerance) [{where}]", *score.explanation])
         )

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ..errors import GoldenSetError, Problem
 from ..scoring.metrics import MetricSpec
+from ..text import plural
 from .model import Query
 
 #: The context keys the access rules read.
@@ -317,7 +318,9 @@ def access_error(problems: Sequence[Problem], rules: AccessRules | None) -> Gold
     """The one error :func:`access_problems`' findings are raised and printed as."""
     where = rules.source if rules is not None and rules.source else "the corpus"
     return GoldenSetError(
-        list(problems), title=f"{len(problems)} query(ies) contradict the access rules of {where}"
+        list(problems),
+        title=f"{plural(len(problems), 'query', 'queries')} "
+        f"{'contradicts' if len(problems) == 1 else 'contradict'} the access rules of {where}",
     )
 
 

@@ -5,9 +5,11 @@ text, the depth asked for, the retriever's identity (its qualified name and, for
 factory spec), the user-declared index version, the corpus fingerprint, the doc-id mapping's
 fingerprint, for the reranker stage the candidate list it was given, and the query's context
 (its canonical JSON, :func:`~pytest_retrieval.golden.context.context_json`, with the
-``retrieval_context_filter`` that turns it into a filter): a ranking cached for tenant A is never
-served for tenant B, and one text with two histories is two entries. A query without a context
-has the key it always had. The row is looked up by
+``retrieval_context_filter`` that turns it into a filter, in every query's key while it is set:
+a query without a context is filtered too): a ranking cached for tenant A is never served for
+tenant B, one text with two histories is two entries, and a ranking cached without the filter is
+never served to a filtered run. A query of a run without the setting and without a context has
+the key it always had. The row is looked up by
 a sha256 of all of them: any change is a miss, never a stale hit. What the key cannot see is the
 index's *content*: rebuilding an index without changing ``retrieval_index_version`` reuses the old
 rankings. That is the user's contract, and why the version is recorded in artifacts and baselines.
@@ -56,9 +58,10 @@ class CacheKey:
     ``retrieval_corpus`` is set; ``doc_ids`` the doc-id mapping's fingerprint
     (:func:`doc_id_fingerprint`); ``candidates`` the ids handed to a reranker (None for the
     first stage). ``context`` is the query's context as canonical JSON and ``context_filter``
-    the ``retrieval_context_filter`` spec that builds its filter (both None for a query without
-    a context: they are then left out of :meth:`to_dict`, so its digest is the one it had
-    before contexts existed and an existing cache stays valid). ``None`` and ``""`` are
+    the ``retrieval_context_filter`` spec that builds its filter (``context`` None for a query
+    without one, ``context_filter`` None when the setting is not set; a None field is left out
+    of :meth:`to_dict`, so a run without contexts or the setting has the digest it had before
+    contexts existed and an existing cache stays valid). ``None`` and ``""`` are
     different values.
     """
 
@@ -166,8 +169,9 @@ def request_key(
 ) -> CacheKey:
     """The key of one request: ``template`` (its stage's key without a query) with the
     request's text and context, at ``depth`` (default: the template's) and, for the reranker,
-    the ``candidates`` it was handed. The template's ``context_filter`` is kept only for a
-    query with a context (without one nothing builds a filter)."""
+    the ``candidates`` it was handed. The template's ``context_filter`` (set only when
+    ``retrieval_context_filter`` is) is kept for every query: a query without a context is
+    filtered too, built from ``{}``, so its ranking depends on the filter."""
     from dataclasses import replace
 
     context = context_json(request.context)
@@ -177,7 +181,7 @@ def request_key(
         depth=template.depth if depth is None else depth,
         candidates=template.candidates if candidates is None else tuple(candidates),
         context=context,
-        context_filter=template.context_filter if context is not None else None,
+        context_filter=template.context_filter,
     )
 
 

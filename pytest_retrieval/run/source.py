@@ -414,7 +414,7 @@ def key_templates(settings: Settings, *, retriever: Any, reranker: Any, depth: i
         index_version=settings.index_version,
         corpus=corpus,
         doc_ids=doc_ids,
-        context_filter=settings.context_filter,  # kept only in the keys of queries with a context
+        context_filter=settings.context_filter,  # in every query's key: each one is filtered
     )
     if reranker is None:
         return KeyTemplates(first)

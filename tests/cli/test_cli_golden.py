@@ -210,7 +210,7 @@ def test_convert_of_qrels_without_topics_explains_why_it_cannot(
     qrels = SHARED / "peer-suites" / "trec_eval" / "qrels.test"
     assert main(["golden", "convert", str(qrels), str(tmp_path / "out.yaml")]) == 1
     err = capsys.readouterr().err
-    assert "3 query(ies) without text" in err
+    assert "3 queries without text" in err
     assert "topics file" in err
 
 

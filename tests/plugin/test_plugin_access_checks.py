@@ -99,6 +99,15 @@ def test_a_tenant_that_is_not_a_string_is_refused_naming_the_file_query_and_fix(
     assert _refused(pytester) == [f"  - {golden}: query 'q1', field 'context': {expected}"]
 
 
+def test_one_contradicting_query_is_counted_in_the_singular(pytester: pytest.Pytester) -> None:
+    _project(pytester, _yaml("{tenant: 7}"))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stderr.str() + result.stdout.str()
+    assert f"1 query contradicts the access rules of {pytester.path / 'corpus.jsonl'}:" in output
+    assert "query(ies)" not in output
+
+
 @pytest.mark.parametrize(
     ("fmt", "write"),
     [
@@ -201,7 +210,7 @@ def test_validate_with_a_corpus_refuses_what_the_run_refuses_with_the_same_lines
         "'denied'",
     ]
     assert err.splitlines()[0] == (
-        f"3 query(ies) contradict the access rules of {pytester.path / 'corpus.jsonl'}:"
+        f"3 queries contradict the access rules of {pytester.path / 'corpus.jsonl'}:"
     )
 
 

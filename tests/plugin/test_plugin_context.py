@@ -362,9 +362,13 @@ def test_the_key_of_a_query_without_a_context_is_unchanged_so_old_caches_stay_va
         candidates=("a", "b"),
     )
     assert reranked.digest == "95ddb44513afd3302d9653eaefc4e1866723e209f7205b35f3a21c6dd5058d1f"
-    # The filter setting alone changes nothing for a query without a context.
+    # With the filter setting, a query without a context is filtered too (built from {}): its
+    # key holds the spec, so a ranking cached without the filter is never served to it.
     filtered = replace(template, context_filter="shop.scope:tenant_filter")
-    assert request_key(filtered, QueryRequest("q", REFUND)).digest == key.digest
+    filtered_key = request_key(filtered, QueryRequest("q", REFUND))
+    assert filtered_key.digest != key.digest
+    assert filtered_key.to_dict()["context_filter"] == "shop.scope:tenant_filter"
+    assert "context" not in filtered_key.to_dict()
 
 
 def test_the_shard_run_key_and_baseline_hashes_of_queries_without_contexts_are_unchanged() -> None:

@@ -363,3 +363,132 @@ def test_the_context_filter_is_called_with_an_empty_context_for_a_query_without_
     result.stdout.fnmatch_lines(["PASS forbidden@5 == 0*"])
     calls = (project.path / "filter-calls.log").read_text(encoding="utf-8").splitlines()
     assert sorted(calls) == ['{"tenant": "acme"}', "{}"]
+
+
+def _open_project(pytester: pytest.Pytester, golden: str, ini: dict[str, str]) -> RetrievalProject:
+    project = RetrievalProject(pytester).write(
+        golden=golden,
+        conftest=CONFTEST.replace("leak_stores", "open_stores").replace(
+            "BUILD", "open_stores.langchain_store().as_retriever()"
+        ),
+        ini=ini,
+        ks="5",
+    )
+    (project.path / "corpus.jsonl").write_text(
+        "".join(json.dumps(page) + "\n" for page in OPEN_PAGES), encoding="utf-8"
+    )
+    (project.path / "open_stores.py").write_text(OPEN_STORES, encoding="utf-8")
+    (project.path / "open_scope.py").write_text(OPEN_SCOPE, encoding="utf-8")
+    pytester.syspathinsert()
+    return project
+
+
+OPEN_INI = {
+    "retrieval_corpus": "corpus.jsonl",
+    "retrieval_short_rankings": "off",
+    "retrieval_thresholds": "forbidden@5 == 0",
+    "retrieval_cache": "use",
+    "retrieval_index_version": "v1",
+}
+
+
+def test_a_ranking_cached_without_the_context_filter_is_not_served_to_a_filtered_run(
+    pytester: pytest.Pytester,
+) -> None:
+    # The cache is filled by a run without the filter: unfiltered, anyone-refund's top 5 holds
+    # legal-refund (groups legal), so that run fails the gate.
+    project = _open_project(pytester, OPEN_GOLDEN, OPEN_INI)
+    project.run().assert_outcomes(failed=1)
+    assert not (project.path / "filter-calls.log").exists()
+    # With the filter set, both queries are called again through it (anyone-refund with {}):
+    # served from the cache, anyone-refund's unfiltered ranking would fail the gate (a false red).
+    project.write_ini(
+        {**OPEN_INI, "retrieval_context_filter": "open_scope:langchain_filter"}, ks="5"
+    )
+    result = project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["PASS forbidden@5 == 0*"])
+    calls = (project.path / "filter-calls.log").read_text(encoding="utf-8").splitlines()
+    assert sorted(calls) == ['{"tenant": "acme"}', "{}"]
+    # Run again with the filter: now both come from the cache (the filter is not called).
+    (project.path / "filter-calls.log").unlink()
+    project.run().assert_outcomes(passed=1)
+    assert not (project.path / "filter-calls.log").exists()
+
+
+NO_CONTEXT_GOLDEN = """\
+version: 1
+queries:
+  - id: anyone-refund
+    text: how does the refund work
+    relevant: [shared-refund]
+  - id: anyone-terms
+    text: where are the refund terms
+    relevant: [shared-refund]
+"""
+
+
+def test_the_context_filter_is_called_for_every_query_of_a_golden_set_without_contexts(
+    pytester: pytest.Pytester,
+) -> None:
+    # No query has a context, and the filter is still what scopes each one: unfiltered, the
+    # three pages sit in every top 5 and legal-refund (groups legal) leaks into both.
+    ini = {**OPEN_INI, "retrieval_context_filter": "open_scope:langchain_filter"}
+    del ini["retrieval_cache"], ini["retrieval_index_version"]
+    project = _open_project(pytester, NO_CONTEXT_GOLDEN, ini)
+    result = project.run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["PASS forbidden@5 == 0*"])
+    calls = (project.path / "filter-calls.log").read_text(encoding="utf-8").splitlines()
+    assert calls == ["{}", "{}"]
+
+
+ONE_QUERY_GOLDEN = """\
+version: 1
+queries:
+  - id: anyone-refund
+    text: how does the refund work
+    relevant: [shared-refund]
+"""
+UNJUDGED_GOLDEN = (
+    ONE_QUERY_GOLDEN
+    + """\
+  - id: anyone-terms
+    text: where are the refund terms
+    relevant: []
+"""
+)
+
+
+def test_a_passing_leak_gate_counts_its_one_query_in_the_singular(
+    pytester: pytest.Pytester,
+) -> None:
+    ini = {**OPEN_INI, "retrieval_context_filter": "open_scope:langchain_filter"}
+    del ini["retrieval_cache"], ini["retrieval_index_version"]
+    project = _open_project(pytester, ONE_QUERY_GOLDEN, ini)
+    project.run("--retrieval-json", "run.json").assert_outcomes(passed=1)
+    artifact = json.loads((project.path / "run.json").read_text(encoding="utf-8"))
+    messages = [gate["message"] for gate in artifact["gates"]]
+    assert messages == [
+        "forbidden@5 == 0 holds: no forbidden document in the top 5 of 1 query "
+        "[stage=retriever split=overall]"
+    ]
+
+
+def test_a_failing_leak_gate_says_it_scored_every_query_a_query_without_relevant_documents_too(
+    pytester: pytest.Pytester,
+) -> None:
+    # Unfiltered, legal-refund sits in both top 5s; anyone-terms judges nothing relevant and is
+    # still scored by forbidden@5 (it needs no relevant document), so nothing is "skipped".
+    ini = {k: v for k, v in OPEN_INI.items() if not k.startswith("retrieval_cache")}
+    del ini["retrieval_index_version"]
+    ini["retrieval_no_relevant"] = "skip"
+    result = _open_project(pytester, UNJUDGED_GOLDEN, ini).run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "forbidden@5 == 0 fails (zero tolerance) *",
+            "queries scored: 2 (every query: forbidden@K needs no relevant document)",
+        ]
+    )
+    assert "skipped (no relevant document)" not in result.stdout.str()

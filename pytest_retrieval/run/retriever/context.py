@@ -24,13 +24,15 @@ filters, a conversation's history, any key; plain data) is handed over as the sh
 * a LlamaIndex retriever: refused (its filters are fixed when it is built); the message shows
   the wrapper to write.
 
-Nothing is passed while no query of the run has a context: every call is exactly the call of a
-run without contexts. A query without a context in a run where others have one gets ``context={}``
-(``contexts`` holds ``{}`` for it) and no keyword from its absent keys. Every call gets its own
-copy of the context (:func:`~pytest_retrieval.golden.context.thaw_context`), so a retriever that
-changes what it was given changes nothing for another call. What the shape takes is said by
-:func:`~pytest_retrieval.run.retriever.describe_retriever` (``RetrieverShape.context``); a run whose
-contexts reach no part of the retriever is not refused (a retriever that ignores a tenant is
+Nothing is passed while no query of the run has a context and ``retrieval_context_filter`` is not
+set: every call is exactly the call of a run without contexts. With the setting, every query's
+filter is built (from ``{}`` when the golden set has no context at all). A query without a context
+in a run where others have one gets ``context={}`` (``contexts`` holds ``{}`` for it) and no
+keyword from its absent keys. Every call gets its own copy of the context
+(:func:`~pytest_retrieval.golden.context.thaw_context`), so a retriever that changes what it was
+given changes nothing for another call. What the shape takes is said by
+:func:`~pytest_retrieval.run.retriever.describe_retriever` (``RetrieverShape.context``); a run
+whose contexts reach no part of the retriever is not refused (a retriever that ignores a tenant is
 what the leak gates are for) but warned about once (:func:`unused_message`).
 """
 
@@ -76,8 +78,10 @@ class ContextUse:
 
     @property
     def active(self) -> bool:
-        """True when some query has a context (or the keys are not known)."""
-        return bool(self.keys) or self.any_key
+        """True when some query has a context (or the keys are not known), or a
+        ``retrieval_context_filter`` is set: its filter is built for every query (from ``{}``
+        for a query without a context), so a golden set with no context is filtered too."""
+        return bool(self.keys) or self.any_key or self.build_filter is not None
 
     def has(self, key: str) -> bool:
         """True when ``key`` may be in a query's context."""
