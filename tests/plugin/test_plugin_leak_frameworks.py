@@ -266,42 +266,8 @@ queries:
     text: how does the refund work
     relevant: [shared-refund]
 """
-OPEN_STORES = """\
-import json
-import os
-
-from haystack import Document as HaystackDocument
-from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
-from haystack.document_stores.in_memory import InMemoryDocumentStore
-from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_core.vectorstores import InMemoryVectorStore
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def pages():
-    with open(os.path.join(HERE, "corpus.jsonl"), encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
-
-
-def langchain_store():
-    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=32))
-    store.add_documents(
-        [Document(id=p["_id"], page_content=p["text"], metadata={"audience": p["audience"]})
-         for p in pages()]
-    )
-    return store
-
-
-def haystack_retriever():
-    store = InMemoryDocumentStore()
-    store.write_documents(
-        [HaystackDocument(id=p["_id"], content=p["text"], meta={"audience": p["audience"]})
-         for p in pages()]
-    )
-    return InMemoryBM25Retriever(store)
-"""
+#: The same stores, their documents tagged with an audience instead of a tenant.
+OPEN_STORES = STORES.replace('{"tenant": p["tenant"]}', '{"audience": p["audience"]}')
 OPEN_SCOPE = """\
 import json
 import os
