@@ -193,9 +193,16 @@ def leak_facts(session: RetrievalSession) -> LeakFacts | None:
     ``queries`` (how many queries have one) and ``share`` (the metric's mean: the share of the
     top-K positions they took). The documents come from
     :meth:`~pytest_retrieval.session.session.RetrievalSession.leaks`, what the zero-tolerance
-    gate names; the shares from the session's evaluation, what a threshold judges."""
+    gate names; the shares from the session's evaluation, what a threshold judges. Found once
+    per run (:meth:`~pytest_retrieval.session.session.RetrievalSession.remember`): the terminal
+    and the artifact read the same facts."""
     if not session.has_run or session.stop is not None:
         return None
+    return session.remember(("leak_facts",), lambda: _find_leak_facts(session))
+
+
+def _find_leak_facts(session: RetrievalSession) -> LeakFacts | None:
+    """:func:`leak_facts` of a run that has outcomes, found anew."""
     access = session.access
     measured = access.measured
     if not measured:
