@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from .text import plural
+
 #: How many problems an error message lists before it says how many more there were.
 MAX_LISTED_PROBLEMS = 50
 
@@ -70,10 +72,10 @@ class InputError(ValueError):
         listed = [str(p) for p in self.problems[:MAX_LISTED_PROBLEMS]]
         hidden = len(self.problems) - len(listed)
         if hidden > 0:
-            listed.append(f"... and {hidden} more problem(s) not listed")
+            listed.append(f"... and {plural(hidden, 'more problem')} not listed")
         if not self.title and len(listed) == 1:
             return listed[0]
-        title = self.title or f"{len(self.problems)} problems"
+        title = self.title or plural(len(self.problems), "problem")
         return "\n".join([title + ":", *(f"  - {line}" for line in listed)])
 
     def reason_and_fix(self) -> tuple[str, str | None]:

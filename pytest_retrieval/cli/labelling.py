@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..formats.golden_io import READ_FORMATS, write_golden
 from ..golden.model import DEFAULT_HELDOUT_SPLIT
 from ..run.stages import stage_or_final
-from ..text import for_terminal
+from ..text import for_terminal, plural
 from .golden_input import EXIT_FAILED, EXIT_OK, EXIT_USAGE, load_input, missing_input
 from .output import echo, error_line
 
@@ -341,7 +341,7 @@ def run_merge(args: argparse.Namespace) -> int:
     if problems or result is None:
         error = InputError(
             problems or [Problem("nothing to merge")],
-            title=f"{args.worksheet}: {len(problems)} problem(s), nothing merged",
+            title=f"{args.worksheet}: {plural(len(problems), 'problem')}, nothing merged",
         )
         echo(error, err=True)
         return EXIT_FAILED

@@ -167,7 +167,9 @@ def load_golden(
         except GoldenSetError as exc:
             problems.extend(exc.problems)
     if problems:
-        raise GoldenSetError(problems, title=f"{source}: golden set has {len(problems)} problem(s)")
+        raise GoldenSetError(
+            problems, title=f"{source}: golden set has {plural(len(problems), 'problem')}"
+        )
     return GoldenSet._from_checked(
         tuple(parsed.queries),
         source=source,

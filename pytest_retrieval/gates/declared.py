@@ -36,6 +36,7 @@ from ..golden.context import CONTEXT_SLICE_MARK, EVERY_VALUE, slice_values
 from ..run.retriever import RERANKER_STAGE, RETRIEVER_STAGE
 from ..scoring.abstention import is_answerable
 from ..scoring.metrics import MetricSpec
+from ..text import plural
 from .gate import GateUsageError, Selection, check_threshold, direction_problem, threshold_fix
 
 Declared = TypeVar("Declared", bound=Any)
@@ -413,7 +414,9 @@ def gates_file_entries(
                     continue
                 target.append((item.value, item.start_mark.line + 1))
     if problems:
-        raise InputError(problems, title=f"{path}: {len(problems)} problem(s) in the gates file")
+        raise InputError(
+            problems, title=f"{path}: {plural(len(problems), 'problem')} in the gates file"
+        )
     return entries, budgets
 
 

@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import GoldenSetError, Problem
-from ..text import SURROGATE_FIX, surrogate_problem
+from ..text import SURROGATE_FIX, plural, surrogate_problem
 from .context import (
     CONTEXT_SLICE_FIX,
     EVERY_VALUE,
@@ -526,7 +526,7 @@ class GoldenSet:
             entries = [(q.id, q.text, q.split, context_json(q.context)) for q in queries]
             problems = set_problems(entries, source=self.source)
         if problems:
-            title = f"{self.source or 'golden set'}: {len(problems)} problem(s)"
+            title = f"{self.source or 'golden set'}: {plural(len(problems), 'problem')}"
             raise GoldenSetError(problems, title=title)
         object.__setattr__(self, "queries", queries)
         object.__setattr__(self, "_by_id", MappingProxyType({q.id: q for q in queries}))

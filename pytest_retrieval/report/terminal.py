@@ -13,7 +13,7 @@ from ..regression.outcome import RegressionOutcome, describe_left_out
 from ..scoring.metrics import metric_of
 from ..session.session import RetrievalSession
 from ..settings.options import DEFAULT_ALPHA
-from ..text import for_terminal
+from ..text import for_terminal, plural
 from ..verdict import Status
 from .phrases import unscored_reason
 
@@ -103,7 +103,7 @@ def fingerprint_label(session: RetrievalSession) -> str:
     """``fingerprint a1b2c3d4e5f6 (all 40 queries)``: the header's fingerprint and what it covers
     (every query of the golden set; the baseline's covers the non-held-out ones)."""
     golden = session.golden
-    return f"fingerprint {golden.short_fingerprint} (all {len(golden)} queries)"
+    return f"fingerprint {golden.short_fingerprint} (all {plural(len(golden), 'query', 'queries')})"
 
 
 def _header(session: RetrievalSession, *, relative: bool = False) -> str:

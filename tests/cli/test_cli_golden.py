@@ -82,7 +82,7 @@ def test_validate_lists_every_problem_and_exits_1(
     assert main(["golden", "validate", str(path)]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert f"{path}: golden set has 3 problem(s):" in err
+    assert f"{path}: golden set has 3 problems:" in err
     assert f"{path}:5:5" in err
     assert "query 'a', field 'relevent'" in err
     assert "did you mean 'relevant'?" in err

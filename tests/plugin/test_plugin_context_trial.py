@@ -54,7 +54,7 @@ queries:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     golden_path = retrieval_project.path / "golden.yaml"
     assert result.stderr.lines[:3] == [
-        f"ERROR: {golden_path}: golden set has 2 problem(s):",
+        f"ERROR: {golden_path}: golden set has 2 problems:",
         f"  - {golden_path}:6:29: query 'acme-q', field 'context': context.locale: YAML reads "
         "no as the boolean false, not the text 'no' (quote it ('no') if it is the text, or "
         "write false)",
@@ -101,7 +101,7 @@ queries:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     golden_path = retrieval_project.path / "golden.yaml"
     assert result.stderr.lines[:3] == [
-        f"ERROR: {golden_path}: golden set has 2 problem(s):",
+        f"ERROR: {golden_path}: golden set has 2 problems:",
         f"  - {golden_path}:9:11: query 'acme-q', field 'context': context.groups is written "
         "as a set (hr, legal), which YAML reads as a mapping of each name to null, not a list "
         "(write a list, e.g. groups: [hr, legal]; or, for a mapping whose values are null, "

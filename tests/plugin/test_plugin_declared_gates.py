@@ -334,7 +334,7 @@ def test_a_gates_file_problem_names_the_file_and_line(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: */retrieval-gates.yaml: 1 problem(s) in the gates file:",
+            "ERROR: */retrieval-gates.yaml: 1 problem in the gates file:",
             "  - */retrieval-gates.yaml:2: unknown key 'threshold' (did you mean 'thresholds'?)",
         ]
     )

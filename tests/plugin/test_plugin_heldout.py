@@ -314,7 +314,7 @@ def test_the_same_text_in_two_splits_is_a_usage_error_before_anything_runs(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: */golden.yaml: golden set has 1 problem(s):",
+            "ERROR: */golden.yaml: golden set has 1 problem:",
             f"  - */golden.yaml:*: query 'leaked-copy', field 'text': leakage: the same text as "
             f"query '{HELDOUT_ID}' (on line *) is in split 'tune' and in split 'heldout' (a query "
             "(its text and context) must be in one split only: delete one of the two queries or "

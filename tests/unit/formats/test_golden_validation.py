@@ -497,7 +497,7 @@ def test_a_long_problem_list_is_capped_in_the_message(tmp_path: Path) -> None:
     with pytest.raises(GoldenSetError) as info:
         load_golden(_write(tmp_path, "golden.jsonl", lines))
     assert len(info.value.problems) == 60
-    assert "... and 10 more problem(s) not listed" in str(info.value)
+    assert "... and 10 more problems not listed" in str(info.value)
 
 
 # --- CSV ------------------------------------------------------------------------------------

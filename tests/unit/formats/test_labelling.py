@@ -312,7 +312,7 @@ def test_merge_refuses_a_conflicting_worksheet_listing_every_problem(
     out = tmp_path / "merged.yaml"
     assert main(["golden", "merge", str(golden), str(sheet), "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "3 problem(s), nothing merged" in err
+    assert "3 problems, nothing merged" in err
     assert f"{sheet}:4:" in err
     assert "doc 'shipping' is graded 2 in the worksheet but 0 in the golden set" in err
     assert "unknown query id" in err

@@ -297,7 +297,7 @@ def test_yaml_values_that_are_not_plain_data_are_refused_where_written(tmp_path:
     fixes = [p.fix for p in caught.value.problems]
     assert fixes[0] == "quote it ('0012') if it is an id or a code, or write 10"
     assert fixes[1] == "quote it ('2024-05-01') to pass the text"
-    assert str(caught.value).startswith(f"{path}: golden set has 5 problem(s)")
+    assert str(caught.value).startswith(f"{path}: golden set has 5 problems")
 
 
 def test_a_json_context_problem_names_the_query_by_position(tmp_path: Path) -> None:
