@@ -110,7 +110,10 @@ def worst_queries(
         missed = tuple(d for d in relevant if d not in shown)
         relevant_set = set(relevant)
         first = next((i for i, d in enumerate(as_returned or ranked, 1) if d in relevant_set), None)
-        worst.append(WorstQuery(qid, query.text, value, missed, first, ranked[:RETURNED_SHOWN]))
+        # The top shown in the unit the first relevant rank counts: the results as returned
+        # under "results" (repeats and all), else the documents.
+        top = (as_returned or ranked)[:RETURNED_SHOWN]
+        worst.append(WorstQuery(qid, query.text, value, missed, first, tuple(top)))
     return worst
 
 

@@ -853,6 +853,34 @@ def test_repeated_ids_score_the_same_under_pytest_and_in_evaluate(
     assert plain.per_query["q"] == row["metrics"]["retriever"]
 
 
+@pytest.mark.parametrize(
+    ("unit", "first", "returned"),
+    [("documents", 2, "a, c, d"), ("results", 3, "a, a, c")],
+)
+def test_a_worst_query_line_shows_the_top_in_the_unit_its_rank_counts(
+    retrieval_project: RetrievalProject, unit: str, first: int, returned: str
+) -> None:
+    # a, a, c, d with c relevant; recall@1 = 0 in both units. The line's "first relevant at
+    # rank" and "returned" must speak one unit: documents a, c, d (c second), or the results as
+    # returned a, a, c, d (c third), never a result rank beside the deduplicated documents.
+    retrieval_project.write(
+        golden=REPEATS_GOLDEN,
+        conftest=REPEATS,
+        ks="1,4",
+        ini={"retrieval_metrics": "recall", "retrieval_cutoff_unit": unit},
+        tests="from pytest_retrieval import assert_recall_at\n\n"
+        "def test_gate():\n    assert_recall_at(1) >= 0.5\n",
+    )
+    result = retrieval_project.run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"* q 'anything': recall@1 = 0.0000; missed c; first relevant at rank {first}; "
+            f"returned {returned}"
+        ]
+    )
+
+
 # --- distinct@K counts the results as returned: never refused for what collapsed -------------
 
 REPEATS_WITHOUT_K = """
