@@ -819,6 +819,17 @@ def retriever_under_test():
 """
 
 
+def write_repeats(project: RetrievalProject, unit: str, ks: str, metrics: str, tests: str) -> None:
+    """The project whose one query ``q`` (c relevant) gets a, a, c, d, under ``unit``."""
+    project.write(
+        golden=REPEATS_GOLDEN,
+        conftest=REPEATS,
+        ks=ks,
+        ini={"retrieval_metrics": metrics, "retrieval_cutoff_unit": unit},
+        tests=tests,
+    )
+
+
 @pytest.mark.parametrize(
     ("unit", "recall_at_2"),
     [("documents", 1.0), ("results", 0.0)],
@@ -831,13 +842,7 @@ def test_repeated_ids_score_the_same_under_pytest_and_in_evaluate(
     # results as returned, 3 distinct ids of 4: 0.75 in both.
     from pytest_retrieval.scoring.evaluate import evaluate
 
-    retrieval_project.write(
-        golden=REPEATS_GOLDEN,
-        conftest=REPEATS,
-        ks="2,4",
-        ini={"retrieval_metrics": "recall,distinct", "retrieval_cutoff_unit": unit},
-        tests=RUN_TEST,
-    )
+    write_repeats(retrieval_project, unit, "2,4", "recall,distinct", RUN_TEST)
     retrieval_project.run("--retrieval-json=out.json").assert_outcomes(passed=1)
     (row,) = retrieval_project.artifact()["queries"]
     assert row["rankings"]["retriever"] == ["a", "c", "d"]
@@ -863,14 +868,9 @@ def test_a_worst_query_line_shows_the_top_in_the_unit_its_rank_counts(
     # a, a, c, d with c relevant; recall@1 = 0 in both units. The line's "first relevant at
     # rank" and "returned" must speak one unit: documents a, c, d (c second), or the results as
     # returned a, a, c, d (c third), never a result rank beside the deduplicated documents.
-    retrieval_project.write(
-        golden=REPEATS_GOLDEN,
-        conftest=REPEATS,
-        ks="1,4",
-        ini={"retrieval_metrics": "recall", "retrieval_cutoff_unit": unit},
-        tests="from pytest_retrieval import assert_recall_at\n\n"
-        "def test_gate():\n    assert_recall_at(1) >= 0.5\n",
-    )
+    gate = "from pytest_retrieval import assert_recall_at\n\n"
+    gate += "def test_gate():\n    assert_recall_at(1) >= 0.5\n"
+    write_repeats(retrieval_project, unit, "1,4", "recall", gate)
     result = retrieval_project.run()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(

@@ -413,7 +413,8 @@ def test_under_cutoff_unit_results_the_worst_query_line_names_what_the_first_k_r
 ) -> None:
     # No tenant: acme-plans is this query's answer. It is result 4 (initech-vpn#1, #0, #2 come
     # first), so recall@3 = 0 under results: the line names it missed, first relevant at
-    # rank 4 (the document ranking initech-vpn, acme-plans would say rank 2 and miss nothing); the top shown is the results as returned.
+    # rank 4 (the document ranking initech-vpn, acme-plans would say rank 2 and miss nothing);
+    # the top shown is the results as returned.
     golden = (
         "version: 1\nqueries:\n  - id: plans\n    text: Which annual plans are there?\n"
         "    relevant: [acme-plans]\n"
