@@ -84,13 +84,20 @@ def _round_all(value: Any) -> Any:
     return value
 
 
+#: The encoders of :func:`text_hash` and :func:`label_hash`, built once: ``json.dumps`` with
+#: keyword arguments builds a new encoder on every call, and these run once per query. The
+#: same settings as those calls, so the same text (the hashes are in committed baselines).
+_TEXT_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+_LABEL_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def text_hash(text: str | None, context: str | None = None) -> str:
     """A short hash of what the retriever was handed: a query's text and, when it has one, its
     context (canonical JSON, :func:`~pytest_retrieval.golden.context.context_json`). Rescoring
     needs to know neither changed: a ranking made for another tenant is not this query's. A query
     without a context keeps the hash it always had."""
     handed: object = text if context is None else [text, context]
-    return hashlib.sha256(json.dumps(handed, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(_TEXT_ENCODE(handed).encode("utf-8")).hexdigest()[:16]
 
 
 def label_hash(
@@ -111,7 +118,7 @@ def label_hash(
     listed = sorted(set(forbidden))
     if listed:  # an object: never equal to a context (a string) in the same place
         parts.append({"forbidden": listed})
-    canonical = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    canonical = _LABEL_ENCODE(parts)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
