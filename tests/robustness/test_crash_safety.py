@@ -150,6 +150,15 @@ def wait_for_a_temporary_file(folder: Path, *, timeout: float) -> None:
         time.sleep(0.0005)
 
 
+def wait_for_a_replaced_target(target: Path, inode: int, *, timeout: float) -> None:
+    """Wait until a rename has put a new file (a new inode) at the target."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if os.stat(target).st_ino != inode:
+            return
+        time.sleep(0.0005)
+
+
 def kill_while_writing(tmp_path: Path, kind: str) -> tuple[int, int]:
     """Kill ATTEMPTS writers at random moments; check the target after each kill.
 
@@ -166,6 +175,7 @@ def kill_while_writing(tmp_path: Path, kind: str) -> tuple[int, int]:
         times.append(time.perf_counter() - started)
     write_time = max(times)
     generation = read(target)
+    replaced = os.stat(target).st_ino
     rng = random.Random(f"{SEED}-{kind}")
     code = (
         f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
@@ -183,13 +193,19 @@ def kill_while_writing(tmp_path: Path, kind: str) -> tuple[int, int]:
             child.stdin.write(f"{generation}\n")
             child.stdin.flush()
             pid = int(child.stdout.readline())
-            if attempt % 2:
+            if attempt % 3 == 0:
                 # Any moment: before, inside or between writes.
                 time.sleep(rng.uniform(0.0, 1.5 * write_time))
-            else:
+            elif attempt % 3 == 1:
                 # Inside a write: once its temporary file exists (rendering a baseline takes
                 # longer than writing it, so random moments would rarely land there).
-                wait_for_a_temporary_file(tmp_path, timeout=5 * write_time)
+                wait_for_a_temporary_file(tmp_path, timeout=max(5 * write_time, 10.0))
+                time.sleep(rng.uniform(0.0, 0.002))
+            else:
+                # Just after a whole write: once the rename has replaced the target. Timed
+                # delays alone cannot promise this on a loaded machine, where a write can take
+                # many times longer than it did when measured above.
+                wait_for_a_replaced_target(target, replaced, timeout=max(20 * write_time, 30.0))
                 time.sleep(rng.uniform(0.0, 0.002))
             os.kill(pid, signal.SIGKILL)
             status = int(child.stdout.readline())
@@ -200,6 +216,7 @@ def kill_while_writing(tmp_path: Path, kind: str) -> tuple[int, int]:
             for temporary in temporaries:  # a killed writer cannot clean up after itself
                 temporary.unlink()
             now = read(target)
+            replaced = os.stat(target).st_ino
             assert now >= generation, f"attempt {attempt}: went back from {generation} to {now}"
             advanced += now > generation
             generation = now
@@ -217,6 +234,7 @@ def test_a_writer_killed_at_any_moment_leaves_the_old_or_a_new_whole_file(
 ) -> None:
     torn, advanced = kill_while_writing(tmp_path, kind)
     # Both sides of the rename were exercised: kills inside a write (a temporary file was left
-    # behind) and kills after a whole write (the target moved on).
+    # behind) and kills after a whole write (the target moved on). A third of the kills wait for
+    # each side, so neither count depends on how loaded the machine is.
     assert torn > 0
     assert advanced > 0
