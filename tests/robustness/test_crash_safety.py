@@ -142,21 +142,20 @@ def zygote(kind: str, target: str) -> None:
 # --- the test -----------------------------------------------------------------------------------
 
 
-def wait_for_a_temporary_file(folder: Path, *, timeout: float) -> None:
+def wait_until(condition: Callable[[], bool], *, timeout: float) -> None:
+    """Poll the condition every half millisecond until it holds or the timeout passes."""
     deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        if any(entry.name.endswith(".tmp") for entry in os.scandir(folder)):
-            return
+    while time.perf_counter() < deadline and not condition():
         time.sleep(0.0005)
 
 
-def wait_for_a_replaced_target(target: Path, inode: int, *, timeout: float) -> None:
-    """Wait until a rename has put a new file (a new inode) at the target."""
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        if os.stat(target).st_ino != inode:
-            return
-        time.sleep(0.0005)
+def a_temporary_file_in(folder: Path) -> Callable[[], bool]:
+    return lambda: any(entry.name.endswith(".tmp") for entry in os.scandir(folder))
+
+
+def a_new_file_at(target: Path, inode: int) -> Callable[[], bool]:
+    """A rename has put a new file (a new inode) at the target."""
+    return lambda: os.stat(target).st_ino != inode
 
 
 def kill_while_writing(tmp_path: Path, kind: str) -> tuple[int, int]:
@@ -199,13 +198,13 @@ def kill_while_writing(tmp_path: Path, kind: str) -> tuple[int, int]:
             elif attempt % 3 == 1:
                 # Inside a write: once its temporary file exists (rendering a baseline takes
                 # longer than writing it, so random moments would rarely land there).
-                wait_for_a_temporary_file(tmp_path, timeout=max(5 * write_time, 10.0))
+                wait_until(a_temporary_file_in(tmp_path), timeout=max(5 * write_time, 10.0))
                 time.sleep(rng.uniform(0.0, 0.002))
             else:
                 # Just after a whole write: once the rename has replaced the target. Timed
                 # delays alone cannot promise this on a loaded machine, where a write can take
                 # many times longer than it did when measured above.
-                wait_for_a_replaced_target(target, replaced, timeout=max(20 * write_time, 30.0))
+                wait_until(a_new_file_at(target, replaced), timeout=max(20 * write_time, 30.0))
                 time.sleep(rng.uniform(0.0, 0.002))
             os.kill(pid, signal.SIGKILL)
             status = int(child.stdout.readline())
