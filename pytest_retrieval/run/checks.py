@@ -28,7 +28,7 @@ no returned item has; :func:`id_problem`; :func:`short_rankings_refusal`), or an
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -114,7 +114,8 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
     ranked = {qid: r for qid, r in rankings.items() if r}
     if not ranked or not known:
         return None
-    matching = sum(1 for r in ranked.values() if any(doc in known for doc in r))
+    disjoint = _disjoint(known)
+    matching = sum(1 for r in ranked.values() if not disjoint(r))
     small = len(ranked) < MIN_QUERIES_FOR_SHARE
     # When every ranking holds a known id, no count of misspelled ones can exceed it: the
     # spelling pass (a fold of every unknown returned id, the run's largest check at scale)
@@ -132,6 +133,14 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
         pattern = SPELLING_FIX
     refused = bool(matching) or pattern is not None or not small
     return IdMatch(matching, len(ranked), returned, expected, pattern, refused, spelling)
+
+
+def _disjoint(known: Collection[str]) -> Callable[[Iterable[str]], bool]:
+    """``known.isdisjoint``: C-level, stops at the first known id (a set is built only when
+    ``known`` is no set or key view)."""
+    if isinstance(known, (set, frozenset, KeysView)):
+        return known.isdisjoint
+    return set(known).isdisjoint
 
 
 #: File extensions a returned id may carry where the golden set names the document without one.
@@ -253,9 +262,11 @@ def normalisation_pairs(
     pairs: dict[str, str] = {}
     seen: set[str] = set()
     for ranking in rankings.values():
+        if known_composed and "".join(ranking).isascii():
+            continue  # the common case, first: ASCII ids are composed (one C-level pass)
         for doc in ranking:
             if known_composed and doc.isascii():
-                continue  # the common case, first: ASCII ids are composed
+                continue
             if doc in seen or doc in known:
                 continue
             seen.add(doc)

@@ -520,7 +520,14 @@ def _coverage(ranking: Sequence[str], judgments: Mapping[str, int], k: int) -> f
     top = ranking[:k]
     if not top:
         return None
-    return sum(1 for doc in top if judgments.get(doc, -1) >= 0) / len(top)
+    judged = [doc for doc, grade in judgments.items() if grade >= 0]
+    # Every occurrence in the top K counts (a repeated judged id is judged twice). C-level
+    # counting: one list.count per judged id when they are few, else one set lookup per rank.
+    if len(judged) <= 8:
+        count = sum(map(top.count, judged))
+    else:
+        count = sum(map(set(judged).__contains__, top))
+    return count / len(top)
 
 
 def evaluate(
@@ -758,6 +765,7 @@ def _evaluate(
     exponential = gain == "exponential"
     count_kinds = (_RECALL, _PRECISION)
     coverage_plan = [(i, k) for i, (kind, k) in enumerate(plan) if kind == _JUDGED]
+    judged_only = bool(plan) and len(coverage_plan) == len(plan)
 
     names = [str(s) for s in specs]
     columns: list[list[float | None]] = [[] for _ in specs]
@@ -789,6 +797,17 @@ def _evaluate(
             for i, k in coverage_plan:
                 assert k is not None
                 coverage[i] = _coverage(ranking, judgments, reach.get(k, k))
+        if judged_only:
+            # Only judged@K asked for (the artifact's coverage): no relevant ranks needed.
+            positive_count = sum(
+                1 for grade in judgments.values() if grade > 0 and grade >= min_grade
+            )
+            relevant_counts.append(positive_count)
+            if positive_count == 0 and constant is None:
+                skipped.append(qid)
+            for i, column in enumerate(columns):
+                column.append(coverage[i])
+            continue
         limit = metric_limits.get(qid)
         if drop_unjudged:
             # trec_eval -J: the unjudged documents leave the ranking before any cutoff applies.
