@@ -449,6 +449,26 @@ def nesting_depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def _key_count(value: Any) -> int:
+    """How many keys the objects in ``value`` (decoded JSON) hold, all levels (level by level,
+    as :func:`nesting_depth_exceeds`: no recursion)."""
+    level = [value] if type(value) in _CONTAINERS else []
+    keys = 0
+    while level:
+        deeper: list[Any] = []
+        for container in level:
+            if type(container) is dict:
+                keys += len(container)
+                members = container.values()
+            else:
+                members = container
+            kinds = set(map(type, members))
+            if dict in kinds or list in kinds:
+                deeper.extend(m for m in members if type(m) in _CONTAINERS)
+        level = deeper
+    return keys
+
+
 def load_json(
     text: str,
     *,
@@ -489,7 +509,16 @@ def load_json(
     if _LONG_NUMBER.search(text) is not None:  # rare: the bounded (slower) integer parser
         decode["parse_int"] = _bounded_int
     try:
-        value = json.loads(text, **decode)
+        if decode.get("object_pairs_hook") is _unique_keys:
+            # Decoded without the (Python) hook first: a text with as many ':' as the value has
+            # keys has no ':' inside a string and no key twice (each key written is followed by
+            # exactly one ':'), so the hook could find nothing. Otherwise decode again with it.
+            plain = {k: v for k, v in decode.items() if k != "object_pairs_hook"}
+            value = json.loads(text, **plain)
+            if text.count(":") != _key_count(value):
+                value = json.loads(text, **decode)
+        else:
+            value = json.loads(text, **decode)
     except json.JSONDecodeError as exc:
         at = exc.lineno if line is None else line + exc.lineno - 1
         column = exc.colno

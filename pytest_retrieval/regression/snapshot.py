@@ -27,6 +27,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from ..errors import InputError, Problem
@@ -265,8 +266,8 @@ class Snapshot:
                 # in the same order, as a lookup per query and metric: the same bits).
                 rows = [q.metrics.get(stage, {}) for q in members]
                 means: dict[str, float | None] = {}
-                for metric in self.metrics:
-                    values = [v for row in rows if (v := row.get(metric)) is not None]
+                for metric, column in zip(self.metrics, _transposed(rows, self.metrics)):
+                    values = column if None not in column else [v for v in column if v is not None]
                     means[metric] = round_value(sum(values) / len(values)) if values else None
                 out[stage][label] = means
         return out
@@ -346,6 +347,25 @@ def snapshot_mean(
         if value is not None:
             values.append(value)
     return (sum(values) / len(values) if values else None), len(values), stage
+
+
+def _transposed(
+    rows: Sequence[Mapping[str, float | None]], metrics: Sequence[str]
+) -> list[Sequence[float | None]]:
+    """Per metric, its value in each row (None where a row lacks it), in the rows' order: one
+    C-level pass (``itemgetter`` and ``zip``) when every row holds every metric, as a run's do."""
+    if not metrics:
+        return []
+    if not rows:
+        return [() for _ in metrics]
+    pick = itemgetter(*metrics)
+    try:
+        picked = list(map(pick, rows))
+    except KeyError:  # a row without some metric (a baseline read from an older file)
+        return [[row.get(metric) for row in rows] for metric in metrics]
+    if len(metrics) == 1:
+        return [picked]
+    return list(zip(*picked))
 
 
 def _first_ranks(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, int | None]:

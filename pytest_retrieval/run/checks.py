@@ -121,7 +121,8 @@ def id_match(rankings: Mapping[str, Sequence[str]], known: Collection[str]) -> I
     # spelling pass (a fold of every unknown returned id, the run's largest check at scale)
     # could only be discarded below, so it is skipped; the outcome is the same.
     spelling = spelling_pairs(ranked, known) if matching < len(ranked) else {}
-    spelled = sum(1 for r in ranked.values() if any(doc in spelling for doc in r))
+    misspelled = spelling.keys().isdisjoint
+    spelled = sum(1 for r in ranked.values() if not misspelled(r)) if spelling else 0
     if spelled <= matching:  # a stray variant beside ids that match: not the explanation
         spelling = {}
     if matching and not spelling and (small or matching / len(ranked) >= MISMATCH_SHARE):

@@ -149,7 +149,9 @@ class Report:
         outcomes = dict(self.outcomes)
         for qid, outcome in other.outcomes.items():
             mine = outcomes.get(qid)
-            if mine is None or _gate_key(outcome) < _gate_key(mine):
+            # Equal outcomes (every worker reads the same stored run back) keep ``mine``, as
+            # the comparison of their keys would, without encoding either.
+            if mine is None or (outcome != mine and _gate_key(outcome) < _gate_key(mine)):
                 outcomes[qid] = outcome
         gates = {_gate_key(g): g for g in [*self.gates, *other.gates]}
         ordered = [gates[key] for key in sorted(gates, key=lambda k: (gates[k]["nodeid"] or "", k))]
