@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InputError, Problem
 from ..gates.gate import Selection
@@ -267,7 +267,10 @@ class Snapshot:
                 rows = [q.metrics.get(stage, {}) for q in members]
                 means: dict[str, float | None] = {}
                 for metric, column in zip(self.metrics, _transposed(rows, self.metrics)):
-                    values = column if None not in column else [v for v in column if v is not None]
+                    values = cast(
+                        "Sequence[float]",
+                        column if None not in column else [v for v in column if v is not None],
+                    )
                     means[metric] = round_value(sum(values) / len(values)) if values else None
                 out[stage][label] = means
         return out

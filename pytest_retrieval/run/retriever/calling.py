@@ -91,6 +91,113 @@ _BATCH_SECONDS = 0.02
 _MAX_BATCH = 256
 
 
+#: How much process CPU per second of wall time (in cores) a run at full concurrency may use and
+#: still be bound by one core (the GIL): threads cannot overlap such calls, only add hand-offs.
+_ONE_CORE = 0.75
+#: A window of the run measures at least this long and this many calls per worker thread.
+_WINDOW_SECONDS = 0.1
+_WINDOW_CALLS = 2
+#: One thread is kept when it makes at least this share of the calls per second that all of
+#: them made (threads that gain less than ~10% do not pay for their hand-offs).
+_ONE_IS_ENOUGH = 1 / 1.1
+
+
+@dataclass(slots=True)
+class _Tuner:
+    """Whether the worker threads pay for themselves, decided once, early in a run.
+
+    The run starts at full ``concurrency`` (a retriever waiting on a network or a disk, the
+    case concurrency is for, is never slowed). After a first window (:data:`_WINDOW_SECONDS`
+    and :data:`_WINDOW_CALLS` calls per thread), if the process used about one core or more
+    (:data:`_ONE_CORE`: the calls compute rather than wait), one thread runs alone for a second
+    window; when it makes at least :data:`_ONE_IS_ENOUGH` of the calls per second that all of
+    them did (pure-Python work holding the GIL, where threads only add switches), it is kept
+    alone, else every thread comes back. Each call keeps its own timeout either way; what is
+    decided changes how fast the run goes, never what it returns.
+    """
+
+    concurrency: int
+    clock: Callable[[], float] = time.perf_counter
+    cpu_clock: Callable[[], float] = time.process_time
+    #: How many worker threads may claim batches now.
+    allowed: int = 0
+    #: "full" (the first window), "draining" (waiting for one thread to be left), "one" (the
+    #: second window), "done".
+    state: str = "full"
+    began: float = 0.0
+    cpu_began: float = 0.0
+    calls: int = 0
+    full_rate: float = 0.0
+
+    #: What an earlier run of the same callable in this process decided (True: one thread),
+    #: or None: decide in this run.
+    alone: bool | None = None
+
+    def __post_init__(self) -> None:
+        self.allowed = 1 if self.alone and self.concurrency > 1 else self.concurrency
+        decided = self.concurrency <= 1 or self.alone is not None
+        self.state = "done" if decided else "full"
+        self.began, self.cpu_began = self.clock(), self.cpu_clock()
+
+    @property
+    def decision(self) -> bool | None:
+        """Whether one thread was kept (None: nothing decided in this run)."""
+        if self.state != "done" or self.concurrency <= 1 or self.alone is not None:
+            return None
+        return self.allowed == 1
+
+    def called(self, alive: int) -> int | None:
+        """One call finished (under the run's lock), ``alive`` worker threads running: the new
+        :attr:`allowed` when it changes (more than ``alive``: start threads), else None."""
+        if self.state == "done":
+            return None
+        now = self.clock()
+        if self.state == "draining":
+            if alive <= 1:  # the others have handed in their batches: the second window opens
+                self.state, self.began, self.calls = "one", now, 0
+            return None
+        self.calls += 1
+        elapsed = now - self.began
+        if elapsed < _WINDOW_SECONDS or self.calls < _WINDOW_CALLS * self.allowed:
+            return None
+        rate = self.calls / elapsed
+        if self.state == "full":
+            cores = (self.cpu_clock() - self.cpu_began) / elapsed
+            if cores < _ONE_CORE:
+                self.state = "done"  # the calls wait: threads overlap the waits
+                return None
+            self.state, self.full_rate, self.allowed = "draining", rate, 1
+            return 1
+        self.state = "done"
+        if rate >= self.full_rate * _ONE_IS_ENOUGH:
+            return None
+        self.allowed = self.concurrency
+        return self.allowed
+
+
+#: What :class:`_Tuner` decided per callable in this process ((id, stage) -> (callable, one
+#: thread)): the shards of an xdist worker and the deeper calls of a run are decided once. The
+#: callable is held so that its id cannot be reused; the oldest are dropped past
+#: :data:`_DECISIONS_KEPT`.
+_DECISIONS: dict[tuple[int, str], tuple[object, bool]] = {}
+_DECISIONS_KEPT = 16
+
+
+def _decided(key: tuple[object, str] | None) -> bool | None:
+    if key is None:
+        return None
+    found = _DECISIONS.get((id(key[0]), key[1]))
+    return found[1] if found is not None and found[0] is key[0] else None
+
+
+def _decide(key: tuple[object, str] | None, alone: bool | None) -> None:
+    if key is None or alone is None:
+        return
+    _DECISIONS[(id(key[0]), key[1])] = (key[0], alone)
+    while len(_DECISIONS) > _DECISIONS_KEPT:
+        del _DECISIONS[next(iter(_DECISIONS))]
+
+
 def _has_running_loop() -> bool:
     try:
         asyncio.get_running_loop()
@@ -140,6 +247,7 @@ def _run_threads(
     concurrency: int,
     timeout: float | None,
     on_done: Done,
+    tuned: tuple[object, str] | None = None,
 ) -> None:
     """Call ``fn(i)`` for i in range(count) and report each result via ``on_done`` (in this
     thread): in this thread when there is no timeout and one query at a time
@@ -161,6 +269,8 @@ def _run_threads(
     left: collections.deque[int] = collections.deque(range(count))
     latency = [0.0, 0]  # seconds of the calls made so far, how many
     workers = min(concurrency, count)
+    # ``tuned``: (the callable behind fn, its stage), whose earlier decision is reused.
+    tuner = _Tuner(workers, alone=_decided(tuned))
     next_worker = [0]
     alive = [0]  # workers not yet gone (out of queries, or abandoned with a timed-out call)
     done_batches: queue.SimpleQueue[list[tuple[int, Any, BaseException | None, float]]] = (
@@ -172,7 +282,7 @@ def _run_threads(
 
     def claim(wid: int) -> _Slot | None:
         with lock:
-            if stop.is_set() or not left:
+            if stop.is_set() or not left or alive[0] > tuner.allowed:
                 alive[0] -= 1
                 return None
             size = 1
@@ -207,7 +317,10 @@ def _run_threads(
                         alive[0] -= 1
                         return
                     slot.current = position + 1
+                    more = tuner.called(alive[0])
                     slot.started = time.perf_counter()
+                if more is not None and more > 1:
+                    spawn()  # the threads paid for themselves after all: all come back
             with lock:
                 if slot.abandoned:
                     return
@@ -218,7 +331,7 @@ def _run_threads(
         """Start workers until ``workers`` are alive or each query left has one (after a
         timeout: the abandoned worker's place, and of any that ran out of queries meanwhile)."""
         with lock:
-            fresh = min(workers - alive[0], len(left))
+            fresh = min(tuner.allowed - alive[0], len(left))
             alive[0] += max(0, fresh)
         for _ in range(fresh):
             wid = next_worker[0]
@@ -230,6 +343,8 @@ def _run_threads(
         _collect(count, timeout, done_batches, running, left, lock, alive, on_done, spawn)
     finally:
         stop.set()
+        with lock:
+            _decide(tuned, tuner.decision)
 
 
 def _collect(
@@ -499,6 +614,7 @@ def _stage_call(
     timeout: float | None,
     batch_size: int,
     on_result: Done,
+    tuned: tuple[object, str] | None = None,
 ) -> None:
     """Call one stage over ``inputs``: ``(text, context)`` per query, ``(text, candidates,
     context)`` for the reranker (the plan's callables take them in that order)."""
@@ -522,7 +638,12 @@ def _stage_call(
                 on_result(i, item, item_error, elapsed / len(members))
 
         _run_threads(
-            call_chunk, len(chunks), concurrency=concurrency, timeout=timeout, on_done=chunk_done
+            call_chunk,
+            len(chunks),
+            concurrency=concurrency,
+            timeout=timeout,
+            on_done=chunk_done,
+            tuned=tuned,
         )
         return
     single = plan.single
@@ -540,7 +661,9 @@ def _stage_call(
     def one(i: int) -> Any:
         return _materialise(single(*inputs[i]))
 
-    _run_threads(one, count, concurrency=concurrency, timeout=timeout, on_done=on_result)
+    _run_threads(
+        one, count, concurrency=concurrency, timeout=timeout, on_done=on_result, tuned=tuned
+    )
 
 
 def _reranker_call(fn: Callable[..., Any], use: ContextUse) -> tuple[Callable[..., Any], str]:
@@ -736,6 +859,7 @@ def run_pipeline(
                 timeout=timeout,
                 batch_size=batch_size,
                 on_result=first_stage(asked, members),
+                tuned=(retriever, RETRIEVER_STAGE),
             )
         pending = dict(sorted(again.items()))
         again.clear()
@@ -775,5 +899,6 @@ def run_pipeline(
         timeout=timeout,
         batch_size=batch_size,
         on_result=second_stage,
+        tuned=(reranker, RERANKER_STAGE),
     )
     return outcomes
