@@ -255,24 +255,23 @@ class Snapshot:
     def means_by_column(self) -> dict[str, dict[str, dict[str, float | None]]]:
         """Readable means (stage -> "overall"/"slice:<name>" -> metric -> mean), for reviewers."""
         out: dict[str, dict[str, dict[str, float | None]]] = {}
-        columns: dict[str, list[QuerySnapshot]] = {"overall": list(self.queries.values())}
-        for q in self.queries.values():
+        queries = list(self.queries.values())
+        members: dict[str, list[int]] = {"overall": list(range(len(queries)))}
+        for position, q in enumerate(queries):
             for name in q.slices:
-                columns.setdefault(f"slice:{name}", []).append(q)
+                members.setdefault(f"slice:{name}", []).append(position)
         for stage in self.stages:
+            # Each query's values in metric order, read once; a column takes its members' rows.
+            # The same values, summed in the same order, as a lookup per query and metric: the
+            # same bits.
+            rows = _value_rows([q.metrics.get(stage, {}) for q in queries], self.metrics)
             out[stage] = {}
-            for label, members in sorted(columns.items()):
-                # One pass per metric over this column's metric dicts (the same values, summed
-                # in the same order, as a lookup per query and metric: the same bits).
-                rows = [q.metrics.get(stage, {}) for q in members]
-                means: dict[str, float | None] = {}
-                for metric, column in zip(self.metrics, _transposed(rows, self.metrics)):
-                    values = cast(
-                        "Sequence[float]",
-                        column if None not in column else [v for v in column if v is not None],
-                    )
-                    means[metric] = round_value(sum(values) / len(values)) if values else None
-                out[stage][label] = means
+            for label, positions in sorted(members.items()):
+                picked = rows if label == "overall" else [rows[i] for i in positions]
+                out[stage][label] = {
+                    metric: _mean(column)
+                    for metric, column in zip(self.metrics, _columns(picked, len(self.metrics)))
+                }
         return out
 
     @classmethod
@@ -352,23 +351,34 @@ def snapshot_mean(
     return (sum(values) / len(values) if values else None), len(values), stage
 
 
-def _transposed(
+def _value_rows(
     rows: Sequence[Mapping[str, float | None]], metrics: Sequence[str]
-) -> list[Sequence[float | None]]:
-    """Per metric, its value in each row (None where a row lacks it), in the rows' order: one
-    C-level pass (``itemgetter`` and ``zip``) when every row holds every metric, as a run's do."""
+) -> list[tuple[float | None, ...]]:
+    """Each row's values in ``metrics`` order (None where a row lacks one): one C-level pass
+    (``itemgetter``) when every row holds every metric, as a run's do."""
     if not metrics:
-        return []
-    if not rows:
-        return [() for _ in metrics]
-    pick = itemgetter(*metrics)
+        return [() for _ in rows]
     try:
-        picked = list(map(pick, rows))
+        picked = list(map(itemgetter(*metrics), rows))
     except KeyError:  # a row without some metric (a baseline read from an older file)
-        return [[row.get(metric) for row in rows] for metric in metrics]
-    if len(metrics) == 1:
-        return [picked]
-    return list(zip(*picked))
+        return [tuple(row.get(metric) for metric in metrics) for row in rows]
+    return [(value,) for value in picked] if len(metrics) == 1 else picked
+
+
+def _columns(rows: Sequence[tuple[float | None, ...]], width: int) -> list[Sequence[float | None]]:
+    """``rows`` transposed (``width`` columns, also when there are no rows)."""
+    return list(zip(*rows)) if rows else [() for _ in range(width)]
+
+
+def _mean(column: Sequence[float | None]) -> float | None:
+    """The rounded mean of the values of ``column`` that are not None (None: there are none)."""
+    try:
+        total = sum(cast("Sequence[float]", column))  # the common case: no None
+        count = len(column)
+    except TypeError:
+        values = [v for v in column if v is not None]
+        total, count = sum(values), len(values)
+    return round_value(total / count) if count else None
 
 
 def _first_ranks(ranking: Sequence[str], relevant: Sequence[str]) -> dict[str, int | None]:
