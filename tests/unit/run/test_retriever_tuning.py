@@ -48,16 +48,22 @@ def test_calls_that_wait_keep_every_thread() -> None:
     assert (t.state, t.allowed) == ("done", 8)
 
 
-def test_calls_holding_one_core_run_on_one_thread_when_it_keeps_up() -> None:
-    clocks = Clocks()
+def drained_to_one(clocks: Clocks, cores: float) -> calling._Tuner:
+    """A tuner of 8 threads whose first window (500 calls/s, ``cores`` busy) sent it to one."""
     t = tuner(8, clocks)
-    # 16 calls per thread-window at 8 threads: 100 calls in 0.2 s on one core -> drain to 1.
-    assert window(t, clocks, 100, 0.2, cores=1.0, alive=8) == 1
+    # The window closes at 0.1 s (50 calls, more than 2 per thread): 500 calls/s.
+    assert window(t, clocks, 100, 0.2, cores=cores, alive=8) == 1
     assert t.state == "draining"
-    assert t.called(alive=3) is None
+    assert t.called(alive=3) is None  # the others are still finishing their batches
     assert t.state == "draining"
     assert t.called(alive=1) is None
     assert t.state == "one"
+    return t
+
+
+def test_calls_holding_one_core_run_on_one_thread_when_it_keeps_up() -> None:
+    clocks = Clocks()
+    t = drained_to_one(clocks, cores=1.0)
     # Alone, 60 calls in 0.1 s (600/s against 500/s with eight): one thread is kept.
     assert window(t, clocks, 60, 0.1, cores=1.0, alive=1) is None
     assert (t.state, t.allowed) == ("done", 1)
@@ -65,9 +71,7 @@ def test_calls_holding_one_core_run_on_one_thread_when_it_keeps_up() -> None:
 
 def test_threads_come_back_when_one_thread_falls_behind() -> None:
     clocks = Clocks()
-    t = tuner(8, clocks)
-    assert window(t, clocks, 100, 0.2, cores=1.2, alive=8) == 1
-    t.called(alive=1)
+    t = drained_to_one(clocks, cores=1.2)
     # Alone: 20 calls in 0.1 s (200/s against 500/s): every thread again.
     assert window(t, clocks, 20, 0.1, cores=1.0, alive=1) == 8
     assert (t.state, t.allowed) == ("done", 8)
@@ -108,6 +112,17 @@ def recording_search(calls: list[tuple[float, float, int]]):
     return search
 
 
+def reads_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process clock of every tuner reads one full core (as for pure-Python work), so
+    every run probes."""
+    real = calling._Tuner
+
+    def one_core(concurrency: int, alone: bool | None = None) -> calling._Tuner:
+        return real(concurrency, cpu_clock=time.perf_counter, alone=alone)
+
+    monkeypatch.setattr(calling, "_Tuner", one_core)
+
+
 def last_calls(calls: list[tuple[float, float, int]], n: int) -> list[tuple[float, float, int]]:
     return sorted(calls)[-n:]
 
@@ -120,15 +135,9 @@ def last_calls(calls: list[tuple[float, float, int]], n: int) -> list[tuple[floa
 def test_a_run_keeps_one_thread_or_all_of_them_as_the_tuner_says(
     monkeypatch: pytest.MonkeyPatch, enough: float, alone: bool
 ) -> None:
-    # The process clock reads as one full core (as for pure-Python work), so every run probes;
-    # whether one thread "keeps up" is set by the share it must reach.
+    # Whether one thread "keeps up" is set by the share it must reach.
     monkeypatch.setattr(calling, "_ONE_IS_ENOUGH", enough)
-    real = calling._Tuner
-
-    def one_core(concurrency: int, alone: bool | None = None) -> calling._Tuner:
-        return real(concurrency, cpu_clock=time.perf_counter, alone=alone)
-
-    monkeypatch.setattr(calling, "_Tuner", one_core)
+    reads_one_core(monkeypatch)
     calls: list[tuple[float, float, int]] = []
     search = recording_search(calls)
     outcomes = run_pipeline(REQUESTS, search, timeout=30.0, concurrency=4)
@@ -158,12 +167,7 @@ def test_the_next_run_of_the_same_retriever_starts_with_the_decision(
     # As an xdist worker's shards: the first run decides (one thread), the second is called
     # on one thread from its first query (another retriever decides anew).
     monkeypatch.setattr(calling, "_ONE_IS_ENOUGH", 0.0)
-    real = calling._Tuner
-
-    def one_core(concurrency: int, alone: bool | None = None) -> calling._Tuner:
-        return real(concurrency, cpu_clock=time.perf_counter, alone=alone)
-
-    monkeypatch.setattr(calling, "_Tuner", one_core)
+    reads_one_core(monkeypatch)
     calls: list[tuple[float, float, int]] = []
     search = recording_search(calls)
     run_pipeline(REQUESTS, search, timeout=30.0, concurrency=4)
