@@ -433,28 +433,19 @@ def nesting_depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     Level by level, looking into a container only when it holds containers (``set(map(type,
     ...))`` runs in C), so a 100 MB baseline is checked in a fraction of its decoding time.
     """
+    return _shape(value, limit)[0]
+
+
+def _shape(value: Any, limit: int) -> tuple[bool, int]:
+    """(whether ``value`` nests more than ``limit`` deep, how many keys its objects hold): one
+    walk, level by level (:func:`nesting_depth_exceeds`). The count is -1 when the walk stopped
+    at the limit."""
     level = [value] if type(value) in _CONTAINERS else []
-    depth = 0
+    depth = keys = 0
     while level:
         depth += 1
         if depth > limit:
-            return True
-        deeper: list[Any] = []
-        for container in level:
-            members = container.values() if type(container) is dict else container
-            kinds = set(map(type, members))
-            if dict in kinds or list in kinds:
-                deeper.extend(m for m in members if type(m) in _CONTAINERS)
-        level = deeper
-    return False
-
-
-def _key_count(value: Any) -> int:
-    """How many keys the objects in ``value`` (decoded JSON) hold, all levels (level by level,
-    as :func:`nesting_depth_exceeds`: no recursion)."""
-    level = [value] if type(value) in _CONTAINERS else []
-    keys = 0
-    while level:
+            return True, -1
         deeper: list[Any] = []
         for container in level:
             if type(container) is dict:
@@ -466,7 +457,7 @@ def _key_count(value: Any) -> int:
             if dict in kinds or list in kinds:
                 deeper.extend(m for m in members if type(m) in _CONTAINERS)
         level = deeper
-    return keys
+    return False, keys
 
 
 def load_json(
@@ -508,14 +499,17 @@ def load_json(
         decode["object_pairs_hook"] = _unique_keys
     if _LONG_NUMBER.search(text) is not None:  # rare: the bounded (slower) integer parser
         decode["parse_int"] = _bounded_int
+    too_deep: bool | None = None
     try:
         if decode.get("object_pairs_hook") is _unique_keys:
             # Decoded without the (Python) hook first: a text with as many ':' as the value has
             # keys has no ':' inside a string and no key twice (each key written is followed by
-            # exactly one ':'), so the hook could find nothing. Otherwise decode again with it.
+            # exactly one ':'), so the hook could find nothing. Otherwise decode again with it
+            # (the same value, or the duplicate named).
             plain = {k: v for k, v in decode.items() if k != "object_pairs_hook"}
             value = json.loads(text, **plain)
-            if text.count(":") != _key_count(value):
+            too_deep, keys = _shape(value, MAX_DEPTH)
+            if text.count(":") != keys:
                 value = json.loads(text, **decode)
         else:
             value = json.loads(text, **decode)
@@ -548,7 +542,9 @@ def load_json(
         ) from None
     except MemoryError:  # pragma: no cover - bounded by the size cap; said, not a traceback
         raise fail(f"the {what} is too large to decode in memory") from None
-    if nesting_depth_exceeds(value):
+    if too_deep is None:
+        too_deep = nesting_depth_exceeds(value)
+    if too_deep:
         raise fail(f"the {what} nests JSON values more than {MAX_DEPTH} levels deep")
     return value
 

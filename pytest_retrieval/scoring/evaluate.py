@@ -797,36 +797,26 @@ def _evaluate(
             for i, k in coverage_plan:
                 assert k is not None
                 coverage[i] = _coverage(ranking, judgments, reach.get(k, k))
-        if judged_only:
-            # Only judged@K asked for (the artifact's coverage): no relevant ranks needed.
-            positive_count = sum(
-                1 for grade in judgments.values() if grade > 0 and grade >= min_grade
-            )
-            relevant_counts.append(positive_count)
-            if positive_count == 0 and constant is None:
-                skipped.append(qid)
-            for i, column in enumerate(columns):
-                column.append(coverage[i])
-            continue
-        limit = metric_limits.get(qid)
-        if drop_unjudged:
-            # trec_eval -J: the unjudged documents leave the ranking before any cutoff applies.
-            # A negative grade (TREC's "in the pool, not judged") is unjudged too, as there.
-            ranking = [doc for doc in ranking if judgments.get(doc, -1) >= 0]
         positive = {doc: grade for doc, grade in judgments.items() if grade > 0}
         n_relevant = sum(1 for grade in positive.values() if grade >= min_grade)
         relevant_counts.append(n_relevant)
         # Graded, but every grade below min_grade: no relevant document for the binary metrics,
         # while NDCG still has its grades (trec_eval -lN). Under "skip" it is skipped entirely.
         below = n_relevant == 0 and bool(positive) and constant is not None and need_ndcg
-        if n_relevant == 0 and not below:
-            if constant is None:
+        # Only judged@K asked for (the artifact's coverage): no relevant ranks are needed.
+        if judged_only or (n_relevant == 0 and not below):
+            if n_relevant == 0 and constant is None:
                 skipped.append(qid)
             for i, column in enumerate(columns):
                 column.append(coverage.get(i, constant))
             for hits_column in hit_columns.values():
                 hits_column.append(0)
             continue
+        limit = metric_limits.get(qid)
+        if drop_unjudged:
+            # trec_eval -J: the unjudged documents leave the ranking before any cutoff applies.
+            # A negative grade (TREC's "in the pool, not judged") is unjudged too, as there.
+            ranking = [doc for doc in ranking if judgments.get(doc, -1) >= 0]
         cut = depth if depth is None or not need_rprec else max(depth, n_relevant)
         if cut is not None and len(ranking) > cut:
             ranking = ranking[:cut]
